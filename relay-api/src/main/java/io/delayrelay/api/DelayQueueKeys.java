@@ -1,0 +1,149 @@
+package io.delayrelay.api;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+
+/**
+ * Every Redis key of the delay-relay contract, built in one place.
+ *
+ * <p>For a business with source key {@code K} and shard {@code i}:
+ * <pre>
+ *   K:i              zset   member = message (or id), score = due epoch ms
+ *   {K:i}:payloads   hash   id -> message, for entries scheduled by id
+ *   {K:i}:inflight   zset   popped, not yet confirmed; score = lease deadline
+ *   {K:i}:attempts   hash   member -> failed delivery attempts
+ *   {K:i}:dead       zset   dead letters; score = time of death
+ *   {K:i}:dead-reasons hash member -> why it died
+ *   K:meta           hash   shards, draining (shard counts still drained)
+ *   K:cursor         string INCR counter picking the next shard
+ *   K:wake           channel "shard:due" published when a new earliest entry is added
+ * </pre>
+ * {@code K:i} and {@code {K:i}:...} hash to the same Redis Cluster slot, so every script touches one slot.
+ */
+public final class DelayQueueKeys {
+
+    /** Prefix of the default source key: {@code delayqueue:<business>}. */
+    public static final String DEFAULT_PREFIX = "delayqueue:";
+
+    private final String sourceKey;
+
+    private DelayQueueKeys(String sourceKey) {
+        this.sourceKey = sourceKey;
+    }
+
+    /** Keys for an explicit source key {@code K}. */
+    public static DelayQueueKeys of(String sourceKey) {
+        return new DelayQueueKeys(validateName("source key", sourceKey));
+    }
+
+    /** Keys for a business with the default source key {@code delayqueue:<business>}. */
+    public static DelayQueueKeys forBusiness(String business) {
+        return of(DEFAULT_PREFIX + validateName("business name", business));
+    }
+
+    /**
+     * Checks that a name can be used in the key contract: not blank, no '{' or '}' (they would change
+     * the Redis Cluster hash slot of the derived keys).
+     *
+     * @return the name
+     * @throws IllegalArgumentException naming what and the bad value
+     */
+    public static String validateName(String what, String name) {
+        Objects.requireNonNull(what, "what");
+        if (name == null || name.isBlank()) {
+            throw new IllegalArgumentException(what + " must not be empty, was '" + name + "'");
+        }
+        if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0) {
+            throw new IllegalArgumentException(
+                    what + " must not contain '{' or '}' (they decide the Redis Cluster slot), was '" + name + "'");
+        }
+        return name;
+    }
+
+    public String sourceKey() {
+        return sourceKey;
+    }
+
+    /** {@code K:i}: the shard's zset of scheduled entries. */
+    public String shard(int shard) {
+        return sourceKey + ":" + checkShard(shard);
+    }
+
+    /** {@code {K:i}:payloads}. */
+    public String payloads(int shard) {
+        return tagged(shard, "payloads");
+    }
+
+    /** {@code {K:i}:inflight}. */
+    public String inflight(int shard) {
+        return tagged(shard, "inflight");
+    }
+
+    /** {@code {K:i}:attempts}. */
+    public String attempts(int shard) {
+        return tagged(shard, "attempts");
+    }
+
+    /** {@code {K:i}:dead}. */
+    public String dead(int shard) {
+        return tagged(shard, "dead");
+    }
+
+    /** {@code {K:i}:dead-reasons}. */
+    public String deadReasons(int shard) {
+        return tagged(shard, "dead-reasons");
+    }
+
+    /** {@code K:meta}. */
+    public String meta() {
+        return sourceKey + ":meta";
+    }
+
+    /** {@code K:cursor}. */
+    public String cursor() {
+        return sourceKey + ":cursor";
+    }
+
+    /** {@code K:wake}: pub/sub channel. */
+    public String wake() {
+        return sourceKey + ":wake";
+    }
+
+    /** Every per-shard key in the order the scripts expect: shard, payloads, inflight, attempts, dead, dead-reasons. */
+    public byte[][] shardKeys(int shard) {
+        return new byte[][] {
+            bytes(shard(shard)), bytes(payloads(shard)), bytes(inflight(shard)),
+            bytes(attempts(shard)), bytes(dead(shard)), bytes(deadReasons(shard))
+        };
+    }
+
+    public static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private String tagged(int shard, String suffix) {
+        return "{" + shard(shard) + "}:" + suffix;
+    }
+
+    private static int checkShard(int shard) {
+        if (shard < 0) {
+            throw new IllegalArgumentException("shard must be >= 0, was " + shard);
+        }
+        return shard;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof DelayQueueKeys other && other.sourceKey.equals(sourceKey);
+    }
+
+    @Override
+    public int hashCode() {
+        return sourceKey.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return "DelayQueueKeys[" + sourceKey + "]";
+    }
+}

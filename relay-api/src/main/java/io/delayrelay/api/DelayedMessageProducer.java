@@ -1,0 +1,79 @@
+package io.delayrelay.api;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * Schedules, cancels and reschedules delayed messages of a business.
+ *
+ * <p>Two ways to schedule:
+ * <ul>
+ *   <li><b>by message</b>: the message itself is the zset member. Scheduling the same bytes twice keeps one
+ *       entry (the later due time wins).</li>
+ *   <li><b>by id</b>: the id is the member and the message is kept in the shard's payload hash; cancel and
+ *       reschedule by id without knowing the message.</li>
+ * </ul>
+ * Delays are added to the Redis server's clock, never the producer's.
+ */
+public interface DelayedMessageProducer {
+
+    /** Schedules the message for an instant. Returns the due time in epoch milliseconds. */
+    long schedule(String business, byte[] message, Instant dueAt);
+
+    /** Schedules the message after a delay counted from Redis server time. Returns the due time. */
+    long scheduleAfter(String business, byte[] message, Duration delay);
+
+    /** Schedules a message under an id, for an instant. Scheduling an existing id replaces its message and time. */
+    long scheduleById(String business, String id, byte[] message, Instant dueAt);
+
+    /** Schedules a message under an id, after a delay counted from Redis server time. */
+    long scheduleByIdAfter(String business, String id, byte[] message, Duration delay);
+
+    /** Removes a scheduled message. False when it was not scheduled (never was, already relayed, or in flight). */
+    boolean cancel(String business, byte[] message);
+
+    /** Removes a message scheduled by id, with its payload. False when the id was not scheduled. */
+    boolean cancelById(String business, String id);
+
+    /** Moves a scheduled message to a new instant. False when it was not scheduled. */
+    boolean reschedule(String business, byte[] message, Instant dueAt);
+
+    /** Moves a message scheduled by id to a new instant. False when the id was not scheduled. */
+    boolean rescheduleById(String business, String id, Instant dueAt);
+
+    /** How many entries are scheduled (not yet popped) over all shards of the business. */
+    long count(String business);
+
+    /** The next {@code limit} entries by due time over all shards, earliest first. */
+    List<ScheduledEntry> peek(String business, int limit);
+
+    default long schedule(String business, String message, Instant dueAt) {
+        return schedule(business, utf8(message), dueAt);
+    }
+
+    default long scheduleAfter(String business, String message, Duration delay) {
+        return scheduleAfter(business, utf8(message), delay);
+    }
+
+    default long scheduleById(String business, String id, String message, Instant dueAt) {
+        return scheduleById(business, id, utf8(message), dueAt);
+    }
+
+    default long scheduleByIdAfter(String business, String id, String message, Duration delay) {
+        return scheduleByIdAfter(business, id, utf8(message), delay);
+    }
+
+    default boolean cancel(String business, String message) {
+        return cancel(business, utf8(message));
+    }
+
+    default boolean reschedule(String business, String message, Instant dueAt) {
+        return reschedule(business, utf8(message), dueAt);
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,263 @@
+package io.delayrelay.api;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.zset.Tuple;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+
+/**
+ * {@link DelayedMessageProducer} on Spring Data Redis. Every write is one Lua script on one shard (one cluster
+ * slot). The shard count is read from {@code K:meta} and cached for {@code metaCacheTtl}; when the relay has not
+ * written it yet, {@code defaultShards} is used.
+ */
+public class RedisDelayedMessageProducer implements DelayedMessageProducer {
+
+    private static final Logger log = LoggerFactory.getLogger(RedisDelayedMessageProducer.class);
+
+    private static final RedisScript<Long> SCHEDULE =
+            RedisScript.of(new ClassPathResource("io/delayrelay/api/lua/schedule.lua"), Long.class);
+    private static final RedisScript<Long> CANCEL =
+            RedisScript.of(new ClassPathResource("io/delayrelay/api/lua/cancel.lua"), Long.class);
+    private static final byte[] ONE = {'1'};
+    private static final byte[] ZERO = {'0'};
+    private static final byte[] EMPTY = {};
+
+    private final RedisTemplate<byte[], byte[]> redis;
+    private final Function<String, DelayQueueKeys> keysFor;
+    private final int defaultShards;
+    private final long metaCacheTtlNanos;
+    private final LongSupplier nanoClock;
+    private final Map<String, CachedTopology> topologies = new ConcurrentHashMap<>();
+
+    public RedisDelayedMessageProducer(RedisConnectionFactory connectionFactory, int defaultShards,
+            Duration metaCacheTtl, Function<String, DelayQueueKeys> keysFor) {
+        this(connectionFactory, defaultShards, metaCacheTtl, keysFor, System::nanoTime);
+    }
+
+    RedisDelayedMessageProducer(RedisConnectionFactory connectionFactory, int defaultShards, Duration metaCacheTtl,
+            Function<String, DelayQueueKeys> keysFor, LongSupplier nanoClock) {
+        if (defaultShards < 1) {
+            throw new IllegalArgumentException("relay.producer.default-shards must be >= 1, was " + defaultShards);
+        }
+        this.redis = ByteRedisTemplates.create(connectionFactory);
+        this.defaultShards = defaultShards;
+        this.metaCacheTtlNanos = metaCacheTtl.toNanos();
+        this.keysFor = Objects.requireNonNull(keysFor, "keysFor");
+        this.nanoClock = nanoClock;
+    }
+
+    /** A producer for businesses using the default source key {@code delayqueue:<business>}. */
+    public static RedisDelayedMessageProducer withDefaultKeys(RedisConnectionFactory connectionFactory) {
+        return new RedisDelayedMessageProducer(connectionFactory, 16, Duration.ofSeconds(5), DelayQueueKeys::forBusiness);
+    }
+
+    @Override
+    public long schedule(String business, byte[] message, Instant dueAt) {
+        return write(business, requireMessage(message), "at", dueAt.toEpochMilli(), false, null);
+    }
+
+    @Override
+    public long scheduleAfter(String business, byte[] message, Duration delay) {
+        return write(business, requireMessage(message), "after", requireDelay(delay), false, null);
+    }
+
+    @Override
+    public long scheduleById(String business, String id, byte[] message, Instant dueAt) {
+        return write(business, idBytes(id), "at", dueAt.toEpochMilli(), false, requireMessage(message));
+    }
+
+    @Override
+    public long scheduleByIdAfter(String business, String id, byte[] message, Duration delay) {
+        return write(business, idBytes(id), "after", requireDelay(delay), false, requireMessage(message));
+    }
+
+    @Override
+    public boolean cancel(String business, byte[] message) {
+        return remove(business, requireMessage(message), false);
+    }
+
+    @Override
+    public boolean cancelById(String business, String id) {
+        return remove(business, idBytes(id), true);
+    }
+
+    @Override
+    public boolean reschedule(String business, byte[] message, Instant dueAt) {
+        return move(business, requireMessage(message), dueAt);
+    }
+
+    @Override
+    public boolean rescheduleById(String business, String id, Instant dueAt) {
+        return move(business, idBytes(id), dueAt);
+    }
+
+    @Override
+    public long count(String business) {
+        DelayQueueKeys keys = keysFor.apply(business);
+        int width = topology(business, keys).scanWidth();
+        List<Object> cards = redis.executePipelined((RedisCallback<Object>) connection -> {
+            for (int i = 0; i < width; i++) {
+                connection.zSetCommands().zCard(DelayQueueKeys.bytes(keys.shard(i)));
+            }
+            return null;
+        });
+        return cards.stream().mapToLong(c -> c == null ? 0 : ((Number) c).longValue()).sum();
+    }
+
+    @Override
+    public List<ScheduledEntry> peek(String business, int limit) {
+        if (limit < 1) {
+            return List.of();
+        }
+        DelayQueueKeys keys = keysFor.apply(business);
+        int width = topology(business, keys).scanWidth();
+        List<ScheduledEntry> all = new ArrayList<>();
+        for (int shard = 0; shard < width; shard++) {
+            all.addAll(peekShard(keys, shard, limit));
+        }
+        all.sort(Comparator.comparingLong(ScheduledEntry::dueAtMs));
+        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : List.copyOf(all);
+    }
+
+    private List<ScheduledEntry> peekShard(DelayQueueKeys keys, int shard, int limit) {
+        byte[] shardKey = DelayQueueKeys.bytes(keys.shard(shard));
+        byte[] payloadKey = DelayQueueKeys.bytes(keys.payloads(shard));
+        return redis.execute((RedisCallback<List<ScheduledEntry>>) connection -> {
+            Set<Tuple> tuples = connection.zSetCommands().zRangeWithScores(shardKey, 0, limit - 1);
+            if (tuples == null || tuples.isEmpty()) {
+                return List.of();
+            }
+            byte[][] members = tuples.stream().map(Tuple::getValue).toArray(byte[][]::new);
+            List<byte[]> payloads = connection.hashCommands().hMGet(payloadKey, members);
+            List<ScheduledEntry> entries = new ArrayList<>(members.length);
+            int i = 0;
+            for (Tuple tuple : tuples) {
+                byte[] payload = payloads == null ? null : payloads.get(i);
+                entries.add(new ScheduledEntry(shard, tuple.getValue(), payload, tuple.getScore().longValue()));
+                i++;
+            }
+            return entries;
+        });
+    }
+
+    /** The shard topology of a business: from {@code K:meta}, cached briefly, else the configured default. */
+    public ShardTopology topology(String business) {
+        return topology(business, keysFor.apply(business));
+    }
+
+    private ShardTopology topology(String business, DelayQueueKeys keys) {
+        long now = nanoClock.getAsLong();
+        CachedTopology cached = topologies.get(business);
+        if (cached != null && now - cached.readAtNanos < metaCacheTtlNanos) {
+            return cached.topology;
+        }
+        ShardTopology fresh = readTopology(business, keys);
+        topologies.put(business, new CachedTopology(fresh, now));
+        return fresh;
+    }
+
+    private ShardTopology readTopology(String business, DelayQueueKeys keys) {
+        byte[] metaKey = DelayQueueKeys.bytes(keys.meta());
+        List<byte[]> fields = redis.execute((RedisCallback<List<byte[]>>) connection -> connection.hashCommands()
+                .hMGet(metaKey, DelayQueueKeys.bytes(MetaFields.SHARDS), DelayQueueKeys.bytes(MetaFields.DRAINING)));
+        byte[] shardsField = fields == null ? null : fields.get(0);
+        if (shardsField == null) {
+            return ShardTopology.of(defaultShards);
+        }
+        String text = new String(shardsField, StandardCharsets.UTF_8);
+        int shards;
+        try {
+            shards = Integer.parseInt(text.trim());
+        } catch (NumberFormatException e) {
+            shards = -1;
+        }
+        if (shards < 1) {
+            log.warn("business={} {} field '{}' is '{}', not a positive number; using default shards {}",
+                    business, keys.meta(), MetaFields.SHARDS, text, defaultShards);
+            return ShardTopology.of(defaultShards);
+        }
+        byte[] draining = fields.get(1);
+        return new ShardTopology(shards,
+                ShardTopology.parseDraining(draining == null ? null : new String(draining, StandardCharsets.UTF_8)));
+    }
+
+    private long write(String business, byte[] member, String mode, long millis, boolean mustExist, byte[] payload) {
+        DelayQueueKeys keys = keysFor.apply(business);
+        int shard = ShardSelector.shardOf(member, topology(business, keys).shards());
+        Long due = redis.execute(SCHEDULE, shardAndPayloadKeys(keys, shard),
+                member, bytes(mode), bytes(Long.toString(millis)), mustExist ? ONE : ZERO,
+                payload != null ? ONE : ZERO, payload != null ? payload : EMPTY,
+                bytes(keys.wake()), bytes(Integer.toString(shard)));
+        return due == null ? -1 : due;
+    }
+
+    private boolean move(String business, byte[] member, Instant dueAt) {
+        DelayQueueKeys keys = keysFor.apply(business);
+        for (int shard : topology(business, keys).candidateShards(member)) {
+            Long due = redis.execute(SCHEDULE, shardAndPayloadKeys(keys, shard),
+                    member, bytes("at"), bytes(Long.toString(dueAt.toEpochMilli())), ONE, ZERO, EMPTY,
+                    bytes(keys.wake()), bytes(Integer.toString(shard)));
+            if (due != null && due >= 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private boolean remove(String business, byte[] member, boolean byId) {
+        DelayQueueKeys keys = keysFor.apply(business);
+        for (int shard : topology(business, keys).candidateShards(member)) {
+            Long removed = redis.execute(CANCEL, shardAndPayloadKeys(keys, shard), member, byId ? ONE : ZERO);
+            if (removed != null && removed > 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static List<byte[]> shardAndPayloadKeys(DelayQueueKeys keys, int shard) {
+        return List.of(bytes(keys.shard(shard)), bytes(keys.payloads(shard)));
+    }
+
+    private static byte[] bytes(String s) {
+        return DelayQueueKeys.bytes(s);
+    }
+
+    private static byte[] requireMessage(byte[] message) {
+        return Objects.requireNonNull(message, "message");
+    }
+
+    private static byte[] idBytes(String id) {
+        if (id == null || id.isEmpty()) {
+            throw new IllegalArgumentException("id must not be empty, was '" + id + "'");
+        }
+        return bytes(id);
+    }
+
+    private static long requireDelay(Duration delay) {
+        if (delay == null || delay.isNegative()) {
+            throw new IllegalArgumentException("delay must be zero or positive, was " + delay);
+        }
+        return delay.toMillis();
+    }
+
+    private record CachedTopology(ShardTopology topology, long readAtNanos) {
+    }
+}

@@ -1,0 +1,197 @@
+package io.delayrelay.app.config;
+
+import java.time.Duration;
+
+/**
+ * Settings of one business, as bound from {@code relay.defaults} and then {@code relay.businesses.<name>}
+ * (a business inherits every default it does not set).
+ */
+public class BusinessSettings {
+
+    public static final int DEFAULT_SHARDS = 16;
+    public static final int DEFAULT_THREADS = 2;
+    public static final int DEFAULT_BATCH_SIZE = 100;
+    public static final Duration DEFAULT_MAX_IDLE = Duration.ofMillis(100);
+    public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+    public static final int DEFAULT_MAX_ATTEMPTS = 10;
+    public static final Duration DEFAULT_RETRY_DELAY = Duration.ofSeconds(1);
+    public static final Duration DEFAULT_RETRY_DELAY_MAX = Duration.ofMinutes(5);
+    public static final Duration DEFAULT_PUBLISH_TIMEOUT = Duration.ofSeconds(10);
+    public static final String DEFAULT_EXCHANGE_TYPE = "direct";
+
+    /** Source key K of the business's shards; default {@code delayqueue:<business>}. No '{' or '}'. */
+    private String sourceKey;
+
+    /** Shard count M producers hash into (CRC32 of the sharding key mod M). */
+    private int shards = DEFAULT_SHARDS;
+
+    /** Worker threads per relay instance. */
+    private int threads = DEFAULT_THREADS;
+
+    /** Worker thread name prefix; default {@code relay-<business>-}. */
+    private String threadNamePrefix;
+
+    /** Exchange the business's messages are published to. Required. */
+    private String exchange;
+
+    /** Routing key of the published messages. Required. */
+    private String routingKey;
+
+    /** Exchange type (direct, topic, fanout, headers), used when {@code declare-exchange} is true. */
+    private String exchangeType = DEFAULT_EXCHANGE_TYPE;
+
+    /** Whether the relay declares the exchange (durable) at start instead of only checking that it exists. */
+    private boolean declareExchange;
+
+    /** Most entries popped by one Lua call and published as one confirmed batch (1 to 2000). */
+    private int batchSize = DEFAULT_BATCH_SIZE;
+
+    /** Longest sleep of a worker that found nothing due; a producer that does not publish a wake-up is picked up within it. */
+    private Duration maxIdle = DEFAULT_MAX_IDLE;
+
+    /** How long a popped entry may stay unconfirmed before the reaper puts it back; longer than publish-timeout. */
+    private Duration lease = DEFAULT_LEASE;
+
+    /** Failed delivery attempts (nack, timeout, expired lease) after which an entry goes to the dead set. */
+    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+
+    /** Delay before retrying a failed delivery; doubles with each failed attempt. */
+    private Duration retryDelay = DEFAULT_RETRY_DELAY;
+
+    /** Cap of the retry delay. */
+    private Duration retryDelayMax = DEFAULT_RETRY_DELAY_MAX;
+
+    /** Longest wait for the broker to confirm a published batch. */
+    private Duration publishTimeout = DEFAULT_PUBLISH_TIMEOUT;
+
+    /** Whether the business's workers are paused (nothing is popped). */
+    private boolean paused;
+
+    public String getSourceKey() {
+        return sourceKey;
+    }
+
+    public void setSourceKey(String sourceKey) {
+        this.sourceKey = sourceKey;
+    }
+
+    public int getShards() {
+        return shards;
+    }
+
+    public void setShards(int shards) {
+        this.shards = shards;
+    }
+
+    public int getThreads() {
+        return threads;
+    }
+
+    public void setThreads(int threads) {
+        this.threads = threads;
+    }
+
+    public String getThreadNamePrefix() {
+        return threadNamePrefix;
+    }
+
+    public void setThreadNamePrefix(String threadNamePrefix) {
+        this.threadNamePrefix = threadNamePrefix;
+    }
+
+    public String getExchange() {
+        return exchange;
+    }
+
+    public void setExchange(String exchange) {
+        this.exchange = exchange;
+    }
+
+    public String getRoutingKey() {
+        return routingKey;
+    }
+
+    public void setRoutingKey(String routingKey) {
+        this.routingKey = routingKey;
+    }
+
+    public String getExchangeType() {
+        return exchangeType;
+    }
+
+    public void setExchangeType(String exchangeType) {
+        this.exchangeType = exchangeType;
+    }
+
+    public boolean isDeclareExchange() {
+        return declareExchange;
+    }
+
+    public void setDeclareExchange(boolean declareExchange) {
+        this.declareExchange = declareExchange;
+    }
+
+    public int getBatchSize() {
+        return batchSize;
+    }
+
+    public void setBatchSize(int batchSize) {
+        this.batchSize = batchSize;
+    }
+
+    public Duration getMaxIdle() {
+        return maxIdle;
+    }
+
+    public void setMaxIdle(Duration maxIdle) {
+        this.maxIdle = maxIdle;
+    }
+
+    public Duration getLease() {
+        return lease;
+    }
+
+    public void setLease(Duration lease) {
+        this.lease = lease;
+    }
+
+    public int getMaxAttempts() {
+        return maxAttempts;
+    }
+
+    public void setMaxAttempts(int maxAttempts) {
+        this.maxAttempts = maxAttempts;
+    }
+
+    public Duration getRetryDelay() {
+        return retryDelay;
+    }
+
+    public void setRetryDelay(Duration retryDelay) {
+        this.retryDelay = retryDelay;
+    }
+
+    public Duration getRetryDelayMax() {
+        return retryDelayMax;
+    }
+
+    public void setRetryDelayMax(Duration retryDelayMax) {
+        this.retryDelayMax = retryDelayMax;
+    }
+
+    public Duration getPublishTimeout() {
+        return publishTimeout;
+    }
+
+    public void setPublishTimeout(Duration publishTimeout) {
+        this.publishTimeout = publishTimeout;
+    }
+
+    public boolean isPaused() {
+        return paused;
+    }
+
+    public void setPaused(boolean paused) {
+        this.paused = paused;
+    }
+}

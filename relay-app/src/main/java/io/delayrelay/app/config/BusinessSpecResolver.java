@@ -1,0 +1,191 @@
+package io.delayrelay.app.config;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.OutgoingMessages;
+import org.springframework.boot.context.properties.bind.BindException;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.core.env.Environment;
+
+/**
+ * Builds the {@link BusinessSpec}s in force from the environment and the trigger beans. Layers, later wins:
+ * {@code relay.defaults}, the trigger's non-null values, {@code relay.businesses.<name>}. Every problem is
+ * collected and reported at once, naming business, property and value.
+ */
+public final class BusinessSpecResolver {
+
+    static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9-]*[a-z0-9])?");
+    static final Set<String> EXCHANGE_TYPES = Set.of("direct", "topic", "fanout", "headers");
+    static final int MAX_BATCH_SIZE = 2000;
+    static final int MAX_THREADS = 256;
+    static final int MAX_SHARDS = 16384;
+
+    private BusinessSpecResolver() {
+    }
+
+    /** The businesses in force; throws {@link RelayConfigurationException} listing every problem. */
+    public static List<BusinessSpec> resolve(Environment environment,
+            Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
+        Binder binder = Binder.get(environment);
+        List<String> problems = new ArrayList<>();
+        Map<String, AbstractDelayedMsgScanTrigger> byName = new LinkedHashMap<>();
+        for (AbstractDelayedMsgScanTrigger trigger : triggers) {
+            String name = trigger.getBusiness();
+            AbstractDelayedMsgScanTrigger previous = byName.putIfAbsent(name, trigger);
+            if (previous != null) {
+                problems.add("business '" + name + "': declared by two trigger beans ("
+                        + previous.getClass().getName() + ", " + trigger.getClass().getName() + ")");
+            }
+        }
+        Set<String> names = new LinkedHashSet<>(byName.keySet());
+        names.addAll(configuredNames(binder, problems));
+
+        List<BusinessSpec> specs = new ArrayList<>();
+        Map<String, String> sourceKeys = new HashMap<>();
+        for (String name : names) {
+            BusinessSpec spec = resolveOne(binder, name, byName.get(name), problems);
+            if (spec != null) {
+                String other = sourceKeys.putIfAbsent(spec.keys().sourceKey(), name);
+                if (other != null) {
+                    problems.add("relay.businesses." + name + ".source-key=" + spec.keys().sourceKey()
+                            + ": already used by business '" + other + "'");
+                } else {
+                    specs.add(spec);
+                }
+            }
+        }
+        if (!problems.isEmpty()) {
+            throw new RelayConfigurationException(problems);
+        }
+        return List.copyOf(specs);
+    }
+
+    private static Set<String> configuredNames(Binder binder, List<String> problems) {
+        try {
+            return binder.bind("relay.businesses", Bindable.mapOf(String.class, Object.class))
+                    .map(Map::keySet).map(LinkedHashSet::new).orElseGet(LinkedHashSet::new);
+        } catch (BindException e) {
+            problems.add("relay.businesses: " + describe(e));
+            return Set.of();
+        }
+    }
+
+    private static BusinessSpec resolveOne(Binder binder, String name, AbstractDelayedMsgScanTrigger trigger,
+            List<String> problems) {
+        String prefix = "relay.businesses." + name + ".";
+        if (name == null || !NAME.matcher(name).matches()) {
+            problems.add("business name '" + name
+                    + "': use lowercase letters, digits and '-' (it is a key under relay.businesses)");
+            return null;
+        }
+        BusinessSettings s = new BusinessSettings();
+        try {
+            binder.bind("relay.defaults", Bindable.ofInstance(s));
+            if (trigger != null) {
+                applyTrigger(trigger, s);
+            }
+            binder.bind("relay.businesses." + name, Bindable.ofInstance(s));
+        } catch (BindException e) {
+            problems.add("business '" + name + "': " + describe(e));
+            return null;
+        }
+        int before = problems.size();
+        DelayQueueKeys keys = null;
+        try {
+            keys = s.getSourceKey() == null ? DelayQueueKeys.forBusiness(name) : DelayQueueKeys.of(s.getSourceKey());
+        } catch (IllegalArgumentException e) {
+            problems.add(prefix + "source-key=" + s.getSourceKey() + ": " + e.getMessage());
+        }
+        range(problems, prefix + "shards", s.getShards(), 1, MAX_SHARDS);
+        range(problems, prefix + "threads", s.getThreads(), 1, MAX_THREADS);
+        range(problems, prefix + "batch-size", s.getBatchSize(), 1, MAX_BATCH_SIZE);
+        range(problems, prefix + "max-attempts", s.getMaxAttempts(), 1, 1000);
+        required(problems, prefix + "exchange", s.getExchange());
+        required(problems, prefix + "routing-key", s.getRoutingKey());
+        if (s.getExchangeType() == null || !EXCHANGE_TYPES.contains(s.getExchangeType())) {
+            problems.add(prefix + "exchange-type=" + s.getExchangeType() + ": must be one of " + EXCHANGE_TYPES);
+        }
+        positive(problems, prefix + "max-idle", s.getMaxIdle());
+        positive(problems, prefix + "lease", s.getLease());
+        positive(problems, prefix + "retry-delay", s.getRetryDelay());
+        positive(problems, prefix + "retry-delay-max", s.getRetryDelayMax());
+        positive(problems, prefix + "publish-timeout", s.getPublishTimeout());
+        if (s.getLease() != null && s.getPublishTimeout() != null
+                && s.getLease().compareTo(s.getPublishTimeout()) <= 0) {
+            problems.add(prefix + "lease=" + s.getLease() + ": must be longer than publish-timeout ("
+                    + s.getPublishTimeout() + "), or entries would be redelivered while still awaiting confirms");
+        }
+        if (problems.size() > before) {
+            return null;
+        }
+        String threadNamePrefix = s.getThreadNamePrefix() != null ? s.getThreadNamePrefix() : "relay-" + name + "-";
+        OutgoingMessages outgoing = trigger != null ? trigger : OutgoingMessages.DEFAULT;
+        return new BusinessSpec(name, keys, s.getShards(), s.getShards(), s.getThreads(), threadNamePrefix,
+                s.getExchange(), s.getRoutingKey(), s.getExchangeType(), s.isDeclareExchange(), s.getBatchSize(),
+                s.getMaxIdle(), s.getLease(), s.getMaxAttempts(), s.getRetryDelay(), s.getRetryDelayMax(),
+                s.getPublishTimeout(), s.isPaused(), outgoing);
+    }
+
+    private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {
+        if (trigger.getSourceKey() != null) {
+            s.setSourceKey(trigger.getSourceKey());
+        }
+        if (trigger.getThreadNum() != null) {
+            s.setThreads(trigger.getThreadNum());
+        }
+        if (trigger.getThreadNamePrefix() != null) {
+            s.setThreadNamePrefix(trigger.getThreadNamePrefix());
+        }
+        if (trigger.getExchange() != null) {
+            s.setExchange(trigger.getExchange());
+        }
+        if (trigger.getRoutingKey() != null) {
+            s.setRoutingKey(trigger.getRoutingKey());
+        }
+        if (trigger.getShards() != null) {
+            s.setShards(trigger.getShards());
+        }
+    }
+
+    private static void range(List<String> problems, String property, int value, int min, int max) {
+        if (value < min || value > max) {
+            problems.add(property + "=" + value + ": must be between " + min + " and " + max);
+        }
+    }
+
+    private static void required(List<String> problems, String property, String value) {
+        if (value == null || value.isBlank()) {
+            problems.add(property + "='" + (value == null ? "" : value) + "': required, must not be blank");
+        }
+    }
+
+    private static void positive(List<String> problems, String property, Duration value) {
+        if (value == null || value.isNegative() || value.isZero()) {
+            problems.add(property + "=" + value + ": must be a positive duration");
+        }
+    }
+
+    private static String describe(BindException e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String where = e.getProperty() != null
+                ? e.getProperty().getName() + "=" + e.getProperty().getValue()
+                : e.getName().toString();
+        return where + ": " + root.getMessage();
+    }
+}

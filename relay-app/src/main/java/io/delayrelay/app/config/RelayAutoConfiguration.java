@@ -1,0 +1,76 @@
+package io.delayrelay.app.config;
+
+import java.util.List;
+
+import io.delayrelay.app.engine.AmqpBatchPublisher;
+import io.delayrelay.app.engine.BatchPublisher;
+import io.delayrelay.app.engine.RedisClock;
+import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.springframework.amqp.rabbit.connection.ConnectionFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.core.env.Environment;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+
+/**
+ * Wires the relay engine from {@code relay.*}, trigger beans, the Redis connection factory and the RabbitMQ
+ * connection factory. Every bean can be replaced; {@code relay.enabled=false} turns the relay off.
+ */
+@AutoConfiguration(afterName = {
+    "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+    "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration"
+})
+@ConditionalOnProperty(prefix = "relay", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(RelayProperties.class)
+public class RelayAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RedisClock relayRedisClock() {
+        return new RedisClock();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RelayEvents relayEvents() {
+        return RelayEvents.NOOP;
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public ShardStore relayShardStore(RedisConnectionFactory redisConnectionFactory) {
+        return new ShardStore(redisConnectionFactory);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public BatchPublisher relayBatchPublisher(ConnectionFactory rabbitConnectionFactory, RedisClock clock) {
+        return new AmqpBatchPublisher(rabbitConnectionFactory, clock);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RelayBusinesses relayBusinesses(Environment environment,
+            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers) {
+        List<BusinessSpec> specs = BusinessSpecResolver.resolve(environment, triggers.orderedStream().toList());
+        return new RelayBusinesses(specs);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RelayEngine relayEngine(RelayBusinesses businesses, ShardStore store, BatchPublisher publisher,
+            RelayEvents events, RedisClock clock, RedisConnectionFactory redisConnectionFactory,
+            RelayProperties properties) {
+        return new RelayEngine(businesses.specs(), store, publisher, events, clock, redisConnectionFactory,
+                new RelayEngine.Settings(properties.getReaperInterval(), properties.getShutdownTimeout(),
+                        properties.isVerifyExchanges()));
+    }
+}

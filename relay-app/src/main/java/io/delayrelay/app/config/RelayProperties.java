@@ -1,0 +1,84 @@
+package io.delayrelay.app.config;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The relay's settings under {@code relay}. Per-business settings are layered: {@code relay.defaults}, then what
+ * a trigger bean sets, then {@code relay.businesses.<name>} (see {@link BusinessSpecResolver}).
+ */
+@ConfigurationProperties("relay")
+public class RelayProperties {
+
+    public static final Duration DEFAULT_REAPER_INTERVAL = Duration.ofSeconds(5);
+    public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+    /** Whether the relay runs at all. */
+    private boolean enabled = true;
+
+    /** How often expired leases are looked for and their entries put back (or dead-lettered). */
+    private Duration reaperInterval = DEFAULT_REAPER_INTERVAL;
+
+    /** Longest wait at shutdown for workers to finish their batch (publish, confirm, ack). */
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+
+    /** Whether start-up fails when a business's exchange does not exist (and it does not declare it). */
+    private boolean verifyExchanges = true;
+
+    /** Settings every business inherits. */
+    private BusinessSettings defaults = new BusinessSettings();
+
+    /** Businesses declared by configuration, and overrides for trigger beans, by business name. */
+    private Map<String, BusinessSettings> businesses = new LinkedHashMap<>();
+
+    public boolean isEnabled() {
+        return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+        this.enabled = enabled;
+    }
+
+    public Duration getReaperInterval() {
+        return reaperInterval;
+    }
+
+    public void setReaperInterval(Duration reaperInterval) {
+        this.reaperInterval = reaperInterval;
+    }
+
+    public Duration getShutdownTimeout() {
+        return shutdownTimeout;
+    }
+
+    public void setShutdownTimeout(Duration shutdownTimeout) {
+        this.shutdownTimeout = shutdownTimeout;
+    }
+
+    public boolean isVerifyExchanges() {
+        return verifyExchanges;
+    }
+
+    public void setVerifyExchanges(boolean verifyExchanges) {
+        this.verifyExchanges = verifyExchanges;
+    }
+
+    public BusinessSettings getDefaults() {
+        return defaults;
+    }
+
+    public void setDefaults(BusinessSettings defaults) {
+        this.defaults = defaults;
+    }
+
+    public Map<String, BusinessSettings> getBusinesses() {
+        return businesses;
+    }
+
+    public void setBusinesses(Map<String, BusinessSettings> businesses) {
+        this.businesses = businesses;
+    }
+}

@@ -1,0 +1,137 @@
+package io.delayrelay.app.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.MessageDeliveryMode;
+import org.springframework.amqp.core.MessageProperties;
+import org.springframework.amqp.core.ReturnedMessage;
+import org.springframework.amqp.rabbit.connection.ConnectionFactory;
+import org.springframework.amqp.rabbit.connection.CorrelationData;
+import org.springframework.amqp.rabbit.core.RabbitTemplate;
+
+/**
+ * Publishes a batch on one channel with publisher confirms and {@code mandatory}, then waits for every confirm.
+ * Requires a connection factory with correlated publisher confirms and publisher returns.
+ */
+public class AmqpBatchPublisher implements BatchPublisher {
+
+    private final RabbitTemplate template;
+    private final RedisClock clock;
+
+    public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
+        requireConfirmsAndReturns(connectionFactory);
+        this.template = new RabbitTemplate(connectionFactory);
+        this.template.setMandatory(true);
+        this.clock = clock;
+    }
+
+    static void requireConfirmsAndReturns(ConnectionFactory connectionFactory) {
+        if (!connectionFactory.isPublisherConfirms()) {
+            throw new IllegalStateException("delay-relay needs correlated publisher confirms: set "
+                    + "spring.rabbitmq.publisher-confirm-type=correlated");
+        }
+        if (!connectionFactory.isPublisherReturns()) {
+            throw new IllegalStateException("delay-relay needs publisher returns to detect unroutable messages: "
+                    + "set spring.rabbitmq.publisher-returns=true");
+        }
+    }
+
+    @Override
+    public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
+        List<CorrelationData> sent = new ArrayList<>(batch.size());
+        String sendFailure = null;
+        try {
+            template.invoke(ops -> {
+                for (DueMessage message : batch) {
+                    Message amqp = spec.outgoing().toAmqpMessage(message, properties(message));
+                    String routingKey = spec.outgoing().routingKey(message, spec.routingKey());
+                    CorrelationData correlation = new CorrelationData(UUID.randomUUID().toString());
+                    ops.send(spec.exchange(), routingKey, amqp, correlation);
+                    sent.add(correlation);
+                }
+                return null;
+            });
+        } catch (RuntimeException e) {
+            sendFailure = "send failed: " + rootMessage(e);
+        }
+        long deadline = System.nanoTime() + spec.publishTimeout().toNanos();
+        List<PublishOutcome> outcomes = new ArrayList<>(batch.size());
+        for (int i = 0; i < batch.size(); i++) {
+            if (i >= sent.size()) {
+                outcomes.add(PublishOutcome.failed(sendFailure != null ? sendFailure : "not sent"));
+                continue;
+            }
+            outcomes.add(await(sent.get(i), deadline));
+        }
+        return outcomes;
+    }
+
+    private PublishOutcome await(CorrelationData correlation, long deadlineNanos) {
+        try {
+            long wait = Math.max(0, deadlineNanos - System.nanoTime());
+            CorrelationData.Confirm confirm = correlation.getFuture().get(wait, TimeUnit.NANOSECONDS);
+            if (!confirm.ack()) {
+                return PublishOutcome.failed("nack: " + confirm.reason());
+            }
+            ReturnedMessage returned = correlation.getReturned();
+            if (returned != null) {
+                return PublishOutcome.returned("unroutable: " + returned.getReplyCode() + " " + returned.getReplyText()
+                        + " (exchange '" + returned.getExchange() + "', routing key '" + returned.getRoutingKey() + "')");
+            }
+            return PublishOutcome.CONFIRMED;
+        } catch (TimeoutException e) {
+            return PublishOutcome.failed("confirm timeout");
+        } catch (ExecutionException e) {
+            return PublishOutcome.failed("confirm failed: " + rootMessage(e));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return PublishOutcome.failed("interrupted while awaiting confirm");
+        }
+    }
+
+    private MessageProperties properties(DueMessage message) {
+        MessageProperties properties = new MessageProperties();
+        properties.setDeliveryMode(MessageDeliveryMode.PERSISTENT);
+        properties.setMessageId(message.messageId());
+        properties.setContentType(MessageProperties.CONTENT_TYPE_BYTES);
+        properties.setHeader(RelayHeaders.BUSINESS, message.business());
+        properties.setHeader(RelayHeaders.DUE_AT, message.dueAtMs());
+        properties.setHeader(RelayHeaders.RELAYED_AT, clock.nowMs());
+        properties.setHeader(RelayHeaders.SHARD, message.shard());
+        properties.setHeader(RelayHeaders.ATTEMPT, message.attempt());
+        if (message.byId()) {
+            properties.setHeader(RelayHeaders.ID, message.id());
+        }
+        return properties;
+    }
+
+    @Override
+    public void prepareExchange(BusinessSpec spec) {
+        template.execute(channel -> {
+            if (spec.declareExchange()) {
+                channel.exchangeDeclare(spec.exchange(), spec.exchangeType(), true);
+            } else {
+                channel.exchangeDeclarePassive(spec.exchange());
+            }
+            return null;
+        });
+    }
+
+    static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String text = root.getMessage();
+        return root.getClass().getSimpleName() + (text == null ? "" : ": " + text);
+    }
+}

@@ -1,0 +1,167 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** One business's worker threads, its wake signal and the reports its workers make. */
+public final class BusinessRelay {
+
+    private static final Logger log = LoggerFactory.getLogger(BusinessRelay.class);
+
+    private final ShardStore store;
+    private final BatchPublisher publisher;
+    private final RelayEvents events;
+    private final RedisClock clock;
+    private final WakeSignal signal = new WakeSignal();
+    private final List<Thread> workers = new ArrayList<>();
+    private volatile BusinessSpec spec;
+    private volatile boolean running;
+
+    BusinessRelay(BusinessSpec spec, ShardStore store, BatchPublisher publisher, RelayEvents events, RedisClock clock) {
+        this.spec = spec;
+        this.store = store;
+        this.publisher = publisher;
+        this.events = events;
+        this.clock = clock;
+    }
+
+    synchronized void start() {
+        running = true;
+        for (int i = 0; i < spec.threads(); i++) {
+            Thread thread = new Thread(new ScanWorker(this), spec.threadNamePrefix() + i);
+            thread.setDaemon(false);
+            workers.add(thread);
+            thread.start();
+        }
+        log.info("business={} started: {} threads, {} shards, exchange '{}', routing key '{}', source key '{}'",
+                spec.name(), spec.threads(), spec.shards(), spec.exchange(), spec.routingKey(), spec.keys().sourceKey());
+    }
+
+    /** Stops popping; waits up to {@code timeout} for workers to finish their batch, then interrupts them. */
+    synchronized void stop(Duration timeout) {
+        running = false;
+        signal.wakeAll();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Thread worker : workers) {
+            try {
+                long left = deadline - System.nanoTime();
+                if (left > 0) {
+                    worker.join(Math.max(1, left / 1_000_000));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        for (Thread worker : workers) {
+            if (worker.isAlive()) {
+                log.warn("business={}: worker {} still busy after {}, interrupting; its batch is left to the lease",
+                        spec.name(), worker.getName(), timeout);
+                worker.interrupt();
+            }
+        }
+        workers.clear();
+    }
+
+    public BusinessSpec spec() {
+        return spec;
+    }
+
+    /** Pauses or resumes the workers. */
+    public void setPaused(boolean paused) {
+        spec = spec.withPaused(paused);
+        signal.wakeAll();
+    }
+
+    /** A producer announced an entry due at {@code dueMs} in {@code shard}. */
+    void wake(int shard, long dueMs) {
+        signal.wake(shard, dueMs);
+    }
+
+    boolean isRunning() {
+        return running;
+    }
+
+    WakeSignal signal() {
+        return signal;
+    }
+
+    ShardStore store() {
+        return store;
+    }
+
+    BatchPublisher publisher() {
+        return publisher;
+    }
+
+    RedisClock clock() {
+        return clock;
+    }
+
+    List<Thread> workers() {
+        return List.copyOf(workers);
+    }
+
+    void reportRelayed(BusinessSpec s, int shard, List<DueMessage> confirmed) {
+        try {
+            events.relayed(s, shard, confirmed, clock.nowMs());
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
+        }
+    }
+
+    void reportPublishFailed(BusinessSpec s, int shard, String cause, int count) {
+        try {
+            events.publishFailed(s, shard, cause, count);
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
+        }
+    }
+
+    void reportDead(BusinessSpec s, int shard, String reason, List<byte[]> dead) {
+        if (dead.isEmpty()) {
+            return;
+        }
+        log.error("business={} shard={}: {} message(s) dead-lettered to {}: {}; first member: {}", s.name(), shard,
+                dead.size(), s.keys().dead(shard), reason, preview(dead.get(0)));
+        try {
+            events.deadLettered(s, shard, reason, dead.size());
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
+        }
+    }
+
+    void reportLeaseExpired(BusinessSpec s, int shard, int count) {
+        if (count == 0) {
+            return;
+        }
+        log.warn("business={} shard={}: {} entries' lease expired unconfirmed; put back for redelivery", s.name(),
+                shard, count);
+        try {
+            events.leaseExpired(s, shard, count);
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
+        }
+    }
+
+    void reportError(BusinessSpec s, int shard, Throwable error) {
+        try {
+            events.error(s, shard, error);
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
+        }
+    }
+
+    /** At most 64 characters of a member, for logs: members are data, never logged in full. */
+    static String preview(byte[] member) {
+        String text = new String(member, 0, Math.min(member.length, 64), StandardCharsets.UTF_8);
+        return "'" + text.replaceAll("\\p{Cntrl}", "?") + "'" + (member.length > 64 ? "... (" + member.length + " bytes)" : "");
+    }
+}

@@ -1,0 +1,49 @@
+package io.delayrelay.app.engine;
+
+import java.util.Collection;
+import java.util.function.Supplier;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Puts back entries whose lease expired unconfirmed (the relay that popped them died or lost the broker), or
+ * dead-letters them once they reach max-attempts. Runs every reaper-interval over every scanned shard.
+ */
+final class LeaseReaper implements Runnable {
+
+    private static final Logger log = LoggerFactory.getLogger(LeaseReaper.class);
+    static final int LIMIT = 500;
+
+    private final Supplier<Collection<BusinessRelay>> relays;
+
+    LeaseReaper(Supplier<Collection<BusinessRelay>> relays) {
+        this.relays = relays;
+    }
+
+    @Override
+    public void run() {
+        for (BusinessRelay relay : relays.get()) {
+            BusinessSpec spec = relay.spec();
+            for (int shard = 0; shard < spec.drainShards(); shard++) {
+                try {
+                    reapShard(relay, spec, shard);
+                } catch (RuntimeException e) {
+                    relay.reportError(spec, shard, e);
+                    log.warn("business={} shard={}: lease reaper failed: {}", spec.name(), shard,
+                            AmqpBatchPublisher.rootMessage(e));
+                }
+            }
+        }
+    }
+
+    private static void reapShard(BusinessRelay relay, BusinessSpec spec, int shard) {
+        ShardStore.RequeueResult result;
+        do {
+            result = relay.store().requeueExpired(spec, shard, LIMIT);
+            relay.reportLeaseExpired(spec, shard, result.requeued());
+            relay.reportDead(spec, shard, "lease expired", result.dead());
+        } while (result.requeued() + result.dead().size() >= LIMIT);
+    }
+}

@@ -1,0 +1,26 @@
+package io.delayrelay.app.engine;
+
+import java.util.List;
+
+/**
+ * What one pop returned.
+ *
+ * @param redisNowMs Redis time of the pop
+ * @param entries    entries now in flight, in due order
+ * @param nextDueMs  when nothing was due: the earliest score in the shard, or -1 when it is empty
+ */
+public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs) {
+
+    /**
+     * @param member   zset member
+     * @param dueAtMs  its score
+     * @param payload  message stored for the member (scheduled by id), or null
+     * @param attempts failed delivery attempts so far
+     */
+    public record Entry(byte[] member, long dueAtMs, byte[] payload, int attempts) {
+    }
+
+    public boolean isEmpty() {
+        return entries.isEmpty();
+    }
+}

@@ -1,0 +1,24 @@
+package io.delayrelay.app.engine;
+
+/** What the broker said about one published message. */
+public record PublishOutcome(Status status, String reason) {
+
+    public enum Status {
+        /** Confirmed (ack) and routed. */
+        CONFIRMED,
+        /** Returned as unroutable (mandatory): no queue is bound for it. */
+        RETURNED,
+        /** Nacked, not confirmed in time, or not sent: to be retried. */
+        FAILED
+    }
+
+    public static final PublishOutcome CONFIRMED = new PublishOutcome(Status.CONFIRMED, null);
+
+    public static PublishOutcome returned(String reason) {
+        return new PublishOutcome(Status.RETURNED, reason);
+    }
+
+    public static PublishOutcome failed(String reason) {
+        return new PublishOutcome(Status.FAILED, reason);
+    }
+}

@@ -1,0 +1,36 @@
+package io.delayrelay.app.engine;
+
+import java.util.List;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+
+/**
+ * What the engine reports as it works (for metrics). Implementations must be fast and must not throw; the
+ * engine guards every call anyway, so a failing listener never blocks relaying.
+ */
+public interface RelayEvents {
+
+    RelayEvents NOOP = new RelayEvents() {
+    };
+
+    /** Messages the broker confirmed; {@code confirmedAtMs} is the estimated Redis time of the confirm. */
+    default void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
+    }
+
+    /** Messages whose publish failed (nack, confirm timeout, connection trouble); they will be retried. */
+    default void publishFailed(BusinessSpec spec, int shard, String cause, int count) {
+    }
+
+    /** Entries moved to the dead set. */
+    default void deadLettered(BusinessSpec spec, int shard, String reason, int count) {
+    }
+
+    /** Entries put back after their lease expired. */
+    default void leaseExpired(BusinessSpec spec, int shard, int count) {
+    }
+
+    /** An iteration of a worker or the reaper failed. */
+    default void error(BusinessSpec spec, int shard, Throwable error) {
+    }
+}

@@ -1,0 +1,181 @@
+package io.delayrelay.app.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * One worker thread of a business: picks shards through the shared cursor, pops due entries, publishes them with
+ * confirms and acks what the broker confirmed. When its share of the shards has nothing due it sleeps until the
+ * earliest entry it saw falls due, at most max-idle, or until a producer's wake-up.
+ */
+final class ScanWorker implements Runnable {
+
+    private static final Logger log = LoggerFactory.getLogger(ScanWorker.class);
+    private static final long MAX_ERROR_BACKOFF_MS = 5_000;
+
+    private final BusinessRelay relay;
+    private long blockEnd;
+    private long blockNext;
+    private int hint = WakeSignal.NO_HINT;
+
+    ScanWorker(BusinessRelay relay) {
+        this.relay = relay;
+    }
+
+    @Override
+    public void run() {
+        MDC.put("business", relay.spec().name());
+        int consecutiveErrors = 0;
+        int empties = 0;
+        long earliestDue = Long.MAX_VALUE;
+        int earliestShard = WakeSignal.NO_HINT;
+        try {
+            while (relay.isRunning()) {
+                BusinessSpec spec = relay.spec();
+                int shard = WakeSignal.NO_HINT;
+                try {
+                    if (spec.paused()) {
+                        relay.signal().await(relay.clock().nowMs() + spec.maxIdle().toMillis(), relay.clock());
+                        continue;
+                    }
+                    shard = nextShard(spec);
+                    MDC.put("shard", Integer.toString(shard));
+                    PopResult popped = relay.store().pop(spec, shard);
+                    relay.clock().observe(popped.redisNowMs());
+                    consecutiveErrors = 0;
+                    if (popped.isEmpty()) {
+                        if (popped.nextDueMs() >= 0 && popped.nextDueMs() < earliestDue) {
+                            earliestDue = popped.nextDueMs();
+                            earliestShard = shard;
+                        }
+                        if (++empties >= sweepLength(spec)) {
+                            long until = Math.min(earliestDue, popped.redisNowMs() + spec.maxIdle().toMillis());
+                            int woken = relay.signal().await(Math.max(until, popped.redisNowMs() + 1), relay.clock());
+                            hint = woken != WakeSignal.NO_HINT ? woken
+                                    : (until == earliestDue ? earliestShard : WakeSignal.NO_HINT);
+                            empties = 0;
+                            earliestDue = Long.MAX_VALUE;
+                            earliestShard = WakeSignal.NO_HINT;
+                        }
+                        continue;
+                    }
+                    empties = 0;
+                    deliver(spec, shard, popped);
+                    if (popped.entries().size() >= spec.batchSize()) {
+                        hint = shard;
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                } catch (RuntimeException e) {
+                    consecutiveErrors++;
+                    relay.reportError(spec, shard, e);
+                    log.warn("business={} shard={}: worker iteration failed ({} in a row): {}", spec.name(), shard,
+                            consecutiveErrors, AmqpBatchPublisher.rootMessage(e), consecutiveErrors == 1 ? e : null);
+                    if (!backOff(spec, consecutiveErrors)) {
+                        return;
+                    }
+                } finally {
+                    MDC.remove("shard");
+                }
+            }
+        } finally {
+            MDC.clear();
+        }
+    }
+
+    private boolean backOff(BusinessSpec spec, int consecutiveErrors) {
+        long delay = Math.min(MAX_ERROR_BACKOFF_MS, spec.maxIdle().toMillis() << Math.min(consecutiveErrors, 10));
+        try {
+            relay.signal().await(relay.clock().nowMs() + delay, relay.clock());
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Shards this worker covers before it may sleep: its share of one sweep over every scanned shard. */
+    private static int sweepLength(BusinessSpec spec) {
+        return (spec.drainShards() + spec.threads() - 1) / spec.threads();
+    }
+
+    private int nextShard(BusinessSpec spec) {
+        int width = spec.drainShards();
+        if (hint != WakeSignal.NO_HINT && hint < width) {
+            int shard = hint;
+            hint = WakeSignal.NO_HINT;
+            return shard;
+        }
+        hint = WakeSignal.NO_HINT;
+        if (blockNext >= blockEnd) {
+            int block = sweepLength(spec);
+            blockEnd = relay.store().advanceCursor(spec.keys(), block) + 1;
+            blockNext = blockEnd - block;
+        }
+        return (int) Math.floorMod(blockNext++, (long) width);
+    }
+
+    private void deliver(BusinessSpec spec, int shard, PopResult popped) {
+        List<DueMessage> batch = new ArrayList<>(popped.entries().size());
+        for (PopResult.Entry entry : popped.entries()) {
+            boolean byId = entry.payload() != null;
+            batch.add(new DueMessage(spec.name(), shard, entry.member(), byId ? entry.payload() : entry.member(), byId,
+                    entry.dueAtMs(), popped.redisNowMs(), entry.attempts() + 1,
+                    messageId(spec.name(), entry.member(), entry.dueAtMs())));
+        }
+        List<PublishOutcome> outcomes = relay.publisher().publish(spec, batch);
+        List<DueMessage> confirmed = new ArrayList<>(batch.size());
+        List<byte[]> returned = new ArrayList<>();
+        List<byte[]> failed = new ArrayList<>();
+        String returnReason = null;
+        String failReason = null;
+        for (int i = 0; i < batch.size(); i++) {
+            PublishOutcome outcome = outcomes.get(i);
+            switch (outcome.status()) {
+                case CONFIRMED -> confirmed.add(batch.get(i));
+                case RETURNED -> {
+                    returned.add(batch.get(i).member());
+                    returnReason = outcome.reason();
+                }
+                case FAILED -> {
+                    failed.add(batch.get(i).member());
+                    failReason = outcome.reason();
+                }
+            }
+        }
+        if (!confirmed.isEmpty()) {
+            relay.store().ack(spec, shard, confirmed.stream().map(DueMessage::member).toList());
+            relay.reportRelayed(spec, shard, confirmed);
+        }
+        if (!returned.isEmpty()) {
+            ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnReason);
+            relay.reportDead(spec, shard, returnReason, result.dead());
+        }
+        if (!failed.isEmpty()) {
+            log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(), shard,
+                    failed.size(), batch.size(), failReason, spec.retryDelay());
+            relay.reportPublishFailed(spec, shard, failReason, failed.size());
+            ShardStore.RequeueResult result = relay.store().requeue(spec, shard, failed, spec.maxAttempts(), failReason);
+            relay.reportDead(spec, shard, failReason, result.dead());
+        }
+    }
+
+    /** Stable across redeliveries of one scheduled entry: a name-based UUID of business, member and due time. */
+    static String messageId(String business, byte[] member, long dueAtMs) {
+        byte[] name = business.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] due = Long.toString(dueAtMs).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] all = new byte[name.length + 1 + member.length + 1 + due.length];
+        System.arraycopy(name, 0, all, 0, name.length);
+        System.arraycopy(member, 0, all, name.length + 1, member.length);
+        System.arraycopy(due, 0, all, name.length + 2 + member.length, due.length);
+        return UUID.nameUUIDFromBytes(all).toString();
+    }
+}

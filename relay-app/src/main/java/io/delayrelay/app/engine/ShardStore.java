@@ -1,0 +1,166 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.delayrelay.api.ByteRedisTemplates;
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.MetaFields;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+
+/** The relay's Redis operations on one shard: each is one Lua script call on one cluster slot. */
+public class ShardStore {
+
+    private static final RedisScript<List> POP = script("pop");
+    private static final RedisScript<Long> ACK = RedisScript.of(lua("ack"), Long.class);
+    private static final RedisScript<List> REQUEUE = script("requeue");
+
+    private final RedisTemplate<byte[], byte[]> redis;
+
+    public ShardStore(RedisConnectionFactory connectionFactory) {
+        this.redis = ByteRedisTemplates.create(connectionFactory);
+    }
+
+    /** Moves up to batch-size due entries of the shard into flight. */
+    public PopResult pop(BusinessSpec spec, int shard) {
+        DelayQueueKeys keys = spec.keys();
+        List<?> reply = redis.execute(POP, keys(keys.shard(shard), keys.payloads(shard), keys.inflight(shard),
+                keys.attempts(shard)), num(spec.batchSize()), num(spec.lease().toMillis()));
+        long now = asLong(reply.get(0));
+        int n = (int) asLong(reply.get(1));
+        long nextDue = asLong(reply.get(2));
+        List<PopResult.Entry> entries = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int base = 3 + i * 4;
+            byte[] member = (byte[]) reply.get(base);
+            long due = parseScore((byte[]) reply.get(base + 1));
+            byte[] payload = (byte[]) reply.get(base + 2);
+            byte[] attempts = (byte[]) reply.get(base + 3);
+            entries.add(new PopResult.Entry(member, due, payload,
+                    attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
+        }
+        return new PopResult(now, entries, nextDue);
+    }
+
+    /** Forgets confirmed members. Returns how many were still in flight. */
+    public long ack(BusinessSpec spec, int shard, List<byte[]> members) {
+        if (members.isEmpty()) {
+            return 0;
+        }
+        DelayQueueKeys keys = spec.keys();
+        Long acked = redis.execute(ACK, keys(keys.shard(shard), keys.payloads(shard), keys.inflight(shard),
+                keys.attempts(shard)), members.toArray());
+        return acked == null ? 0 : acked;
+    }
+
+    /** Takes the given members out of flight: retried later, or dead once they reach {@code maxAttempts}. */
+    public RequeueResult requeue(BusinessSpec spec, int shard, List<byte[]> members, int maxAttempts, String reason) {
+        if (members.isEmpty()) {
+            return RequeueResult.NONE;
+        }
+        Object[] args = new Object[6 + members.size()];
+        args[0] = bytes("members");
+        fillRetryArgs(args, spec, maxAttempts, reason, 0);
+        for (int i = 0; i < members.size(); i++) {
+            args[6 + i] = members.get(i);
+        }
+        return requeue(spec, shard, args);
+    }
+
+    /** Puts back (or dead-letters) at most {@code limit} members of the shard whose lease expired. */
+    public RequeueResult requeueExpired(BusinessSpec spec, int shard, int limit) {
+        Object[] args = new Object[6];
+        args[0] = bytes("expired");
+        fillRetryArgs(args, spec, spec.maxAttempts(), "lease expired", limit);
+        return requeue(spec, shard, args);
+    }
+
+    /** Reserves {@code n} consecutive cursor values; returns the last one. */
+    public long advanceCursor(DelayQueueKeys keys, int n) {
+        Long value = redis.opsForValue().increment(bytes(keys.cursor()), n);
+        return value == null ? 0 : value;
+    }
+
+    /** Writes the shard topology to {@code K:meta} for producers. */
+    public void publishTopology(BusinessSpec spec, String draining) {
+        redis.opsForHash().put(bytes(spec.keys().meta()), bytes(MetaFields.SHARDS), bytes(Integer.toString(spec.shards())));
+        redis.opsForHash().put(bytes(spec.keys().meta()), bytes(MetaFields.DRAINING), bytes(draining));
+    }
+
+    /** The template, for operations outside the hot path. */
+    public RedisTemplate<byte[], byte[]> template() {
+        return redis;
+    }
+
+    private RequeueResult requeue(BusinessSpec spec, int shard, Object[] args) {
+        DelayQueueKeys keys = spec.keys();
+        List<?> reply = redis.execute(REQUEUE, keys(keys.shard(shard), keys.inflight(shard), keys.attempts(shard),
+                keys.dead(shard), keys.deadReasons(shard)), args);
+        int requeued = (int) asLong(reply.get(0));
+        int deadCount = (int) asLong(reply.get(1));
+        List<byte[]> dead = new ArrayList<>(deadCount);
+        for (int i = 0; i < deadCount; i++) {
+            dead.add((byte[]) reply.get(2 + i));
+        }
+        return new RequeueResult(requeued, dead);
+    }
+
+    private static void fillRetryArgs(Object[] args, BusinessSpec spec, int maxAttempts, String reason, int limit) {
+        args[1] = num(maxAttempts);
+        args[2] = num(spec.retryDelay().toMillis());
+        args[3] = num(spec.retryDelayMax().toMillis());
+        args[4] = bytes(reason);
+        args[5] = num(limit);
+    }
+
+    /** Result of a requeue: how many went back into the shard, and which members died. */
+    public record RequeueResult(int requeued, List<byte[]> dead) {
+        static final RequeueResult NONE = new RequeueResult(0, List.of());
+    }
+
+    static long parseScore(byte[] score) {
+        String text = new String(score, StandardCharsets.US_ASCII);
+        switch (text) {
+            case "inf", "+inf":
+                return Long.MAX_VALUE;
+            case "-inf":
+                return Long.MIN_VALUE;
+            default:
+                return (long) Double.parseDouble(text);
+        }
+    }
+
+    private static long asLong(Object value) {
+        return ((Number) value).longValue();
+    }
+
+    private static List<byte[]> keys(String... names) {
+        List<byte[]> keys = new ArrayList<>(names.length);
+        for (String name : names) {
+            keys.add(bytes(name));
+        }
+        return keys;
+    }
+
+    private static byte[] num(long value) {
+        return bytes(Long.toString(value));
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @SuppressWarnings("rawtypes")
+    private static RedisScript<List> script(String name) {
+        return RedisScript.of(lua(name), List.class);
+    }
+
+    private static ClassPathResource lua(String name) {
+        return new ClassPathResource("io/delayrelay/app/lua/" + name + ".lua");
+    }
+}

@@ -1,0 +1,71 @@
+package io.delayrelay.app.engine;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Where a business's idle workers sleep: until a deadline, or earlier when a producer announces an entry due
+ * sooner (on {@code K:wake}), or when the relay is stopped, paused or resumed.
+ */
+final class WakeSignal {
+
+    /** Returned by {@link #await} when no wake-up named a shard. */
+    static final int NO_HINT = -1;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private long generation;
+    private int hintShard = NO_HINT;
+    private long hintDueMs;
+
+    /** A producer added an entry due at {@code dueMs} (Redis time) that is the earliest of its shard. */
+    void wake(int shard, long dueMs) {
+        lock.lock();
+        try {
+            generation++;
+            hintShard = shard;
+            hintDueMs = dueMs;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Wakes every sleeper now (stop, pause, resume, reload). */
+    void wakeAll() {
+        wake(NO_HINT, Long.MIN_VALUE);
+    }
+
+    /**
+     * Sleeps until Redis time reaches {@code untilMs}, or until a wake-up for an entry due before that comes
+     * due. Returns the shard named by that wake-up, or {@link #NO_HINT}.
+     */
+    int await(long untilMs, RedisClock clock) throws InterruptedException {
+        lock.lock();
+        try {
+            long seen = generation;
+            long deadline = untilMs;
+            int hint = NO_HINT;
+            while (true) {
+                if (generation != seen) {
+                    seen = generation;
+                    if (hintShard == NO_HINT) {
+                        return NO_HINT;
+                    }
+                    if (hintDueMs < deadline) {
+                        deadline = hintDueMs;
+                        hint = hintShard;
+                    }
+                }
+                long remaining = deadline - clock.nowMs();
+                if (remaining <= 0) {
+                    return hint;
+                }
+                changed.await(remaining, TimeUnit.MILLISECONDS);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.connection.Message;
+import org.springframework.data.redis.connection.MessageListener;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.listener.ChannelTopic;
+import org.springframework.data.redis.listener.RedisMessageListenerContainer;
+
+/**
+ * Listens on every business's {@code K:wake} channel ("shard:due" messages from producers) and wakes its workers.
+ * A lost wake-up only delays pick-up to max-idle.
+ */
+final class WakeSubscriber implements MessageListener {
+
+    private static final Logger log = LoggerFactory.getLogger(WakeSubscriber.class);
+
+    private final RedisMessageListenerContainer container = new RedisMessageListenerContainer();
+    private final Map<String, BusinessRelay> byChannel = new ConcurrentHashMap<>();
+
+    WakeSubscriber(RedisConnectionFactory connectionFactory) {
+        container.setConnectionFactory(connectionFactory);
+        container.afterPropertiesSet();
+    }
+
+    void subscribe(BusinessRelay relay) {
+        String channel = relay.spec().keys().wake();
+        byChannel.put(channel, relay);
+        container.addMessageListener(this, new ChannelTopic(channel));
+    }
+
+    void unsubscribe(BusinessRelay relay) {
+        String channel = relay.spec().keys().wake();
+        byChannel.remove(channel);
+        container.removeMessageListener(this, new ChannelTopic(channel));
+    }
+
+    void start() {
+        container.start();
+    }
+
+    void stop() {
+        try {
+            container.stop();
+            container.destroy();
+        } catch (Exception e) {
+            log.debug("closing the wake-up listener failed", e);
+        }
+    }
+
+    @Override
+    public void onMessage(Message message, byte[] pattern) {
+        String channel = new String(message.getChannel(), StandardCharsets.UTF_8);
+        BusinessRelay relay = byChannel.get(channel);
+        if (relay == null) {
+            return;
+        }
+        String body = new String(message.getBody(), StandardCharsets.US_ASCII);
+        int colon = body.indexOf(':');
+        try {
+            relay.wake(Integer.parseInt(body.substring(0, colon)), Long.parseLong(body.substring(colon + 1)));
+        } catch (RuntimeException e) {
+            log.debug("business={}: malformed wake-up '{}' on {}; waking all workers", relay.spec().name(), body, channel);
+            relay.wake(WakeSignal.NO_HINT, Long.MIN_VALUE);
+        }
+    }
+}

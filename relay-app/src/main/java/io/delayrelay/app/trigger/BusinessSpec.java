@@ -1,0 +1,46 @@
+package io.delayrelay.app.trigger;
+
+import java.time.Duration;
+
+import io.delayrelay.api.DelayQueueKeys;
+
+/**
+ * The settings in force for one business: immutable, validated when built from configuration.
+ *
+ * @param name             business name
+ * @param keys             its Redis keys
+ * @param shards           shard count M producers hash into
+ * @param drainShards      shard count still scanned (&gt;= shards while retired shards are drained)
+ * @param threads          worker threads
+ * @param threadNamePrefix worker thread name prefix
+ * @param exchange         target exchange
+ * @param routingKey       routing key
+ * @param exchangeType     exchange type used when the relay declares the exchange
+ * @param declareExchange  whether the relay declares the exchange at start
+ * @param batchSize        most entries popped per Lua call
+ * @param maxIdle          longest sleep of an idle worker (bounds the pick-up delay of a producer without wake)
+ * @param lease            how long a popped entry may stay unconfirmed before it is redelivered
+ * @param maxAttempts      failed delivery attempts after which an entry is dead-lettered
+ * @param retryDelay       delay before the first retry of a failed delivery; doubles per attempt
+ * @param retryDelayMax    cap of the retry delay
+ * @param publishTimeout   longest wait for the broker's confirms of a batch
+ * @param paused           whether workers are paused
+ * @param outgoing         how entries become AMQP messages
+ */
+public record BusinessSpec(String name, DelayQueueKeys keys, int shards, int drainShards, int threads,
+        String threadNamePrefix, String exchange, String routingKey, String exchangeType, boolean declareExchange,
+        int batchSize, Duration maxIdle, Duration lease, int maxAttempts, Duration retryDelay, Duration retryDelayMax,
+        Duration publishTimeout, boolean paused, OutgoingMessages outgoing) {
+
+    public BusinessSpec withPaused(boolean newPaused) {
+        return new BusinessSpec(name, keys, shards, drainShards, threads, threadNamePrefix, exchange, routingKey,
+                exchangeType, declareExchange, batchSize, maxIdle, lease, maxAttempts, retryDelay, retryDelayMax,
+                publishTimeout, newPaused, outgoing);
+    }
+
+    public BusinessSpec withDrainShards(int newDrainShards) {
+        return new BusinessSpec(name, keys, shards, Math.max(shards, newDrainShards), threads, threadNamePrefix,
+                exchange, routingKey, exchangeType, declareExchange, batchSize, maxIdle, lease, maxAttempts,
+                retryDelay, retryDelayMax, publishTimeout, paused, outgoing);
+    }
+}

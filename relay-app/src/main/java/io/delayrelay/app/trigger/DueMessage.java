@@ -1,0 +1,29 @@
+package io.delayrelay.app.trigger;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One entry that fell due and is about to be published.
+ *
+ * @param business    business name
+ * @param shard       shard index it was popped from
+ * @param member      the zset member: the message, or the id when scheduled by id
+ * @param body        the bytes to publish: the payload when scheduled by id, else the member
+ * @param byId        whether the entry was scheduled by id (its payload was found)
+ * @param dueAtMs     the due time (its score), epoch ms
+ * @param poppedAtMs  Redis time when it was popped, epoch ms
+ * @param attempt     delivery attempt, 1 for the first
+ * @param messageId   stable across redeliveries of the same scheduled entry
+ */
+public record DueMessage(String business, int shard, byte[] member, byte[] body, boolean byId, long dueAtMs,
+        long poppedAtMs, int attempt, String messageId) {
+
+    public String bodyAsString() {
+        return new String(body, StandardCharsets.UTF_8);
+    }
+
+    /** The id, when scheduled by id; else {@code null}. */
+    public String id() {
+        return byId ? new String(member, StandardCharsets.UTF_8) : null;
+    }
+}
