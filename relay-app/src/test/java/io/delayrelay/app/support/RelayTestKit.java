@@ -1,0 +1,270 @@
+package io.delayrelay.app.support;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.Cursor;
+import org.springframework.data.redis.core.ScanOptions;
+
+/**
+ * Per-test kit: unique business names, exchanges and queues on the real broker, a raw Redis connection, relay
+ * contexts started like a user's app, and cleanup of everything it made.
+ */
+public final class RelayTestKit implements AutoCloseable {
+
+    /** A message as a consumer saw it. */
+    public record Received(byte[] body, Map<String, Object> headers, String messageId, long receivedAtMs) {
+        public String text() {
+            return new String(body, StandardCharsets.UTF_8);
+        }
+
+        public long header(String name) {
+            return ((Number) headers.get(name)).longValue();
+        }
+    }
+
+    private final String run = UUID.randomUUID().toString().substring(0, 8);
+    private final List<String> businesses = new ArrayList<>();
+    private final List<String> exchanges = new ArrayList<>();
+    private final List<String> queues = new ArrayList<>();
+    private final List<ConfigurableApplicationContext> contexts = new CopyOnWriteArrayList<>();
+    private final LettuceConnectionFactory redisFactory;
+    private final Connection amqp;
+    private final Channel channel;
+
+    public RelayTestKit() {
+        TestServices.Endpoint r = TestServices.redis();
+        redisFactory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(r.host(), r.port()));
+        redisFactory.afterPropertiesSet();
+        redisFactory.start();
+        TestServices.Endpoint q = TestServices.rabbit();
+        ConnectionFactory cf = new ConnectionFactory();
+        cf.setHost(q.host());
+        cf.setPort(q.port());
+        try {
+            amqp = cf.newConnection("relay-test-kit");
+            channel = amqp.createChannel();
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot connect to RabbitMQ at " + q, e);
+        }
+    }
+
+    /** A fresh business name, registered for cleanup. */
+    public String business(String prefix) {
+        String name = prefix + "-" + run + "-" + businesses.size();
+        businesses.add(name);
+        return name;
+    }
+
+    /** Declares a fresh direct exchange (kept for cleanup). */
+    public String exchange(String prefix) {
+        String name = "test." + prefix + "." + run + "." + exchanges.size();
+        try {
+            channel.exchangeDeclare(name, "direct", false, false, null);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        exchanges.add(name);
+        return name;
+    }
+
+    /** Declares a fresh queue bound to the exchange with the routing key. */
+    public String queue(String exchange, String routingKey) {
+        String name = "test.q." + run + "." + queues.size();
+        try {
+            channel.queueDeclare(name, false, false, false, null);
+            channel.queueBind(name, exchange, routingKey);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        queues.add(name);
+        return name;
+    }
+
+    /** Starts consuming a queue; every message lands in the returned queue with its arrival time. */
+    public BlockingQueue<Received> consume(String queue) {
+        BlockingQueue<Received> received = new LinkedBlockingQueue<>();
+        try {
+            Channel consumerChannel = amqp.createChannel();
+            consumerChannel.basicConsume(queue, true, new DefaultConsumer(consumerChannel) {
+                @Override
+                public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+                    Map<String, Object> headers = new HashMap<>();
+                    if (props.getHeaders() != null) {
+                        props.getHeaders().forEach((k, v) -> headers.put(k, v == null ? null : normalize(v)));
+                    }
+                    received.add(new Received(body, headers, props.getMessageId(), System.currentTimeMillis()));
+                }
+            });
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        return received;
+    }
+
+    private static Object normalize(Object v) {
+        return v instanceof com.rabbitmq.client.LongString ls ? ls.toString() : v;
+    }
+
+    public Channel channel() {
+        return channel;
+    }
+
+    public LettuceConnectionFactory redisFactory() {
+        return redisFactory;
+    }
+
+    public RedisConnection redis() {
+        return redisFactory.getConnection();
+    }
+
+    /** A producer client on the test Redis, default keys. */
+    public RedisDelayedMessageProducer producer() {
+        return RedisDelayedMessageProducer.withDefaultKeys(redisFactory);
+    }
+
+    /** Base properties pointing a relay context at the test services. */
+    public Map<String, Object> baseProperties() {
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("spring.data.redis.host", TestServices.redis().host());
+        p.put("spring.data.redis.port", TestServices.redis().port());
+        p.put("spring.rabbitmq.host", TestServices.rabbit().host());
+        p.put("spring.rabbitmq.port", TestServices.rabbit().port());
+        p.put("spring.main.banner-mode", "off");
+        p.put("relay.reaper-interval", "500ms");
+        return p;
+    }
+
+    /** A declared business's properties: exchange and routing key, plus extra settings. */
+    public static Map<String, Object> business(Map<String, Object> into, String name, String exchange,
+            String routingKey, Object... more) {
+        String prefix = "relay.businesses." + name + ".";
+        into.put(prefix + "exchange", exchange);
+        into.put(prefix + "routing-key", routingKey);
+        for (int i = 0; i < more.length; i += 2) {
+            into.put(prefix + more[i], more[i + 1]);
+        }
+        return into;
+    }
+
+    /** Starts a relay app (non-web) with the given properties and extra configuration classes. */
+    public ConfigurableApplicationContext startRelay(Map<String, Object> properties, Class<?>... sources) {
+        Class<?>[] all = new Class<?>[sources.length + 1];
+        all[0] = TestRelayApplication.class;
+        System.arraycopy(sources, 0, all, 1, sources.length);
+        ConfigurableApplicationContext context = new SpringApplicationBuilder(all)
+                .web(org.springframework.boot.WebApplicationType.NONE)
+                .properties(properties)
+                .run();
+        contexts.add(context);
+        return context;
+    }
+
+    /** Redis time now, epoch ms. */
+    public long redisNowMs() {
+        try (RedisConnection c = redis()) {
+            return c.serverCommands().time();
+        }
+    }
+
+    /** Every key of a business (its shards, payloads, in-flight, meta...). */
+    public Set<String> keysOf(String business) {
+        Set<String> keys = new java.util.TreeSet<>();
+        try (RedisConnection c = redis()) {
+            for (String pattern : List.of("delayqueue:" + business + ":*", "{delayqueue:" + business + ":*")) {
+                try (Cursor<byte[]> cursor = c.keyCommands().scan(ScanOptions.scanOptions().match(pattern).count(1000).build())) {
+                    cursor.forEachRemaining(k -> keys.add(new String(k, StandardCharsets.UTF_8)));
+                }
+            }
+        }
+        return keys;
+    }
+
+    /** Total members of a zset-typed key pattern of a business: e.g. "inflight" sums every {K:i}:inflight. */
+    public long countAll(String business, String suffix) {
+        long total = 0;
+        try (RedisConnection c = redis()) {
+            for (String key : keysOf(business)) {
+                if (key.endsWith("}:" + suffix)) {
+                    Long n = c.zSetCommands().zCard(key.getBytes(StandardCharsets.UTF_8));
+                    total += n == null ? 0 : n;
+                }
+            }
+        }
+        return total;
+    }
+
+    /** Members scheduled in the shard zsets of a business. */
+    public long scheduled(String business) {
+        long total = 0;
+        try (RedisConnection c = redis()) {
+            for (String key : keysOf(business)) {
+                if (key.matches("delayqueue:.*:[0-9]+")) {
+                    Long n = c.zSetCommands().zCard(key.getBytes(StandardCharsets.UTF_8));
+                    total += n == null ? 0 : n;
+                }
+            }
+        }
+        return total;
+    }
+
+    @Override
+    public void close() {
+        for (ConfigurableApplicationContext context : contexts) {
+            try {
+                context.close();
+            } catch (RuntimeException ignored) {
+                // already closed by the test
+            }
+        }
+        try (RedisConnection c = redis()) {
+            for (String business : businesses) {
+                for (String key : keysOf(business)) {
+                    c.keyCommands().del(key.getBytes(StandardCharsets.UTF_8));
+                }
+            }
+        }
+        for (String queue : queues) {
+            try {
+                channel.queueDelete(queue);
+            } catch (IOException | RuntimeException ignored) {
+                // best effort
+            }
+        }
+        for (String exchange : exchanges) {
+            try {
+                channel.exchangeDelete(exchange);
+            } catch (IOException | RuntimeException ignored) {
+                // best effort
+            }
+        }
+        try {
+            amqp.close();
+        } catch (IOException | RuntimeException ignored) {
+            // best effort
+        }
+        redisFactory.destroy();
+    }
+}
