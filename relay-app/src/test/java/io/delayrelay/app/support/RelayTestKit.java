@@ -12,6 +12,8 @@ import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.time.Duration;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -126,6 +128,30 @@ public final class RelayTestKit implements AutoCloseable {
 
     private static Object normalize(Object v) {
         return v instanceof com.rabbitmq.client.LongString ls ? ls.toString() : v;
+    }
+
+    /**
+     * Takes messages until {@code expected} arrived or {@code timeout} passed, then keeps listening for
+     * {@code quiet} to catch any extra (duplicate) delivery. Returns all of them.
+     */
+    public static List<Received> collect(BlockingQueue<Received> queue, int expected, Duration timeout, Duration quiet)
+            throws InterruptedException {
+        List<Received> all = new ArrayList<>();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (all.size() < expected && System.nanoTime() < deadline) {
+            Received r = queue.poll(100, TimeUnit.MILLISECONDS);
+            if (r != null) {
+                all.add(r);
+            }
+        }
+        long quietUntil = System.nanoTime() + quiet.toNanos();
+        while (System.nanoTime() < quietUntil) {
+            Received r = queue.poll(50, TimeUnit.MILLISECONDS);
+            if (r != null) {
+                all.add(r);
+            }
+        }
+        return all;
     }
 
     public Channel channel() {

@@ -1,0 +1,52 @@
+package io.delayrelay.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class ExactlyOnceAcrossInstancesTest {
+
+    private final RelayTestKit kit = new RelayTestKit();
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+    }
+
+    @Test
+    void deliversTenThousandMessagesExactlyOnceWithThreeInstancesOfFourThreads() throws Exception {
+        String business = kit.business("once");
+        String exchange = kit.exchange("once");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        for (int instance = 0; instance < 3; instance++) {
+            kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
+                    "threads", 4, "batch-size", 50));
+        }
+        RedisDelayedMessageProducer producer = kit.producer();
+        long due = kit.redisNowMs() + 500;
+        for (int i = 0; i < 10_000; i++) {
+            producer.schedule(business, "msg-" + i, Instant.ofEpochMilli(due + (i % 1000)));
+        }
+
+        List<Received> all = RelayTestKit.collect(received, 10_000, Duration.ofSeconds(60), Duration.ofSeconds(1));
+        Map<String, Integer> deliveries = new HashMap<>();
+        all.forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
+        int total = all.size();
+        assertThat(total).as("deliveries").isEqualTo(10_000);
+        assertThat(deliveries).hasSize(10_000);
+        assertThat(deliveries.values()).allMatch(n -> n == 1);
+        assertThat(kit.scheduled(business)).isZero();
+        assertThat(kit.countAll(business, "inflight")).isZero();
+    }
+}
