@@ -65,14 +65,37 @@ public class AmqpBatchPublisher implements BatchPublisher {
         }
         long deadline = System.nanoTime() + spec.publishTimeout().toNanos();
         List<PublishOutcome> outcomes = new ArrayList<>(batch.size());
+        boolean anyFailed = false;
         for (int i = 0; i < batch.size(); i++) {
-            if (i >= sent.size()) {
-                outcomes.add(PublishOutcome.failed(sendFailure != null ? sendFailure : "not sent"));
-                continue;
-            }
-            outcomes.add(await(sent.get(i), deadline));
+            PublishOutcome outcome = i < sent.size() ? await(sent.get(i), deadline)
+                    : PublishOutcome.failed(sendFailure != null ? sendFailure : "not sent");
+            anyFailed |= outcome.status() == PublishOutcome.Status.FAILED;
+            outcomes.add(outcome);
         }
-        return outcomes;
+        return anyFailed ? explainFailures(spec, outcomes) : outcomes;
+    }
+
+    /**
+     * A publish to a missing exchange only shows as "channel closed" on the confirm; ask the broker once so the
+     * reason that ends up in logs and dead letters names the exchange.
+     */
+    private List<PublishOutcome> explainFailures(BusinessSpec spec, List<PublishOutcome> outcomes) {
+        String missing;
+        try {
+            template.execute(channel -> channel.exchangeDeclarePassive(spec.exchange()));
+            return outcomes;
+        } catch (RuntimeException e) {
+            String cause = rootMessage(e);
+            if (!cause.contains("NOT_FOUND")) {
+                return outcomes;
+            }
+            missing = "exchange '" + spec.exchange() + "' does not exist (404 NOT_FOUND)";
+        }
+        List<PublishOutcome> explained = new ArrayList<>(outcomes.size());
+        for (PublishOutcome outcome : outcomes) {
+            explained.add(outcome.status() == PublishOutcome.Status.FAILED ? PublishOutcome.failed(missing) : outcome);
+        }
+        return explained;
     }
 
     private PublishOutcome await(CorrelationData correlation, long deadlineNanos) {
