@@ -1,0 +1,82 @@
+{{/* Chart name, truncated to the 63 characters of a DNS label. */}}
+{{- define "delay-relay.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name: release-chart unless the release name already contains the chart name. */}}
+{{- define "delay-relay.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "delay-relay.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "delay-relay.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "delay-relay.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "delay-relay.labels" -}}
+helm.sh/chart: {{ include "delay-relay.chart" . }}
+{{ include "delay-relay.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "delay-relay.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "delay-relay.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "delay-relay.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* PromQL label matchers of this release's series (without braces). */}}
+{{- define "delay-relay.promSelector" -}}
+{{- default (printf "job=%q, namespace=%q" (include "delay-relay.fullname" .) .Release.Namespace) .Values.metrics.prometheusRule.selector }}
+{{- end }}
+
+{{/*
+The relay's application.yaml. Connection settings and the relay block come from values; passwords never:
+they reach the container as environment variables from secretKeyRef (see deployment.yaml).
+*/}}
+{{- define "delay-relay.applicationConfig" -}}
+{{- $redis := dict "host" .Values.redis.host "port" .Values.redis.port "database" .Values.redis.database "ssl" (dict "enabled" .Values.redis.ssl) }}
+{{- if .Values.redis.username }}
+{{- $_ := set $redis "username" .Values.redis.username }}
+{{- end }}
+{{- $rabbit := dict "host" .Values.rabbitmq.host "port" .Values.rabbitmq.port "virtual-host" .Values.rabbitmq.virtualHost "ssl" (dict "enabled" .Values.rabbitmq.ssl) }}
+{{- $spring := dict "application" (dict "name" "delay-relay") "data" (dict "redis" $redis) "rabbitmq" $rabbit }}
+{{- if .Values.nacos.enabled }}
+{{- $nacosConfig := dict "server-addr" .Values.nacos.serverAddr "group" .Values.nacos.group "file-extension" "yaml" }}
+{{- if .Values.nacos.namespace }}
+{{- $_ := set $nacosConfig "namespace" .Values.nacos.namespace }}
+{{- end }}
+{{- $_ := set $spring "cloud" (dict "nacos" (dict "server-addr" .Values.nacos.serverAddr "config" $nacosConfig)) }}
+{{- $_ := set $spring "config" (dict "import" (printf "optional:nacos:%s?group=%s&refreshEnabled=true" .Values.nacos.dataId .Values.nacos.group)) }}
+{{- else }}
+{{- /* Inert without the Nacos starter; with it, keeps the relay from requiring a Nacos import. */}}
+{{- $_ := set $spring "cloud" (dict "nacos" (dict "config" (dict "enabled" false "import-check" (dict "enabled" false)))) }}
+{{- end }}
+{{- $management := dict
+      "server" (dict "port" .Values.ports.management)
+      "endpoints" (dict "web" (dict "exposure" (dict "include" "health,info,prometheus,relay")))
+      "endpoint" (dict "health" (dict "probes" (dict "enabled" true))) }}
+{{- $config := dict "spring" $spring "server" (dict "port" .Values.ports.http "shutdown" "graceful") "management" $management "relay" (deepCopy .Values.relay) }}
+{{- $config = mustMergeOverwrite $config (deepCopy .Values.extraConfig) }}
+{{- toYaml $config }}
+{{- end }}
