@@ -1,0 +1,190 @@
+package io.delayrelay.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.listener.ChannelTopic;
+import org.springframework.data.redis.listener.RedisMessageListenerContainer;
+
+/** Against a real Redis (REDIS_HOST/REDIS_PORT, default 127.0.0.1:6379); fails, never skips, when it is down. */
+class RedisDelayedMessageProducerTest {
+
+    private static final String HOST = System.getenv().getOrDefault("REDIS_HOST", "127.0.0.1");
+    private static final int PORT = Integer.parseInt(System.getenv().getOrDefault("REDIS_PORT", "6379"));
+
+    private final String business = "producer-test-" + UUID.randomUUID().toString().substring(0, 8);
+    private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+    private LettuceConnectionFactory factory;
+    private RedisDelayedMessageProducer producer;
+
+    @BeforeEach
+    void connect() {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(HOST, PORT), 1000);
+        } catch (IOException e) {
+            throw new IllegalStateException("Redis is not reachable at " + HOST + ":" + PORT
+                    + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)", e);
+        }
+        factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(HOST, PORT));
+        factory.afterPropertiesSet();
+        factory.start();
+        producer = new RedisDelayedMessageProducer(factory, 16, Duration.ZERO, DelayQueueKeys::forBusiness);
+    }
+
+    @AfterEach
+    void cleanUp() {
+        try (RedisConnection c = factory.getConnection()) {
+            for (int i = 0; i < 16; i++) {
+                c.keyCommands().del(b(keys.shard(i)), b(keys.payloads(i)));
+            }
+            c.keyCommands().del(b(keys.meta()));
+        }
+        factory.destroy();
+    }
+
+    @Test
+    void scheduleAfterCountsTheDelayFromRedisTime() {
+        long before = redisTime();
+        long due = producer.scheduleAfter(business, "remind user 42", Duration.ofSeconds(5));
+        long after = redisTime();
+        assertThat(due).isBetween(before + 5000, after + 5000);
+        assertThat(score(keys.shard(ShardSelector.shardOf("remind user 42", 16)), "remind user 42")).isEqualTo((double) due);
+    }
+
+    @Test
+    void scheduleAtAnInstantStoresItAsTheScore() {
+        long due = producer.schedule(business, "at instant", Instant.ofEpochMilli(1_900_000_000_123L));
+        assertThat(due).isEqualTo(1_900_000_000_123L);
+        assertThat(score(keys.shard(ShardSelector.shardOf("at instant", 16)), "at instant")).isEqualTo(1.900000000123E12);
+    }
+
+    @Test
+    void publishesAWakeUpOnlyWhenTheEntryBecomesTheEarliestOfItsShard() {
+        List<String> wakes = new CopyOnWriteArrayList<>();
+        RedisMessageListenerContainer container = new RedisMessageListenerContainer();
+        container.setConnectionFactory(factory);
+        container.addMessageListener((message, pattern) -> wakes.add(new String(message.getBody(), StandardCharsets.UTF_8)),
+                new ChannelTopic(keys.wake()));
+        container.afterPropertiesSet();
+        container.start();
+        try {
+            String[] sameShard = twoKeysInOneShard();
+            int shard = ShardSelector.shardOf(sameShard[0], 16);
+            long now = redisTime();
+            producer.schedule(business, sameShard[0], Instant.ofEpochMilli(now + 10_000));
+            producer.schedule(business, sameShard[1], Instant.ofEpochMilli(now + 20_000));
+            producer.scheduleById(business, sameShard[1] + "-later", "x", Instant.ofEpochMilli(now + 30_000));
+            producer.schedule(business, "third " + sameShard[0], Instant.ofEpochMilli(now + 60_000));
+            producer.reschedule(business, sameShard[1], Instant.ofEpochMilli(now + 5_000));
+            await().atMost(Duration.ofSeconds(5)).until(() -> wakes.stream().filter(w -> w.startsWith(shard + ":")).count() >= 2);
+            assertThat(wakes).filteredOn(w -> w.startsWith(shard + ":"))
+                    .as("the 20 s entry was not the earliest of its shard: no wake-up")
+                    .containsExactly(shard + ":" + (now + 10_000), shard + ":" + (now + 5_000));
+        } finally {
+            container.stop();
+            try {
+                container.destroy();
+            } catch (Exception ignored) {
+                // closing
+            }
+        }
+    }
+
+    @Test
+    void readsTheShardCountFromMetaAndFallsBackToTheDefault() {
+        assertThat(producer.topology(business).shards()).isEqualTo(16);
+        hset(keys.meta(), MetaFields.SHARDS, "4");
+        producer.schedule(business, "order-1001", Instant.ofEpochMilli(1_900_000_000_000L));
+        assertThat(score(keys.shard(230890041 % 4), "order-1001")).isNotNull();
+        hset(keys.meta(), MetaFields.SHARDS, "many");
+        assertThat(producer.topology(business).shards()).as("garbage in meta: default").isEqualTo(16);
+    }
+
+    @Test
+    void cancelAndRescheduleAlsoLookInShardsStillBeingDrained() {
+        producer.scheduleById(business, "order-1001", "{\"cancel\":1001}", Instant.ofEpochMilli(1_900_000_000_000L));
+        assertThat(score(keys.shard(9), "order-1001")).as("CRC32 mod 16").isNotNull();
+        hset(keys.meta(), MetaFields.SHARDS, "7");
+        hset(keys.meta(), MetaFields.DRAINING, "16");
+        assertThat(producer.rescheduleById(business, "order-1001", Instant.ofEpochMilli(1_900_000_000_500L))).isTrue();
+        assertThat(score(keys.shard(9), "order-1001")).isEqualTo(1.9000000005E12);
+        assertThat(producer.count(business)).isEqualTo(1);
+        assertThat(producer.peek(business, 5)).singleElement()
+                .satisfies(e -> assertThat(new String(e.message(), StandardCharsets.UTF_8)).isEqualTo("{\"cancel\":1001}"));
+        assertThat(producer.cancelById(business, "order-1001")).isTrue();
+        assertThat(producer.count(business)).isZero();
+        try (RedisConnection c = factory.getConnection()) {
+            assertThat(c.hashCommands().hLen(b(keys.payloads(9)))).isZero();
+        }
+    }
+
+    @Test
+    void peekReturnsTheEarliestEntriesOverAllShards() {
+        long base = 1_900_000_000_000L;
+        for (int i = 0; i < 40; i++) {
+            producer.schedule(business, "m" + i, Instant.ofEpochMilli(base + (39 - i) * 10L));
+        }
+        assertThat(producer.peek(business, 3)).extracting(ScheduledEntry::memberAsString).containsExactly("m39", "m38", "m37");
+        assertThat(producer.count(business)).isEqualTo(40);
+    }
+
+    @Test
+    void rejectsBadArgumentsNamingTheValue() {
+        assertThatThrownBy(() -> producer.scheduleByIdAfter(business, "", "x", Duration.ofSeconds(1)))
+                .hasMessage("id must not be empty, was ''");
+        assertThatThrownBy(() -> producer.scheduleAfter(business, "x", Duration.ofSeconds(-1)))
+                .hasMessage("delay must be zero or positive, was PT-1S");
+        assertThatThrownBy(() -> producer.schedule("bad{name}", "x", Instant.now()))
+                .hasMessageContaining("was 'bad{name}'");
+    }
+
+    private static String[] twoKeysInOneShard() {
+        String first = "wake-a";
+        int shard = ShardSelector.shardOf(first, 16);
+        for (int i = 0; ; i++) {
+            String candidate = "wake-b" + i;
+            if (ShardSelector.shardOf(candidate, 16) == shard) {
+                return new String[] {first, candidate};
+            }
+        }
+    }
+
+    private long redisTime() {
+        try (RedisConnection c = factory.getConnection()) {
+            return c.serverCommands().time();
+        }
+    }
+
+    private Double score(String key, String member) {
+        try (RedisConnection c = factory.getConnection()) {
+            return c.zSetCommands().zScore(b(key), b(member));
+        }
+    }
+
+    private void hset(String key, String field, String value) {
+        try (RedisConnection c = factory.getConnection()) {
+            c.hashCommands().hSet(b(key), b(field), b(value));
+        }
+    }
+
+    private static byte[] b(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
