@@ -1,0 +1,63 @@
+package io.delayrelay.app.metrics;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Set;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.zset.Tuple;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+
+/**
+ * Reads a business's backlog with cheap commands per shard (ZCOUNT -inf now, ZCARD, ZRANGE 0 0 WITHSCORES on
+ * {@code K:i}; ZCARD on inflight and dead) over shards 0..drainShards-1, against Redis time.
+ */
+public final class BacklogReader {
+
+    private final RedisTemplate<byte[], byte[]> redis;
+
+    public BacklogReader(RedisTemplate<byte[], byte[]> redis) {
+        this.redis = redis;
+    }
+
+    /** Reads the backlog now. */
+    public Backlog read(BusinessSpec spec) {
+        return redis.execute((RedisCallback<Backlog>) connection -> read(connection, spec));
+    }
+
+    private static Backlog read(RedisConnection c, BusinessSpec spec) {
+        DelayQueueKeys keys = spec.keys();
+        long now = c.serverCommands().time();
+        long due = 0;
+        long total = 0;
+        long inflight = 0;
+        long dead = 0;
+        long oldest = Long.MAX_VALUE;
+        for (int shard = 0; shard < spec.drainShards(); shard++) {
+            byte[] key = bytes(keys.shard(shard));
+            due += orZero(c.zSetCommands().zCount(key, Double.NEGATIVE_INFINITY, now));
+            total += orZero(c.zSetCommands().zCard(key));
+            Set<Tuple> first = c.zSetCommands().zRangeWithScores(key, 0, 0);
+            if (first != null && !first.isEmpty()) {
+                Double score = first.iterator().next().getScore();
+                if (score != null) {
+                    oldest = Math.min(oldest, score.longValue());
+                }
+            }
+            inflight += orZero(c.zSetCommands().zCard(bytes(keys.inflight(shard))));
+            dead += orZero(c.zSetCommands().zCard(bytes(keys.dead(shard))));
+        }
+        long overdue = oldest <= now ? now - oldest : 0;
+        return new Backlog(due, total - due, inflight, dead, overdue, now);
+    }
+
+    private static long orZero(Long value) {
+        return value == null ? 0 : value;
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,101 @@
+package io.delayrelay.app.metrics;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * Every sample interval: registers the meters of the engine's businesses (and unregisters those that are gone),
+ * then reads each business's backlog into its gauges. Runs on its own thread, never on a scrape; a failing
+ * sample is logged and skipped.
+ */
+public class BacklogSampler implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(BacklogSampler.class);
+
+    private final RelayEngine engine;
+    private final BacklogReader reader;
+    private final MicrometerRelayEvents events;
+    private final Duration interval;
+    private ScheduledExecutorService executor;
+
+    public BacklogSampler(RelayEngine engine, BacklogReader reader, MicrometerRelayEvents events, Duration interval) {
+        this.engine = engine;
+        this.reader = reader;
+        this.events = events;
+        this.interval = interval;
+    }
+
+    /** Registers meters for the engine's businesses now, before the engine reports anything. */
+    public void syncBusinesses() {
+        Map<String, BusinessRelay> relays = engine.relays();
+        for (BusinessRelay relay : relays.values()) {
+            events.register(relay.spec());
+        }
+        for (String name : events.registered()) {
+            if (!relays.containsKey(name)) {
+                events.unregister(name);
+            }
+        }
+    }
+
+    /** Takes one sample of every business. */
+    public void sample() {
+        try {
+            syncBusinesses();
+        } catch (RuntimeException e) {
+            log.warn("relay metrics: could not sync business meters: {}", e.toString());
+        }
+        for (BusinessRelay relay : engine.relays().values()) {
+            BusinessSpec spec = relay.spec();
+            try {
+                events.backlogSampled(spec, reader.read(spec));
+            } catch (RuntimeException e) {
+                log.warn("business={}: backlog sample failed: {}", spec.name(), e.toString());
+            }
+        }
+    }
+
+    @Override
+    public synchronized void start() {
+        if (executor != null) {
+            return;
+        }
+        syncBusinesses();
+        executor = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "relay-backlog-sampler");
+            t.setDaemon(true);
+            return t;
+        });
+        long ms = Math.max(1, interval.toMillis());
+        executor.scheduleWithFixedDelay(this::sample, 0, ms, TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public synchronized void stop() {
+        if (executor != null) {
+            executor.shutdownNow();
+            executor = null;
+        }
+    }
+
+    @Override
+    public synchronized boolean isRunning() {
+        return executor != null;
+    }
+
+    /** Starts just before the engine (whose phase is {@code Integer.MAX_VALUE - 1000}), so meters exist first. */
+    @Override
+    public int getPhase() {
+        return Integer.MAX_VALUE - 1001;
+    }
+}

@@ -1,0 +1,187 @@
+package io.delayrelay.app.metrics;
+
+import static io.delayrelay.app.metrics.RelayMeterNames.TAG_BUSINESS;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Records the engine's events as Micrometer meters, per business. A business's meters exist from
+ * {@link #register(BusinessSpec)} to {@link #unregister(String)}; events of unregistered businesses are ignored,
+ * so meters follow businesses added or removed at runtime. Never throws into the engine.
+ */
+public class MicrometerRelayEvents implements RelayEvents {
+
+    private static final Logger log = LoggerFactory.getLogger(MicrometerRelayEvents.class);
+
+    /** Lag histogram buckets: milliseconds to minutes. */
+    static final Duration[] LAG_BUCKETS = {
+        Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25), Duration.ofMillis(50),
+        Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1),
+        Duration.ofMillis(2500), Duration.ofSeconds(5), Duration.ofSeconds(10), Duration.ofSeconds(30),
+        Duration.ofMinutes(1), Duration.ofMinutes(2), Duration.ofMinutes(5), Duration.ofMinutes(10)
+    };
+
+    private final MeterRegistry registry;
+    private final Map<String, BusinessMeters> businesses = new ConcurrentHashMap<>();
+
+    public MicrometerRelayEvents(MeterRegistry registry) {
+        this.registry = registry;
+    }
+
+    /** Creates the meters of a business (idempotent); later calls update its shards and threads gauges. */
+    public void register(BusinessSpec spec) {
+        BusinessMeters meters = businesses.computeIfAbsent(spec.name(), name -> new BusinessMeters(registry, name));
+        meters.shards.set(spec.shards());
+        meters.threads.set(spec.threads());
+    }
+
+    /** Removes every meter of a business. */
+    public void unregister(String business) {
+        businesses.remove(business);
+        for (Meter meter : registry.getMeters()) {
+            Meter.Id id = meter.getId();
+            if (id.getName().startsWith("delay.relay.") && business.equals(id.getTag(TAG_BUSINESS))) {
+                registry.remove(meter);
+            }
+        }
+    }
+
+    /** Names of the registered businesses. */
+    public Set<String> registered() {
+        return Set.copyOf(businesses.keySet());
+    }
+
+    /** Sets the sampled backlog gauges of a registered business. */
+    public void backlogSampled(BusinessSpec spec, Backlog backlog) {
+        BusinessMeters meters = businesses.get(spec.name());
+        if (meters == null) {
+            return;
+        }
+        meters.due.set(backlog.due());
+        meters.scheduled.set(backlog.scheduled());
+        meters.inflight.set(backlog.inflight());
+        meters.dead.set(backlog.dead());
+        meters.oldestOverdueMs.set(backlog.oldestOverdueMs());
+        meters.shards.set(spec.shards());
+        meters.threads.set(spec.threads());
+    }
+
+    @Override
+    public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
+        BusinessMeters meters = businesses.get(spec.name());
+        if (meters == null) {
+            return;
+        }
+        try {
+            meters.relayed.increment(messages.size());
+            for (DueMessage message : messages) {
+                meters.lag.record(Math.max(0, confirmedAtMs - message.dueAtMs()), TimeUnit.MILLISECONDS);
+            }
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording relayed metrics failed", spec.name(), e);
+        }
+    }
+
+    @Override
+    public void publishFailed(BusinessSpec spec, int shard, String cause, int count) {
+        if (businesses.containsKey(spec.name())) {
+            counter(RelayMeterNames.PUBLISH_FAILURES, spec.name(), RelayMeterNames.TAG_CAUSE,
+                    ReasonCategories.publishCause(cause), count);
+        }
+    }
+
+    @Override
+    public void deadLettered(BusinessSpec spec, int shard, String reason, int count) {
+        if (businesses.containsKey(spec.name())) {
+            counter(RelayMeterNames.DEAD_LETTERED, spec.name(), RelayMeterNames.TAG_REASON,
+                    ReasonCategories.deadReason(reason), count);
+        }
+    }
+
+    @Override
+    public void leaseExpired(BusinessSpec spec, int shard, int count) {
+        BusinessMeters meters = businesses.get(spec.name());
+        if (meters != null) {
+            meters.redeliveries.increment(count);
+        }
+    }
+
+    @Override
+    public void error(BusinessSpec spec, int shard, Throwable error) {
+        BusinessMeters meters = businesses.get(spec.name());
+        if (meters != null) {
+            meters.errors.increment();
+        }
+    }
+
+    private void counter(String name, String business, String tag, String value, int count) {
+        try {
+            Counter.builder(name).tag(TAG_BUSINESS, business).tag(tag, value).register(registry).increment(count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording {} failed", business, name, e);
+        }
+    }
+
+    /** The fixed meters of one business and the values its gauges read. */
+    private static final class BusinessMeters {
+        final Counter relayed;
+        final Timer lag;
+        final Counter redeliveries;
+        final Counter errors;
+        final AtomicLong due = new AtomicLong();
+        final AtomicLong scheduled = new AtomicLong();
+        final AtomicLong inflight = new AtomicLong();
+        final AtomicLong dead = new AtomicLong();
+        final AtomicLong oldestOverdueMs = new AtomicLong();
+        final AtomicLong shards = new AtomicLong();
+        final AtomicLong threads = new AtomicLong();
+
+        BusinessMeters(MeterRegistry registry, String business) {
+            relayed = Counter.builder(RelayMeterNames.RELAYED).description("Messages confirmed by the broker")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            lag = Timer.builder(RelayMeterNames.LAG).description("Broker confirm time minus due time")
+                    .tag(TAG_BUSINESS, business).serviceLevelObjectives(LAG_BUCKETS)
+                    .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(10))
+                    .register(registry);
+            redeliveries = Counter.builder(RelayMeterNames.REDELIVERIES)
+                    .description("Entries put back for redelivery after their lease expired")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            errors = Counter.builder(RelayMeterNames.ERRORS).description("Failed worker or reaper iterations")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            backlog(registry, business, RelayMeterNames.STATE_DUE, due);
+            backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
+            backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);
+            backlog(registry, business, RelayMeterNames.STATE_DEAD, dead);
+            Gauge.builder(RelayMeterNames.OLDEST_OVERDUE, oldestOverdueMs, v -> v.get() / 1000.0)
+                    .description("How long the oldest due entry has been waiting").baseUnit("seconds")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get).description("Shard count producers hash into")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get).description("Worker threads")
+                    .tag(TAG_BUSINESS, business).register(registry);
+        }
+
+        private static void backlog(MeterRegistry registry, String business, String state, AtomicLong value) {
+            Gauge.builder(RelayMeterNames.BACKLOG, value, AtomicLong::get).description("Entries by state, sampled")
+                    .baseUnit(RelayMeterNames.UNIT_MESSAGES).tag(TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_STATE, state).register(registry);
+        }
+    }
+}

@@ -1,0 +1,53 @@
+package io.delayrelay.app.metrics;
+
+/**
+ * Names and tags of every relay meter, defined once. Micrometer names are dotted; Prometheus shows them with
+ * underscores, a {@code _total} suffix for counters and the base unit for timers and gauges.
+ */
+public final class RelayMeterNames {
+
+    /** Counter: messages confirmed by the broker. Prometheus {@code delay_relay_relayed_total}. */
+    public static final String RELAYED = "delay.relay.relayed";
+    /** Timer: confirm time minus due time. Prometheus {@code delay_relay_lag_seconds_bucket/_count/_sum}. */
+    public static final String LAG = "delay.relay.lag";
+    /** Counter: entries moved to the dead set, tag {@link #TAG_REASON}. Prometheus {@code delay_relay_dead_lettered_total}. */
+    public static final String DEAD_LETTERED = "delay.relay.dead.lettered";
+    /** Counter: messages whose publish failed (retried), tag {@link #TAG_CAUSE}. Prometheus {@code delay_relay_publish_failures_total}. */
+    public static final String PUBLISH_FAILURES = "delay.relay.publish.failures";
+    /** Counter: entries put back after their lease expired. Prometheus {@code delay_relay_redeliveries_total}. */
+    public static final String REDELIVERIES = "delay.relay.redeliveries";
+    /** Counter: failed worker or reaper iterations. Prometheus {@code delay_relay_errors_total}. */
+    public static final String ERRORS = "delay.relay.errors";
+    /** Gauge: entries per {@link #TAG_STATE}, sampled. Prometheus {@code delay_relay_backlog_messages}. */
+    public static final String BACKLOG = "delay.relay.backlog";
+    /** Gauge: how long the oldest due entry has been waiting, sampled. Prometheus {@code delay_relay_oldest_overdue_seconds}. */
+    public static final String OLDEST_OVERDUE = "delay.relay.oldest.overdue";
+    /** Gauge: current shard count M. Prometheus {@code delay_relay_shards}. */
+    public static final String SHARDS = "delay.relay.shards";
+    /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
+    public static final String THREADS = "delay.relay.threads";
+
+    /** Tag: business name (every relay meter has it). */
+    public static final String TAG_BUSINESS = "business";
+    /** Tag of {@link #DEAD_LETTERED}: unroutable, max-attempts, lease-expired. */
+    public static final String TAG_REASON = "reason";
+    /** Tag of {@link #PUBLISH_FAILURES}: nack, confirm-timeout, send-failed, exchange-not-found, ... */
+    public static final String TAG_CAUSE = "cause";
+    /** Tag of {@link #BACKLOG}: one of the {@code STATE_*} values. */
+    public static final String TAG_STATE = "state";
+
+    /** Due now and waiting in the shard zsets. */
+    public static final String STATE_DUE = "due";
+    /** In the shard zsets, not yet due. */
+    public static final String STATE_SCHEDULED = "scheduled";
+    /** Popped, not yet confirmed. */
+    public static final String STATE_INFLIGHT = "inflight";
+    /** In the dead sets. */
+    public static final String STATE_DEAD = "dead";
+
+    /** Base unit of {@link #BACKLOG}. */
+    public static final String UNIT_MESSAGES = "messages";
+
+    private RelayMeterNames() {
+    }
+}

@@ -1,0 +1,139 @@
+package io.delayrelay.app.ops;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Set;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.springframework.core.io.ClassPathResource;
+import org.springframework.data.redis.connection.zset.Tuple;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+
+/**
+ * Reads and repairs a business's dead sets and peeks at its shards. Replay and purge are Lua scripts that touch one
+ * slot each; members are handled as UTF-8 text.
+ */
+public class DeadLetters {
+
+    /** Most dead letters replayed or purged per script call. */
+    static final int CHUNK = 500;
+
+    private static final RedisScript<Long> REPLAY = RedisScript.of(lua("dead-replay"), Long.class);
+    private static final RedisScript<Long> PURGE = RedisScript.of(lua("dead-purge"), Long.class);
+
+    private final RedisTemplate<byte[], byte[]> redis;
+
+    public DeadLetters(RedisTemplate<byte[], byte[]> redis) {
+        this.redis = redis;
+    }
+
+    /** A dead letter: where it is, what it is, why and when it died. */
+    public record DeadLetter(int shard, String member, String reason, long deadAtMs, Instant deadAt) {
+    }
+
+    /** A scheduled entry: where it is, what it is and when it falls due. */
+    public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {
+    }
+
+    /** The oldest {@code limit} dead letters over every scanned shard, oldest first. */
+    public List<DeadLetter> list(BusinessSpec spec, int limit) {
+        DelayQueueKeys keys = spec.keys();
+        List<DeadLetter> all = new ArrayList<>();
+        for (int shard = 0; shard < spec.drainShards(); shard++) {
+            int s = shard;
+            List<DeadLetter> found = redis.execute((RedisCallback<List<DeadLetter>>) c -> {
+                Set<Tuple> tuples = c.zSetCommands().zRangeWithScores(bytes(keys.dead(s)), 0, limit - 1);
+                List<DeadLetter> out = new ArrayList<>();
+                if (tuples == null || tuples.isEmpty()) {
+                    return out;
+                }
+                List<Tuple> list = new ArrayList<>(tuples);
+                byte[][] members = list.stream().map(Tuple::getValue).toArray(byte[][]::new);
+                List<byte[]> reasons = c.hashCommands().hMGet(bytes(keys.deadReasons(s)), members);
+                for (int i = 0; i < list.size(); i++) {
+                    long at = list.get(i).getScore().longValue();
+                    byte[] reason = reasons == null ? null : reasons.get(i);
+                    out.add(new DeadLetter(s, text(members[i]), reason == null ? null : text(reason), at,
+                            Instant.ofEpochMilli(at)));
+                }
+                return out;
+            });
+            all.addAll(found);
+        }
+        all.sort(Comparator.comparingLong(DeadLetter::deadAtMs).thenComparing(DeadLetter::member));
+        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+    }
+
+    /** The next {@code limit} entries to fall due over every scanned shard, earliest first. */
+    public List<Entry> peek(BusinessSpec spec, int limit) {
+        DelayQueueKeys keys = spec.keys();
+        List<Entry> all = new ArrayList<>();
+        for (int shard = 0; shard < spec.drainShards(); shard++) {
+            int s = shard;
+            Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>) c ->
+                    c.zSetCommands().zRangeWithScores(bytes(keys.shard(s)), 0, limit - 1));
+            if (tuples != null) {
+                for (Tuple t : tuples) {
+                    long due = t.getScore().longValue();
+                    all.add(new Entry(s, text(t.getValue()), due, Instant.ofEpochMilli(due)));
+                }
+            }
+        }
+        all.sort(Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member));
+        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+    }
+
+    /** Replays one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
+    public long replay(BusinessSpec spec, String member) {
+        DelayQueueKeys keys = spec.keys();
+        return forEachShard(spec, member, shard -> List.of(bytes(keys.shard(shard)), bytes(keys.dead(shard)),
+                bytes(keys.deadReasons(shard))), REPLAY);
+    }
+
+    /** Purges one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
+    public long purge(BusinessSpec spec, String member) {
+        DelayQueueKeys keys = spec.keys();
+        return forEachShard(spec, member, shard -> List.of(bytes(keys.shard(shard)), bytes(keys.payloads(shard)),
+                bytes(keys.inflight(shard)), bytes(keys.dead(shard)), bytes(keys.deadReasons(shard))), PURGE);
+    }
+
+    private long forEachShard(BusinessSpec spec, String member, java.util.function.IntFunction<List<byte[]>> keys,
+            RedisScript<Long> script) {
+        long total = 0;
+        for (int shard = 0; shard < spec.drainShards(); shard++) {
+            List<byte[]> shardKeys = keys.apply(shard);
+            if (member != null) {
+                total += orZero(redis.execute(script, shardKeys, bytes("members"), bytes(member)));
+                continue;
+            }
+            long n;
+            do {
+                n = orZero(redis.execute(script, shardKeys, bytes("oldest"), bytes(Integer.toString(CHUNK))));
+                total += n;
+            } while (n >= CHUNK);
+        }
+        return total;
+    }
+
+    private static long orZero(Long n) {
+        return n == null ? 0 : n;
+    }
+
+    private static String text(byte[] b) {
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static ClassPathResource lua(String name) {
+        return new ClassPathResource("io/delayrelay/app/lua/" + name + ".lua");
+    }
+}

@@ -1,0 +1,57 @@
+package io.delayrelay.app.ops;
+
+import io.delayrelay.app.config.RelayAutoConfiguration;
+import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.metrics.BacklogReader;
+import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.availability.ApplicationAvailability;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Operations: the {@code relay} actuator endpoint (when actuator is present) and readiness that follows the engine.
+ * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
+ */
+@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class},
+        afterName = "org.springframework.boot.autoconfigure.availability.ApplicationAvailabilityAutoConfiguration")
+@ConditionalOnProperty(prefix = "relay", name = "enabled", matchIfMissing = true)
+@ConditionalOnBean(RelayEngine.class)
+@EnableConfigurationProperties(RelayOpsProperties.class)
+public class RelayOpsAutoConfiguration {
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnBean(ApplicationAvailability.class)
+    public RelayReadiness relayReadiness(RelayEngine engine, ApplicationContext context,
+            ApplicationAvailability availability, RelayOpsProperties properties) {
+        return new RelayReadiness(engine, context, availability, properties.getReadinessCheckInterval());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public DeadLetters relayDeadLetters(ShardStore store) {
+        return new DeadLetters(store.template());
+    }
+
+    /** The endpoint, when actuator is on the classpath. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(Endpoint.class)
+    static class EndpointConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        public RelayOpsEndpoint relayOpsEndpoint(RelayEngine engine, ShardStore store, DeadLetters deadLetters,
+                RelayOpsProperties properties) {
+            return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties);
+        }
+    }
+}

@@ -1,0 +1,30 @@
+package io.delayrelay.app.ops;
+
+import jakarta.servlet.Filter;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.actuate.autoconfigure.web.ManagementContextConfiguration;
+import org.springframework.boot.actuate.autoconfigure.web.ManagementContextType;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * Adds the {@link RelayOpsTokenFilter} to whichever context serves actuator: the management child context when
+ * management runs on its own port, else the main one.
+ */
+@ManagementContextConfiguration(value = ManagementContextType.ANY, proxyBeanMethods = false)
+@ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+@ConditionalOnClass(Filter.class)
+@ConditionalOnBean(RelayOpsEndpoint.class)
+public class RelayOpsManagementContextConfiguration {
+
+    @Bean
+    public FilterRegistrationBean<RelayOpsTokenFilter> relayOpsTokenFilter(ObjectProvider<RelayOpsProperties> properties) {
+        FilterRegistrationBean<RelayOpsTokenFilter> registration =
+                new FilterRegistrationBean<>(new RelayOpsTokenFilter(properties.getObject()));
+        registration.setName("relayOpsTokenFilter");
+        return registration;
+    }
+}

@@ -1,0 +1,75 @@
+package io.delayrelay.app.ops;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.Principal;
+
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import org.springframework.web.filter.OncePerRequestFilter;
+
+/**
+ * Authenticates the relay operator: a request whose {@value RelayOpsProperties#TOKEN_HEADER} header (or
+ * {@code Authorization: Bearer}) equals the configured token gets the {@value #ROLE} role. It never rejects a
+ * request itself: the relay endpoint's write operations check the role, so other endpoints are unaffected.
+ */
+public class RelayOpsTokenFilter extends OncePerRequestFilter {
+
+    /** Role a request with the right token has. */
+    public static final String ROLE = "RELAY_OPS";
+
+    private final RelayOpsProperties properties;
+
+    public RelayOpsTokenFilter(RelayOpsProperties properties) {
+        this.properties = properties;
+    }
+
+    @Override
+    protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+            throws ServletException, IOException {
+        String presented = presentedToken(request);
+        if (presented != null && properties.hasToken() && matches(presented, properties.getToken())) {
+            chain.doFilter(new OperatorRequest(request), response);
+        } else {
+            chain.doFilter(request, response);
+        }
+    }
+
+    private static String presentedToken(HttpServletRequest request) {
+        String header = request.getHeader(RelayOpsProperties.TOKEN_HEADER);
+        if (header != null) {
+            return header.trim();
+        }
+        String authorization = request.getHeader("Authorization");
+        if (authorization != null && authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return authorization.substring(7).trim();
+        }
+        return null;
+    }
+
+    private static boolean matches(String presented, String expected) {
+        return MessageDigest.isEqual(presented.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static final class OperatorRequest extends HttpServletRequestWrapper {
+        private static final Principal OPERATOR = () -> "relay-operator";
+
+        OperatorRequest(HttpServletRequest request) {
+            super(request);
+        }
+
+        @Override
+        public Principal getUserPrincipal() {
+            return OPERATOR;
+        }
+
+        @Override
+        public boolean isUserInRole(String role) {
+            return ROLE.equals(role) || super.isUserInRole(role);
+        }
+    }
+}
