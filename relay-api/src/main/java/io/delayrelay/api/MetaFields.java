@@ -7,10 +7,17 @@ public final class MetaFields {
     public static final String SHARDS = "shards";
 
     /**
-     * Comma-separated earlier shard counts whose shards the relay still drains (empty when none). Cancel and
-     * reschedule look there too.
+     * Comma-separated earlier shard counts whose extra shards (index &gt;= M) the relay still drains; empty when
+     * none. Every relay instance scans up to the largest of them, so nothing scheduled under an earlier M is
+     * orphaned while instances switch at slightly different moments.
      */
     public static final String DRAINING = "draining";
+
+    /**
+     * Comma-separated earlier shard counts, most recent first (at most 8). Cancel and reschedule also look in the
+     * shard a key hashed to under each of them: an entry stays in the shard it was scheduled into.
+     */
+    public static final String HISTORY = "history";
 
     private MetaFields() {
     }

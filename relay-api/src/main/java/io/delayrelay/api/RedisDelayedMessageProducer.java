@@ -176,7 +176,8 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     private ShardTopology readTopology(String business, DelayQueueKeys keys) {
         byte[] metaKey = DelayQueueKeys.bytes(keys.meta());
         List<byte[]> fields = redis.execute((RedisCallback<List<byte[]>>) connection -> connection.hashCommands()
-                .hMGet(metaKey, DelayQueueKeys.bytes(MetaFields.SHARDS), DelayQueueKeys.bytes(MetaFields.DRAINING)));
+                .hMGet(metaKey, DelayQueueKeys.bytes(MetaFields.SHARDS), DelayQueueKeys.bytes(MetaFields.DRAINING),
+                        DelayQueueKeys.bytes(MetaFields.HISTORY)));
         byte[] shardsField = fields == null ? null : fields.get(0);
         if (shardsField == null) {
             return ShardTopology.of(defaultShards);
@@ -193,9 +194,12 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
                     business, keys.meta(), MetaFields.SHARDS, text, defaultShards);
             return ShardTopology.of(defaultShards);
         }
-        byte[] draining = fields.get(1);
-        return new ShardTopology(shards,
-                ShardTopology.parseDraining(draining == null ? null : new String(draining, StandardCharsets.UTF_8)));
+        return new ShardTopology(shards, ShardTopology.parseList(text(fields.get(1))),
+                ShardTopology.parseList(text(fields.get(2))));
+    }
+
+    private static String text(byte[] field) {
+        return field == null ? null : new String(field, StandardCharsets.UTF_8);
     }
 
     private long write(String business, byte[] member, String mode, long millis, boolean mustExist, byte[] payload) {

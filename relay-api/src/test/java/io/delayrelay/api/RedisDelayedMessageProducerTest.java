@@ -118,11 +118,12 @@ class RedisDelayedMessageProducerTest {
     }
 
     @Test
-    void cancelAndRescheduleAlsoLookInShardsStillBeingDrained() {
+    void cancelRescheduleCountAndPeekFindEntriesScheduledUnderAnEarlierShardCount() {
         producer.scheduleById(business, "order-1001", "{\"cancel\":1001}", Instant.ofEpochMilli(1_900_000_000_000L));
         assertThat(score(keys.shard(9), "order-1001")).as("CRC32 mod 16").isNotNull();
         hset(keys.meta(), MetaFields.SHARDS, "7");
         hset(keys.meta(), MetaFields.DRAINING, "16");
+        hset(keys.meta(), MetaFields.HISTORY, "16");
         assertThat(producer.rescheduleById(business, "order-1001", Instant.ofEpochMilli(1_900_000_000_500L))).isTrue();
         assertThat(score(keys.shard(9), "order-1001")).isEqualTo(1.9000000005E12);
         assertThat(producer.count(business)).isEqualTo(1);
@@ -133,6 +134,16 @@ class RedisDelayedMessageProducerTest {
         try (RedisConnection c = factory.getConnection()) {
             assertThat(c.hashCommands().hLen(b(keys.payloads(9)))).isZero();
         }
+    }
+
+    @Test
+    void historyAloneStillFindsEntriesInShardsBelowTheNewCount() {
+        producer.scheduleById(business, "order-1001", "{\"cancel\":1001}", Instant.ofEpochMilli(1_900_000_000_000L));
+        hset(keys.meta(), MetaFields.SHARDS, "10");
+        hset(keys.meta(), MetaFields.HISTORY, "16,4");
+        assertThat(ShardSelector.shardOf("order-1001", 10)).as("hashes elsewhere under the new count").isEqualTo(1);
+        assertThat(producer.count(business)).as("shard 9 < 10 is still scanned").isEqualTo(1);
+        assertThat(producer.cancelById(business, "order-1001")).isTrue();
     }
 
     @Test
