@@ -1,0 +1,68 @@
+package io.delayrelay.app.metrics;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+
+class MicrometerRelayEventsTest {
+
+    private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    private final MicrometerRelayEvents events = new MicrometerRelayEvents(registry);
+
+    @Test
+    void unregisteringABusinessRemovesEveryOneOfItsMeters() {
+        BusinessSpec orders = spec("orders");
+        BusinessSpec reviews = spec("reviews");
+        events.register(orders);
+        events.register(reviews);
+        events.relayed(orders, 0, List.of(message(1_000)), 1_250);
+        events.deadLettered(orders, 0, "unroutable: 312 NO_ROUTE", 1);
+        events.publishFailed(orders, 0, "confirm timeout", 2);
+
+        events.unregister("orders");
+
+        assertThat(registry.getMeters()).allSatisfy(m -> assertThat(m.getId().getTag("business")).isEqualTo("reviews"));
+        assertThat(registry.find(RelayMeterNames.BACKLOG).tag("business", "reviews").gauges()).hasSize(4);
+        events.relayed(orders, 0, List.of(message(1_000)), 1_250);
+        assertThat(registry.find(RelayMeterNames.RELAYED).tag("business", "orders").counter()).isNull();
+    }
+
+    @Test
+    void recordsLagAsConfirmTimeMinusDueTimeAndCategorisesReasons() {
+        BusinessSpec orders = spec("orders");
+        events.register(orders);
+        events.relayed(orders, 3, List.of(message(1_000), message(1_900)), 2_000);
+        events.deadLettered(orders, 0, "confirm timeout (attempts: 5)", 1);
+        events.deadLettered(orders, 0, "lease expired", 2);
+        events.publishFailed(orders, 0, "exchange 'x' does not exist (404 NOT_FOUND)", 3);
+        events.leaseExpired(orders, 0, 4);
+        events.error(orders, 0, new IllegalStateException("boom"));
+
+        assertThat(registry.get(RelayMeterNames.RELAYED).counter().count()).isEqualTo(2.0);
+        assertThat(registry.get(RelayMeterNames.LAG).timer().totalTime(java.util.concurrent.TimeUnit.MILLISECONDS))
+                .isEqualTo(1_100.0);
+        assertThat(registry.get(RelayMeterNames.DEAD_LETTERED).tag("reason", "max-attempts").counter().count()).isEqualTo(1.0);
+        assertThat(registry.get(RelayMeterNames.DEAD_LETTERED).tag("reason", "lease-expired").counter().count()).isEqualTo(2.0);
+        assertThat(registry.get(RelayMeterNames.PUBLISH_FAILURES).tag("cause", "exchange-not-found").counter().count())
+                .isEqualTo(3.0);
+        assertThat(registry.get(RelayMeterNames.REDELIVERIES).counter().count()).isEqualTo(4.0);
+        assertThat(registry.get(RelayMeterNames.ERRORS).counter().count()).isEqualTo(1.0);
+    }
+
+    private static DueMessage message(long dueAtMs) {
+        return new DueMessage("orders", 0, new byte[] {1}, new byte[] {1}, false, dueAtMs, dueAtMs, 1, "id");
+    }
+
+    private static BusinessSpec spec(String name) {
+        return new BusinessSpec(name, DelayQueueKeys.forBusiness(name), 16, 16, 2, "relay-" + name + "-", "ex", "rk",
+                "direct", false, 100, Duration.ofMillis(100), Duration.ofSeconds(30), 5, Duration.ofSeconds(1),
+                Duration.ofMinutes(1), Duration.ofSeconds(5), false, null);
+    }
+}

@@ -1,0 +1,87 @@
+package io.delayrelay.app.ops;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+
+import io.delayrelay.app.support.TestRelayApplication;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/** A relay started as a servlet web app on random ports, and an HTTP client for its management port. */
+final class WebRelay implements AutoCloseable {
+
+    /** An HTTP answer: status, body text and the body parsed as JSON (null when it is not JSON). */
+    record Answer(int status, String text, JsonNode json) {
+    }
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    final ConfigurableApplicationContext context;
+    final int managementPort;
+
+    WebRelay(Map<String, Object> properties) {
+        Map<String, Object> all = new java.util.LinkedHashMap<>(properties);
+        all.put("server.port", 0);
+        all.put("management.server.port", 0);
+        context = new SpringApplicationBuilder(TestRelayApplication.class).web(WebApplicationType.SERVLET)
+                .properties(all).run();
+        managementPort = Integer.parseInt(context.getEnvironment().getProperty("local.management.port"));
+    }
+
+    Answer get(String path) {
+        return send(HttpRequest.newBuilder(uri(path)).GET(), null);
+    }
+
+    Answer post(String path, String token, String jsonBody) {
+        HttpRequest.BodyPublisher body = jsonBody == null ? HttpRequest.BodyPublishers.noBody()
+                : HttpRequest.BodyPublishers.ofString(jsonBody);
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path)).POST(body);
+        if (jsonBody != null) {
+            request.header("Content-Type", "application/json");
+        }
+        return send(request, token);
+    }
+
+    Answer delete(String path, String token) {
+        return send(HttpRequest.newBuilder(uri(path)).DELETE(), token);
+    }
+
+    private URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + managementPort + path);
+    }
+
+    private Answer send(HttpRequest.Builder request, String token) {
+        if (token != null) {
+            request.header(RelayOpsProperties.TOKEN_HEADER, token);
+        }
+        try {
+            HttpResponse<String> response = http.send(request.timeout(Duration.ofSeconds(10)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            JsonNode json = null;
+            try {
+                json = response.body().isEmpty() ? null : JSON.readTree(response.body());
+            } catch (RuntimeException notJson) {
+                // prometheus text and the like
+            }
+            return new Answer(response.statusCode(), response.body(), json);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}
