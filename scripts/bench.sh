@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Benchmarks the relay against a RabbitMQ ceiling and two baselines (the seed design, Redisson RDelayedQueue) and
+# prints one table of figures and ratios measured in the same run; also writes it to bench-results/<date>.md.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: scripts/bench.sh [--full] [--only SCENARIOS] [--shared-redis] [--skip-build] [--help]
+
+Runs in one go, on the local Redis and RabbitMQ:
+  1. drain    N messages of 100 B over 16 shards, all due at once and due over 1 s: the relay (defaults and the
+              best of a threads/batch sweep), a ceiling (publishing from memory with confirms), the seed design
+              (blog 004) and Redisson RDelayedQueue; Redis commands and CPU per message.
+              4. memory (Redis bytes per scheduled message) is measured from the same loads.
+  5. idle     Redis commands/s of one relay with 10 businesses x 16 shards and nothing due (10 s)
+  2. lag      producer at fixed rates, due 1-5 s ahead; p50/p99/p999/max lag for relay, seed, Redisson
+  3. backlog  drain rate with far-future entries present vs absent
+
+  (default)       quick mode: N = 200,000; lag 2k and 5k msg/s for 20 s (baselines at 5k);
+                  backlog 1,000,000; baselines capped at 8 s of draining. A few minutes.
+  --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s; backlog 10,000,000. Around half an hour.
+  --only LIST     comma-separated subset of: drain,idle,lag,backlog
+  --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
+                  for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
+  --skip-build    reuse the last build of the relay and of scripts/bench
+
+Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), RABBIT_HOST (127.0.0.1), RABBIT_PORT (5672),
+             BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g).
+Needs: java 17+, redis-server and redis-cli (for the private instance), RabbitMQ with guest/guest.
+Cleans up every key, exchange and queue it creates.
+USAGE
+}
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || { echo "error: $1 is not installed. $2" >&2; exit 127; }
+}
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODE_ARGS=() ONLY="" SHARED=0 BUILD=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --full) MODE_ARGS+=(--full) ;;
+    --only) [ $# -ge 2 ] || { echo "error: --only needs a list, e.g. --only drain,idle" >&2; exit 2; }
+            ONLY=$2; shift ;;
+    --shared-redis) SHARED=1 ;;
+    --skip-build) BUILD=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -n "$ONLY" ]; then
+  for s in ${ONLY//,/ }; do
+    case "$s" in drain|idle|lag|backlog) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog)" >&2; exit 2 ;; esac
+  done
+fi
+
+REDIS_HOST=${REDIS_HOST:-127.0.0.1}
+REDIS_PORT=${REDIS_PORT:-6379}
+RABBIT_HOST=${RABBIT_HOST:-127.0.0.1}
+RABBIT_PORT=${RABBIT_PORT:-5672}
+BENCH_REDIS_PORT=${BENCH_REDIS_PORT:-6399}
+
+need java "Install a JDK 17+ (e.g. apt-get install openjdk-17-jdk-headless)."
+JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+if [ -z "$JAVA_MAJOR" ] || [ "$JAVA_MAJOR" -lt 17 ]; then
+  echo "error: java 17+ is needed, found: $(java -version 2>&1 | head -1)" >&2
+  exit 127
+fi
+if [ "$SHARED" = 0 ]; then
+  need redis-server "It runs a private Redis for clean measurements; or pass --shared-redis."
+  need redis-cli "It runs a private Redis for clean measurements; or pass --shared-redis."
+fi
+
+"$ROOT/scripts/services.sh" up
+
+if [ "$BUILD" = 1 ]; then
+  echo "[bench] building the relay (install, tests skipped) and scripts/bench" >&2
+  (cd "$ROOT" && ./mvnw -B -q install -DskipTests -pl relay-api,relay-app -am)
+  (cd "$ROOT" && ./mvnw -B -q -f scripts/bench/pom.xml package dependency:build-classpath \
+      -Dmdep.outputFile=target/classpath.txt)
+fi
+[ -f "$ROOT/scripts/bench/target/classpath.txt" ] || { echo "error: scripts/bench is not built; run without --skip-build" >&2; exit 1; }
+
+PRIVATE_DIR=""
+cleanup() {
+  if [ -n "$PRIVATE_DIR" ]; then
+    redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    rm -rf "$PRIVATE_DIR"
+  fi
+}
+trap cleanup EXIT
+
+BENCH_ARGS=(--rabbit "$RABBIT_HOST:$RABBIT_PORT" --out "$ROOT/bench-results")
+if [ "$SHARED" = 0 ]; then
+  if redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" ping >/dev/null 2>&1; then
+    echo "error: port $BENCH_REDIS_PORT is already in use; set BENCH_REDIS_PORT to a free port" >&2
+    exit 1
+  fi
+  PRIVATE_DIR=$(mktemp -d)
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$BENCH_REDIS_PORT" --save "" --appendonly no \
+    --dir "$PRIVATE_DIR" --logfile "$PRIVATE_DIR/redis.log" --pidfile "$PRIVATE_DIR/redis.pid" >/dev/null
+  for _ in $(seq 1 50); do
+    redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" ping >/dev/null 2>&1 \
+    || { echo "error: private redis-server did not start; see $PRIVATE_DIR/redis.log" >&2; exit 1; }
+  echo "[bench] private Redis on 127.0.0.1:$BENCH_REDIS_PORT" >&2
+  BENCH_ARGS+=(--redis "127.0.0.1:$BENCH_REDIS_PORT" --private-redis)
+else
+  BENCH_ARGS+=(--redis "$REDIS_HOST:$REDIS_PORT")
+fi
+[ -z "$ONLY" ] || BENCH_ARGS+=(--only "$ONLY")
+
+cd "$ROOT/scripts/bench"
+# shellcheck disable=SC2086
+java ${BENCH_JAVA_OPTS:--Xmx3g} -cp "target/classes:$(cat target/classpath.txt)" io.delayrelay.bench.Bench \
+  "${MODE_ARGS[@]}" "${BENCH_ARGS[@]}"

@@ -1,0 +1,138 @@
+package io.delayrelay.bench;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench-results/.
+ *
+ * <pre>
+ * Bench [--full] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
+ * scenarios: drain, memory (from drain loads), lag, backlog, idle
+ * </pre>
+ */
+public final class Bench {
+
+    private Bench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean full = false;
+        boolean privateRedis = false;
+        String redis = "127.0.0.1:6379";
+        String rabbit = "127.0.0.1:5672";
+        Path out = Path.of("bench-results");
+        List<String> only = List.of();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--full" -> full = true;
+                case "--private-redis" -> privateRedis = true;
+                case "--redis" -> redis = args[++i];
+                case "--rabbit" -> rabbit = args[++i];
+                case "--out" -> out = Path.of(args[++i]);
+                case "--only" -> only = Arrays.asList(args[++i].split(","));
+                default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
+            }
+        }
+        BenchConfig config = BenchConfig.of(full, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit),
+                out, only);
+        long started = System.currentTimeMillis();
+        Report report = new Report(config);
+        try (Infra infra = new Infra(config)) {
+            report.machine(infra);
+            Scenarios s = new Scenarios(infra);
+            run(config, infra, s, report);
+        }
+        report.elapsed(System.currentTimeMillis() - started);
+        String text = report.render();
+        System.out.println(text);
+        Path file = report.write();
+        System.err.println("[bench] results written to " + file);
+        System.exit(0);
+    }
+
+    private static void run(BenchConfig config, Infra infra, Scenarios s, Report report) throws Exception {
+        String x = s.exchange();
+        long cap = config.drainCapMs();
+        long baselineCap = config.baselineCapMs();
+        int defaultThreads = 2;
+        if (config.runs("drain")) {
+            Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 100", 0, cap);
+            report.relayDefault(relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()),
+                    "defaults: 2 threads, batch 100", 1_000, cap));
+            Scenarios.Drain best = relayAll;
+            for (int[] tb : config.sweep()) {
+                Scenarios.Drain d = s.drain(new RelayContender(infra, "relay",  x,
+                        Map.of("threads", tb[0], "batch-size", tb[1])), tb[0] + " threads, batch " + tb[1], 0, cap);
+                report.sweep(d);
+                if (d.rate() > best.rate()) {
+                    best = d;
+                }
+            }
+            if (best != relayAll) {
+                int[] tb = parseSettings(best.settings());
+                report.relayBest(best, s.drain(new RelayContender(infra, "relay", x,
+                        Map.of("threads", tb[0], "batch-size", tb[1])), best.settings(), 1_000, cap));
+            } else {
+                report.relayBest(null, null);
+            }
+            List<Scenarios.Drain> ceilings = new ArrayList<>();
+            for (int batch : config.full() ? new int[] {100, 500, 2_000} : new int[] {200, 1_000}) {
+                ceilings.add(s.ceiling(2, batch));
+            }
+            report.ceiling(ceilings.stream().max(Comparator.comparingDouble(Scenarios.Drain::rate)).orElseThrow(),
+                    ceilings);
+            report.seed(s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 0, baselineCap),
+                    s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 1_000, baselineCap));
+            report.redisson(s.drain(new RedissonContender(infra, x, defaultThreads), defaultThreads + " bridge threads", 0,
+                            baselineCap),
+                    s.drain(new RedissonContender(infra, x, defaultThreads), defaultThreads + " bridge threads", 1_000,
+                            baselineCap));
+        }
+        if (config.runs("idle")) {
+            report.idle(s.idle());
+        }
+        if (config.runs("lag")) {
+            for (int rate : config.lagRates()) {
+                report.lag(s.lag(new RelayContender(infra, "relay", x, Map.of()), rate, config.lagSeconds()));
+            }
+            for (int rate : config.baselineLagRates()) {
+                report.lag(s.lag(new SeedContender(infra, x, defaultThreads), rate, config.lagSeconds()));
+                report.lag(s.lag(new RedissonContender(infra, x, defaultThreads), rate, config.lagSeconds()));
+            }
+        }
+        if (config.runs("backlog")) {
+            RelayContender relay = new RelayContender(infra, "relay", x, Map.of());
+            Scenarios.Drain with = s.drain(relay, "defaults, backlog " + String.format("%,d", config.backlogEntries()),
+                    0, cap, s.backlog(relay::business, config.backlogEntries()));
+            Scenarios.Drain without = report.relayDefaultAll();
+            if (without == null) {
+                without = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults", 0, cap);
+            }
+            report.backlog(with, without);
+        }
+    }
+
+    private static int[] parseSettings(String settings) {
+        String[] parts = settings.split("[^0-9]+");
+        List<Integer> numbers = new ArrayList<>();
+        for (String p : parts) {
+            if (!p.isEmpty()) {
+                numbers.add(Integer.parseInt(p));
+            }
+        }
+        return new int[] {numbers.get(0), numbers.get(1)};
+    }
+
+    private static String host(String hostPort) {
+        return hostPort.substring(0, hostPort.lastIndexOf(':'));
+    }
+
+    private static int port(String hostPort) {
+        return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
+    }
+}

@@ -1,0 +1,45 @@
+package io.delayrelay.bench;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/** One INFO snapshot: command calls (total and EVALSHA/EVAL), CPU seconds and used memory. */
+record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long usedMemory, Map<String, Long> calls) {
+
+    static RedisStats parse(String info) {
+        long total = 0;
+        long scripts = 0;
+        double cpu = 0;
+        long memory = 0;
+        Map<String, Long> calls = new HashMap<>();
+        for (String line : info.split("\r?\n")) {
+            if (line.startsWith("cmdstat_")) {
+                String name = line.substring("cmdstat_".length(), line.indexOf(':'));
+                int at = line.indexOf("calls=") + "calls=".length();
+                long n = Long.parseLong(line.substring(at, line.indexOf(',', at)));
+                calls.put(name, n);
+                // INFO itself is the harness asking, not the system under test
+                if (!name.equals("info")) {
+                    total += n;
+                }
+                if (name.equals("evalsha") || name.equals("eval")) {
+                    scripts += n;
+                }
+            } else if (line.startsWith("used_cpu_sys:") || line.startsWith("used_cpu_user:")) {
+                cpu += Double.parseDouble(line.substring(line.indexOf(':') + 1).trim());
+            } else if (line.startsWith("used_memory:")) {
+                memory = Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+            }
+        }
+        return new RedisStats(total, scripts, cpu, memory, calls);
+    }
+
+    /** What happened between {@code before} and this snapshot. */
+    Delta since(RedisStats before) {
+        return new Delta(totalCalls - before.totalCalls, scriptCalls - before.scriptCalls,
+                cpuSeconds - before.cpuSeconds, usedMemory - before.usedMemory);
+    }
+
+    record Delta(long totalCalls, long scriptCalls, double cpuSeconds, long memory) {
+    }
+}

@@ -1,0 +1,300 @@
+package io.delayrelay.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/** Collects the figures and renders them as one markdown table set (printed, and written to bench-results/). */
+final class Report {
+
+    private final BenchConfig config;
+    private String machine = "";
+    private long elapsedMs;
+    private Scenarios.Drain relayAll;
+    private Scenarios.Drain relaySpread;
+    private Scenarios.Drain bestAll;
+    private Scenarios.Drain bestSpread;
+    private final List<Scenarios.Drain> sweep = new ArrayList<>();
+    private Scenarios.Drain ceiling;
+    private List<Scenarios.Drain> ceilings = List.of();
+    private Scenarios.Drain seedAll;
+    private Scenarios.Drain seedSpread;
+    private Scenarios.Drain redissonAll;
+    private Scenarios.Drain redissonSpread;
+    private Scenarios.Idle idle;
+    private final List<Scenarios.Lag> lags = new ArrayList<>();
+    private Scenarios.Drain backlogWith;
+    private Scenarios.Drain backlogWithout;
+    private final List<String[]> targets = new ArrayList<>();
+
+    Report(BenchConfig config) {
+        this.config = config;
+    }
+
+    void machine(Infra infra) {
+        machine = String.format(Locale.ROOT,
+                "%d cores (%s %s), Java %s (%s), Redis %s%s, RabbitMQ %s",
+                Runtime.getRuntime().availableProcessors(), System.getProperty("os.name"),
+                System.getProperty("os.arch"), System.getProperty("java.version"), System.getProperty("java.vm.name"),
+                infra.redisVersion(), config.privateRedis() ? " (private instance started by bench.sh)" : " (shared)",
+                infra.rabbitVersion());
+    }
+
+    void elapsed(long ms) {
+        elapsedMs = ms;
+    }
+
+    void relayDefault(Scenarios.Drain all, Scenarios.Drain spread) {
+        relayAll = all;
+        relaySpread = spread;
+    }
+
+    Scenarios.Drain relayDefaultAll() {
+        return relayAll;
+    }
+
+    void sweep(Scenarios.Drain d) {
+        sweep.add(d);
+    }
+
+    void relayBest(Scenarios.Drain all, Scenarios.Drain spread) {
+        bestAll = all;
+        bestSpread = spread;
+    }
+
+    void ceiling(Scenarios.Drain best, List<Scenarios.Drain> all) {
+        ceiling = best;
+        ceilings = all;
+    }
+
+    void seed(Scenarios.Drain all, Scenarios.Drain spread) {
+        seedAll = all;
+        seedSpread = spread;
+    }
+
+    void redisson(Scenarios.Drain all, Scenarios.Drain spread) {
+        redissonAll = all;
+        redissonSpread = spread;
+    }
+
+    void idle(Scenarios.Idle idle) {
+        this.idle = idle;
+    }
+
+    void lag(Scenarios.Lag lag) {
+        lags.add(lag);
+    }
+
+    void backlog(Scenarios.Drain with, Scenarios.Drain without) {
+        backlogWith = with;
+        backlogWithout = without;
+    }
+
+    String render() {
+        StringBuilder b = new StringBuilder();
+        targets.clear();
+        b.append("# delay-relay benchmark, ").append(LocalDate.now()).append(" (")
+                .append(config.full() ? "full" : "quick").append(" mode)\n\n");
+        b.append("Machine: ").append(machine).append(". Run took ").append(elapsedMs / 1000).append(" s. ")
+                .append("Absolute figures are noisy on a shared machine; the ratios are measured in the same run.\n\n");
+        renderDrain(b);
+        renderMemory(b);
+        renderIdle(b);
+        renderLag(b);
+        renderBacklog(b);
+        if (!targets.isEmpty()) {
+            b.append("## Targets (issue 6; shown, not asserted)\n\n");
+            b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");
+            for (String[] t : targets) {
+                b.append("| ").append(String.join(" | ", t)).append(" |\n");
+            }
+            b.append('\n');
+        }
+        b.append("""
+                Method: drain = messages/s from the due instant T (chosen after loading ends) until a passive
+                queue.declare reports N messages in the durable queue; loading is not timed. Baselines (seed, Redisson)
+                are capped at %d s of draining and their rate is what they delivered in that time. Redis commands
+                are INFO commandstats deltas over the drain window (Redis counts the commands a script runs as well as
+                the EVALSHA itself); CPU is used_cpu_sys+used_cpu_user delta. Memory = used_memory delta after loading
+                N 100-byte messages. Seed = blog 004's Lua (zrangebyscore limit 1 + zremrangebyrank), INCR-cursor
+                shard choice, convertAndSend without confirms, 100 ms sleep after an empty round. Redisson =
+                RDelayedQueue.offer + threads polling the RBlockingQueue and publishing without confirms.
+                """.formatted(config.baselineCapMs() / 1000));
+        return b.toString();
+    }
+
+    private void renderDrain(StringBuilder b) {
+        if (relayAll == null) {
+            return;
+        }
+        b.append(String.format(Locale.ROOT, "## 1. Drain: %,d messages of %d B over %d shards, durable queue%n%n",
+                config.drainMessages(), config.messageBytes(), config.shards()));
+        b.append("| contender | settings | all due at once, msg/s | due over 1 s, msg/s | EVALSHA / 1k | "
+                + "Redis commands / 1k | Redis CPU s / 100k |\n|---|---|---:|---:|---:|---:|---:|\n");
+        row(b, relayAll, relaySpread);
+        if (bestAll != null) {
+            row(b, bestAll, bestSpread);
+        }
+        if (ceiling != null) {
+            b.append(String.format(Locale.ROOT, "| %s | %s | %s | n/a | 0 | 0 | 0 |%n", ceiling.label(),
+                    ceiling.settings(), rate(ceiling)));
+        }
+        row(b, seedAll, seedSpread);
+        row(b, redissonAll, redissonSpread);
+        b.append('\n');
+        List<String> others = new ArrayList<>();
+        for (Scenarios.Drain d : sweep) {
+            others.add(d.settings() + ": " + rate(d));
+        }
+        for (Scenarios.Drain d : ceilings) {
+            others.add("ceiling " + d.settings() + ": " + rate(d));
+        }
+        b.append("Sweep (all at once, msg/s): ").append(String.join("; ", others)).append(".\n\n");
+
+        Scenarios.Drain best = bestAll != null && bestAll.rate() > relayAll.rate() ? bestAll : relayAll;
+        Scenarios.Drain bestS = bestAll != null && bestAll.rate() > relayAll.rate() ? bestSpread : relaySpread;
+        if (ceiling != null) {
+            target("relay / ceiling, all at once (defaults | best)", ratio(relayAll, ceiling) + " | "
+                    + ratio(best, ceiling), ">= 0.8", ratioOf(best, ceiling) >= 0.8);
+        }
+        if (seedAll != null) {
+            target("relay / seed, all at once (defaults | best)", ratio(relayAll, seedAll) + " | " + ratio(best, seedAll),
+                    ">= 1.0", ratioOf(best, seedAll) >= 1.0);
+        }
+        if (redissonAll != null) {
+            target("relay / Redisson, all at once (defaults | best)", ratio(relayAll, redissonAll) + " | "
+                    + ratio(best, redissonAll), ">= 10", ratioOf(best, redissonAll) >= 10);
+            target("relay / Redisson, due over 1 s (defaults | best)", ratio(relaySpread, redissonSpread) + " | "
+                    + ratio(bestS, redissonSpread), ">= 1.0", ratioOf(bestS, redissonSpread) >= 1.0);
+        }
+        target("Redis commands per 1,000 relayed, defaults (EVALSHA | total)",
+                f1(relayAll.scriptsPer1k()) + " | " + f1(relayAll.commandsPer1k()), "<= 40 (total)",
+                relayAll.commandsPer1k() <= 40);
+        if (best != relayAll) {
+            target("Redis commands per 1,000 relayed, " + best.settings() + " (EVALSHA | total)",
+                    f1(best.scriptsPer1k()) + " | " + f1(best.commandsPer1k()), "<= 40 (total)",
+                    best.commandsPer1k() <= 40);
+        }
+    }
+
+    private void row(StringBuilder b, Scenarios.Drain all, Scenarios.Drain spread) {
+        if (all == null) {
+            return;
+        }
+        b.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s |%n", all.label(), all.settings(),
+                rate(all), spread == null ? "n/a" : rate(spread), f1(all.scriptsPer1k()), f1(all.commandsPer1k()),
+                String.format(Locale.ROOT, "%.2f", all.cpuPer100k())));
+    }
+
+    private void renderMemory(StringBuilder b) {
+        if (relayAll == null) {
+            return;
+        }
+        b.append(String.format(Locale.ROOT, "## 4. Memory: Redis used_memory per scheduled %d-byte message (%,d loaded)%n%n",
+                config.messageBytes(), config.drainMessages()));
+        b.append("| layout | bytes / message |\n|---|---:|\n");
+        b.append(String.format(Locale.ROOT, "| relay (member = message in K:i zsets) | %.0f |%n", relayAll.bytesPerMessage()));
+        if (seedAll != null) {
+            b.append(String.format(Locale.ROOT, "| seed (same zset layout) | %.0f |%n", seedAll.bytesPerMessage()));
+        }
+        if (redissonAll != null) {
+            b.append(String.format(Locale.ROOT, "| Redisson RDelayedQueue (timeout zset + ordering list) | %.0f |%n",
+                    redissonAll.bytesPerMessage()));
+        }
+        b.append('\n');
+        target("Redis bytes per scheduled message (relay)", String.format(Locale.ROOT, "%.0f", relayAll.bytesPerMessage()),
+                "<= 215", relayAll.bytesPerMessage() <= 215);
+    }
+
+    private void renderIdle(StringBuilder b) {
+        if (idle == null) {
+            return;
+        }
+        b.append(String.format(Locale.ROOT, "## 5. Idle cost: %d businesses x %d shards, nothing due, defaults%n%n",
+                idle.businesses(), idle.shards()));
+        b.append("| Redis commands/s (total) | EVALSHA/s | busiest commands/s |\n|---:|---:|---|\n");
+        StringBuilder top = new StringBuilder();
+        idle.top().forEach((k, v) -> top.append(top.length() == 0 ? "" : ", ").append(k).append(' ')
+                .append(String.format(Locale.ROOT, "%.0f", v)));
+        b.append(String.format(Locale.ROOT, "| %.0f | %.0f | %s |%n%n", idle.commandsPerSecond(), idle.scriptsPerSecond(),
+                top));
+        target("idle Redis commands/s per relay instance (10 x 16 shards)",
+                String.format(Locale.ROOT, "%.0f", idle.commandsPerSecond()), "<= 200", idle.commandsPerSecond() <= 200);
+    }
+
+    private void renderLag(StringBuilder b) {
+        if (lags.isEmpty()) {
+            return;
+        }
+        b.append(String.format(Locale.ROOT,
+                "## 2. Lag at steady load: due 1-5 s ahead, %d s per rate; lag = consumer receive time - due time%n%n",
+                config.lagSeconds()));
+        b.append("| contender | rate msg/s (achieved) | sent | received | p50 ms | p99 ms | p999 ms | max ms |\n"
+                + "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (Scenarios.Lag l : lags) {
+            b.append(String.format(Locale.ROOT, "| %s | %,d (%,.0f) | %,d | %,d | %d | %d | %d | %d |%n", l.label(),
+                    l.rate(), l.achievedRate(), l.sent(), l.received(), l.p50(), l.p99(), l.p999(), l.max()));
+        }
+        b.append('\n');
+        for (Scenarios.Lag l : lags) {
+            if (l.label().equals("relay") && l.rate() == 5_000) {
+                target("relay lag p99 at 5k/s, ms", Long.toString(l.p99()), "<= 15", l.p99() <= 15);
+                target("relay lag p999 at 5k/s, ms", Long.toString(l.p999()), "<= 50", l.p999() <= 50);
+            }
+        }
+    }
+
+    private void renderBacklog(StringBuilder b) {
+        if (backlogWith == null) {
+            return;
+        }
+        b.append(String.format(Locale.ROOT, "## 3. Backlog independence: drain of %,d due messages (defaults)%n%n",
+                config.drainMessages()));
+        b.append("| far-future entries present | msg/s |\n|---|---:|\n");
+        b.append(String.format(Locale.ROOT, "| none | %s |%n", rate(backlogWithout)));
+        b.append(String.format(Locale.ROOT, "| %,d | %s |%n%n", config.backlogEntries(), rate(backlogWith)));
+        target("drain with backlog / without", ratio(backlogWith, backlogWithout), ">= 0.9",
+                ratioOf(backlogWith, backlogWithout) >= 0.9);
+    }
+
+    private void target(String figure, String measured, String target, boolean met) {
+        targets.add(new String[] {figure, measured, target, met ? "met" : "**missed**"});
+    }
+
+    private static String rate(Scenarios.Drain d) {
+        String r = String.format(Locale.ROOT, "%,.0f", d.rate());
+        if (d.capped()) {
+            r += String.format(Locale.ROOT, " (capped: %,d in %.0f s)", d.delivered(), d.elapsedMs() / 1000.0);
+        }
+        if (d.loadOverlapped()) {
+            r += " (load overlapped T)";
+        }
+        return r;
+    }
+
+    private static double ratioOf(Scenarios.Drain a, Scenarios.Drain b) {
+        return a == null || b == null || b.rate() == 0 ? Double.NaN : a.rate() / b.rate();
+    }
+
+    private static String ratio(Scenarios.Drain a, Scenarios.Drain b) {
+        return String.format(Locale.ROOT, "%.2fx", ratioOf(a, b));
+    }
+
+    private static String f1(double v) {
+        return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.1f", v);
+    }
+
+    Path write() throws IOException {
+        Files.createDirectories(config.resultsDir());
+        Path file = config.resultsDir().resolve(LocalDate.now() + ".md");
+        Files.writeString(file, render() + "\n_Written " + LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)
+                + " by scripts/bench.sh" + (config.full() ? " --full" : "") + "._\n");
+        return file;
+    }
+}

@@ -1,0 +1,332 @@
+package io.delayrelay.bench;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RelayHeaders;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/** The measurements themselves. Each leaves Redis and the queue empty behind it. */
+final class Scenarios {
+
+    /** One drain measurement. */
+    record Drain(String label, String settings, String shape, int n, long delivered, long elapsedMs, boolean capped,
+            RedisStats.Delta redis, long loadMs, boolean loadOverlapped, long memoryDelta) {
+
+        double rate() {
+            return elapsedMs <= 0 ? 0 : delivered * 1000.0 / elapsedMs;
+        }
+
+        double scriptsPer1k() {
+            return delivered == 0 ? Double.NaN : redis.scriptCalls() * 1000.0 / delivered;
+        }
+
+        double commandsPer1k() {
+            return delivered == 0 ? Double.NaN : redis.totalCalls() * 1000.0 / delivered;
+        }
+
+        double cpuPer100k() {
+            return delivered == 0 ? Double.NaN : redis.cpuSeconds() * 100_000.0 / delivered;
+        }
+
+        double bytesPerMessage() {
+            return memoryDelta * 1.0 / n;
+        }
+    }
+
+    /** One lag measurement. */
+    record Lag(String label, int rate, double achievedRate, int sent, int received, long p50, long p99, long p999,
+            long max) {
+    }
+
+    /** Idle cost. */
+    record Idle(int businesses, int shards, double commandsPerSecond, double scriptsPerSecond, Map<String, Double> top) {
+    }
+
+    private final Infra infra;
+    private final BenchConfig config;
+    private final String exchange;
+    private final String queue;
+    private final Map<String, Double> loadRates = new HashMap<>();
+
+    Scenarios(Infra infra) throws IOException {
+        this.infra = infra;
+        this.config = infra.config;
+        String[] xq = infra.exchangeAndQueue("drain");
+        this.exchange = xq[0];
+        this.queue = xq[1];
+    }
+
+    String exchange() {
+        return exchange;
+    }
+
+    static void log(String format, Object... args) {
+        System.err.printf("[bench] " + format + "%n", args);
+    }
+
+    // ------------------------------------------------------------------------------------------------ drain
+
+    Drain drain(Contender contender, String settings, long spreadMs, long capMs) throws Exception {
+        return drain(contender, settings, spreadMs, capMs, null);
+    }
+
+    /**
+     * Starts the contender, loads N messages due at an instant T chosen after the predicted end of loading (all at
+     * T, or spread over [T, T + spread)), then measures from T until the queue holds N (or the cap passes).
+     */
+    Drain drain(Contender contender, String settings, long spreadMs, long capMs, Runnable beforeLoad) throws Exception {
+        int n = config.drainMessages();
+        String shape = spreadMs == 0 ? "all at once" : "spread " + spreadMs + " ms";
+        log("drain: %s (%s), %,d messages, %s", contender.label(), settings, n, shape);
+        infra.purge(queue);
+        try {
+            contender.start();
+            if (beforeLoad != null) {
+                beforeLoad.run();
+            }
+            String rateKey = contender.getClass().getSimpleName();
+            double loadRate = loadRates.getOrDefault(rateKey, contender.loadRateGuess());
+            long t = System.currentTimeMillis() + (long) (n / loadRate * 1000 * 1.3) + 800;
+            long[] dues = Messages.dues(n, t, spreadMs);
+            List<byte[]> bodies = Messages.bodies(dues, config.messageBytes(), 0);
+            RedisStats m0 = infra.stats();
+            long loadMs = contender.load(bodies, dues);
+            RedisStats m1 = infra.stats();
+            bodies = null;
+            loadRates.put(rateKey, n * 1000.0 / Math.max(1, loadMs));
+            boolean overlapped = System.currentTimeMillis() > t;
+            if (overlapped) {
+                log("  warning: loading ended %d ms after the due instant", System.currentTimeMillis() - t);
+            }
+            sleepUntil(t - 3);
+            RedisStats s0 = infra.stats();
+            long deadline = t + capMs;
+            long depth = 0;
+            long end;
+            while (true) {
+                depth = infra.depth(queue);
+                end = System.currentTimeMillis();
+                if (depth >= n || end > deadline) {
+                    break;
+                }
+                Thread.sleep(5);
+            }
+            RedisStats s1 = infra.stats();
+            boolean capped = depth < n;
+            Drain d = new Drain(contender.label(), settings, shape, n, depth, end - t, capped, s1.since(s0), loadMs,
+                    overlapped, m1.usedMemory() - m0.usedMemory());
+            log("  %,.0f msg/s (%,d in %,d ms%s), load %,d ms", d.rate(), depth, end - t, capped ? ", capped" : "",
+                    loadMs);
+            return d;
+        } finally {
+            contender.close();
+            infra.purge(queue);
+            infra.deleteRunKeys();
+        }
+    }
+
+    /** The ceiling: best over batch sizes of publishing from memory with confirms. */
+    Drain ceiling(int threads, int batch) throws Exception {
+        int n = config.drainMessages();
+        log("ceiling: %d threads, confirm every %d", threads, batch);
+        infra.purge(queue);
+        try {
+            long t0 = System.currentTimeMillis();
+            List<byte[]> bodies = Messages.bodies(Messages.dues(n, t0, 0), config.messageBytes(), 0);
+            long t = System.currentTimeMillis();
+            Ceiling.publish(infra, exchange, bodies, threads, batch);
+            long depth;
+            long end;
+            do {
+                depth = infra.depth(queue);
+                end = System.currentTimeMillis();
+                if (depth < n) {
+                    Thread.sleep(5);
+                }
+            } while (depth < n && end - t < config.drainCapMs());
+            Drain d = new Drain("ceiling (publish from memory)", threads + " threads, confirm every " + batch,
+                    "all at once", n, depth, end - t, depth < n, new RedisStats.Delta(0, 0, 0, 0), 0, false, 0);
+            log("  %,.0f msg/s", d.rate());
+            return d;
+        } finally {
+            infra.purge(queue);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ backlog
+
+    /** Loads {@code entries} members due a day from now into the relay's shards (chunked, pipelined). */
+    Runnable backlog(Supplier<String> business, int entries) {
+        return () -> {
+            log("  loading a backlog of %,d entries due in a day", entries);
+            long start = System.currentTimeMillis();
+            long due = System.currentTimeMillis() + 86_400_000L;
+            int chunk = 200_000;
+            try {
+                for (int from = 0; from < entries; from += chunk) {
+                    int size = Math.min(chunk, entries - from);
+                    long[] dues = new long[size];
+                    Arrays.fill(dues, due);
+                    infra.loadShards(DelayQueueKeys.forBusiness(business.get()), config.shards(),
+                            Messages.bodies(dues, config.messageBytes(), 1_000_000_000L + from), dues);
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+            log("  backlog loaded in %,d ms", System.currentTimeMillis() - start);
+        };
+    }
+
+    // ------------------------------------------------------------------------------------------------ lag
+
+    Lag lag(Contender contender, int rate, int seconds) throws Exception {
+        log("lag: %s at %,d msg/s for %d s", contender.label(), rate, seconds);
+        infra.purge(queue);
+        int expected = rate * seconds;
+        long[] lags = new long[expected + 1024];
+        AtomicInteger received = new AtomicInteger();
+        Channel consumer = infra.amqp().createChannel();
+        try {
+            contender.start();
+            consumer.basicQos(2_000);
+            consumer.basicConsume(queue, true, new DefaultConsumer(consumer) {
+                @Override
+                public void handleDelivery(String tag, Envelope env, AMQP.BasicProperties props, byte[] body) {
+                    long now = System.currentTimeMillis();
+                    Object header = props.getHeaders() == null ? null : props.getHeaders().get(RelayHeaders.DUE_AT);
+                    long due = header instanceof Number num ? num.longValue() : Messages.dueOf(body);
+                    int i = received.getAndIncrement();
+                    if (i < lags.length) {
+                        lags[i] = now - due;
+                    }
+                }
+            });
+            int producers = Math.max(1, (int) Math.ceil(rate / 1_000.0));
+            AtomicInteger sent = new AtomicInteger();
+            AtomicLong lastDue = new AtomicLong();
+            AtomicLong errors = new AtomicLong();
+            long start = System.nanoTime() + 50_000_000L;
+            List<Thread> threads = new ArrayList<>();
+            for (int p = 0; p < producers; p++) {
+                int share = expected / producers + (p < expected % producers ? 1 : 0);
+                int index = p;
+                Thread thread = new Thread(() -> {
+                    double periodNanos = 1e9 * producers / rate;
+                    for (int k = 0; k < share; k++) {
+                        long at = start + (long) (k * periodNanos) + (long) (index * periodNanos / producers);
+                        long wait = at - System.nanoTime();
+                        if (wait > 0) {
+                            LockSupport.parkNanos(wait);
+                        }
+                        long due = System.currentTimeMillis() + 1_000 + ThreadLocalRandom.current().nextInt(4_000);
+                        try {
+                            contender.schedule(Messages.body(due, (long) index * 100_000_000L + k,
+                                    config.messageBytes()), due);
+                            sent.incrementAndGet();
+                            lastDue.accumulateAndGet(due, Math::max);
+                        } catch (Exception e) {
+                            if (errors.incrementAndGet() == 1) {
+                                System.err.println("producer error: " + e);
+                            }
+                        }
+                    }
+                }, "producer-" + p);
+                threads.add(thread);
+                thread.start();
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            double achieved = sent.get() / ((System.nanoTime() - start) / 1e9);
+            long giveUp = lastDue.get() + 5_000;
+            while (received.get() < sent.get() && System.currentTimeMillis() < giveUp) {
+                Thread.sleep(20);
+            }
+            int got = Math.min(received.get(), lags.length);
+            long[] sorted = Arrays.copyOf(lags, got);
+            Arrays.sort(sorted);
+            Lag lag = new Lag(contender.label(), rate, achieved, sent.get(), received.get(), pct(sorted, 0.50),
+                    pct(sorted, 0.99), pct(sorted, 0.999), got == 0 ? -1 : sorted[got - 1]);
+            log("  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms", lag.sent(), achieved,
+                    lag.received(), lag.p50(), lag.p99(), lag.p999(), lag.max());
+            return lag;
+        } finally {
+            try {
+                consumer.close();
+            } catch (Exception ignored) {
+                // closing anyway
+            }
+            contender.close();
+            infra.purge(queue);
+            infra.deleteRunKeys();
+        }
+    }
+
+    private static long pct(long[] sorted, double q) {
+        if (sorted.length == 0) {
+            return -1;
+        }
+        return sorted[Math.min(sorted.length - 1, (int) Math.ceil(q * sorted.length) - 1)];
+    }
+
+    // ------------------------------------------------------------------------------------------------ idle
+
+    Idle idle() throws Exception {
+        int businesses = config.idleBusinesses();
+        log("idle: %d businesses x %d shards, nothing due, %d s", businesses, config.shards(), config.idleSeconds());
+        Map<String, Object> p = RelayContender.baseProperties(infra);
+        for (int b = 0; b < businesses; b++) {
+            String prefix = "relay.businesses." + infra.name("idle") + ".";
+            p.put(prefix + "exchange", exchange);
+            p.put(prefix + "routing-key", "due");
+            p.put(prefix + "shards", config.shards());
+        }
+        ConfigurableApplicationContext relay = RelayContender.startRelay(p);
+        try {
+            Thread.sleep(2_000);
+            RedisStats s0 = infra.stats();
+            long t0 = System.nanoTime();
+            Thread.sleep(config.idleSeconds() * 1_000L);
+            RedisStats s1 = infra.stats();
+            double secs = (System.nanoTime() - t0) / 1e9;
+            RedisStats.Delta d = s1.since(s0);
+            Map<String, Double> top = new LinkedHashMap<>();
+            s1.calls().entrySet().stream()
+                    .filter(e -> !e.getKey().equals("info"))
+                    .map(e -> Map.entry(e.getKey(), (e.getValue() - s0.calls().getOrDefault(e.getKey(), 0L)) / secs))
+                    .filter(e -> e.getValue() > 0)
+                    .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
+                    .limit(6)
+                    .forEach(e -> top.put(e.getKey(), e.getValue()));
+            Idle idle = new Idle(businesses, config.shards(), d.totalCalls() / secs, d.scriptCalls() / secs, top);
+            log("  %,.0f commands/s (%,.0f EVALSHA/s): %s", idle.commandsPerSecond(), idle.scriptsPerSecond(), top);
+            return idle;
+        } finally {
+            relay.close();
+            infra.deleteRunKeys();
+        }
+    }
+
+    private static void sleepUntil(long epochMs) throws InterruptedException {
+        long wait = epochMs - System.currentTimeMillis();
+        if (wait > 0) {
+            Thread.sleep(wait);
+        }
+    }
+}
