@@ -131,6 +131,16 @@ public class MicrometerRelayEvents implements RelayEvents {
         }
     }
 
+    /** A reloaded setting of {@code business} was rejected (called by engines that reload configuration). */
+    public void configRejected(String business, String problem) {
+        try {
+            Counter.builder(RelayMeterNames.CONFIG_REJECTED).description("Reloaded settings rejected")
+                    .tag(TAG_BUSINESS, business).register(registry).increment();
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording config rejection failed", business, e);
+        }
+    }
+
     private void counter(String name, String business, String tag, String value, int count) {
         try {
             Counter.builder(name).tag(TAG_BUSINESS, business).tag(tag, value).register(registry).increment(count);

@@ -18,6 +18,8 @@ public final class RelayMeterNames {
     public static final String REDELIVERIES = "delay.relay.redeliveries";
     /** Counter: failed worker or reaper iterations. Prometheus {@code delay_relay_errors_total}. */
     public static final String ERRORS = "delay.relay.errors";
+    /** Counter: reloaded settings rejected (the business keeps its previous ones). Prometheus {@code delay_relay_config_rejected_total}. */
+    public static final String CONFIG_REJECTED = "delay.relay.config.rejected";
     /** Gauge: entries per {@link #TAG_STATE}, sampled. Prometheus {@code delay_relay_backlog_messages}. */
     public static final String BACKLOG = "delay.relay.backlog";
     /** Gauge: how long the oldest due entry has been waiting, sampled. Prometheus {@code delay_relay_oldest_overdue_seconds}. */

@@ -43,11 +43,8 @@ final class WebRelay implements AutoCloseable {
     Answer post(String path, String token, String jsonBody) {
         HttpRequest.BodyPublisher body = jsonBody == null ? HttpRequest.BodyPublishers.noBody()
                 : HttpRequest.BodyPublishers.ofString(jsonBody);
-        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path)).POST(body);
-        if (jsonBody != null) {
-            request.header("Content-Type", "application/json");
-        }
-        return send(request, token);
+        // actuator write operations take JSON; without a Content-Type header they answer 415
+        return send(HttpRequest.newBuilder(uri(path)).POST(body).header("Content-Type", "application/json"), token);
     }
 
     Answer delete(String path, String token) {
