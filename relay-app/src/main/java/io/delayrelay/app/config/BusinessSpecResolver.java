@@ -28,7 +28,7 @@ import org.springframework.core.env.Environment;
 public final class BusinessSpecResolver {
 
     static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9-]*[a-z0-9])?");
-    static final Set<String> EXCHANGE_TYPES = Set.of("direct", "topic", "fanout", "headers");
+    static final List<String> EXCHANGE_TYPES = List.of("direct", "topic", "fanout", "headers");
     static final int MAX_BATCH_SIZE = 2000;
     static final int MAX_THREADS = 256;
     static final int MAX_SHARDS = 16384;
@@ -36,41 +36,74 @@ public final class BusinessSpecResolver {
     private BusinessSpecResolver() {
     }
 
+    /**
+     * What configuration and triggers say: the valid businesses, and the problems of the others by business name
+     * (problems not tied to one business are under the empty name).
+     */
+    public record Resolution(List<BusinessSpec> specs, Map<String, List<String>> problems) {
+
+        public boolean isValid() {
+            return problems.isEmpty();
+        }
+
+        public List<String> allProblems() {
+            return problems.values().stream().flatMap(List::stream).toList();
+        }
+    }
+
     /** The businesses in force; throws {@link RelayConfigurationException} listing every problem. */
     public static List<BusinessSpec> resolve(Environment environment,
             Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
+        Resolution resolution = resolveAll(environment, triggers);
+        if (!resolution.isValid()) {
+            throw new RelayConfigurationException(resolution.allProblems());
+        }
+        return resolution.specs();
+    }
+
+    /** Resolves every business, collecting problems per business instead of failing. */
+    public static Resolution resolveAll(Environment environment,
+            Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
         Binder binder = Binder.get(environment);
-        List<String> problems = new ArrayList<>();
+        Map<String, List<String>> problems = new LinkedHashMap<>();
         Map<String, AbstractDelayedMsgScanTrigger> byName = new LinkedHashMap<>();
         for (AbstractDelayedMsgScanTrigger trigger : triggers) {
             String name = trigger.getBusiness();
             AbstractDelayedMsgScanTrigger previous = byName.putIfAbsent(name, trigger);
             if (previous != null) {
-                problems.add("business '" + name + "': declared by two trigger beans ("
+                problemsOf(problems, name).add("business '" + name + "': declared by two trigger beans ("
                         + previous.getClass().getName() + ", " + trigger.getClass().getName() + ")");
             }
         }
         Set<String> names = new LinkedHashSet<>(byName.keySet());
-        names.addAll(configuredNames(binder, problems));
+        names.addAll(configuredNames(binder, problemsOf(problems, "")));
+        if (problems.get("").isEmpty()) {
+            problems.remove("");
+        }
 
         List<BusinessSpec> specs = new ArrayList<>();
         Map<String, String> sourceKeys = new HashMap<>();
         for (String name : names) {
-            BusinessSpec spec = resolveOne(binder, name, byName.get(name), problems);
+            List<String> own = new ArrayList<>();
+            BusinessSpec spec = resolveOne(binder, name, byName.get(name), own);
             if (spec != null) {
                 String other = sourceKeys.putIfAbsent(spec.keys().sourceKey(), name);
                 if (other != null) {
-                    problems.add("relay.businesses." + name + ".source-key=" + spec.keys().sourceKey()
+                    own.add("relay.businesses." + name + ".source-key=" + spec.keys().sourceKey()
                             + ": already used by business '" + other + "'");
-                } else {
+                } else if (!problems.containsKey(name)) {
                     specs.add(spec);
                 }
             }
+            if (!own.isEmpty()) {
+                problemsOf(problems, String.valueOf(name)).addAll(own);
+            }
         }
-        if (!problems.isEmpty()) {
-            throw new RelayConfigurationException(problems);
-        }
-        return List.copyOf(specs);
+        return new Resolution(List.copyOf(specs), problems);
+    }
+
+    private static List<String> problemsOf(Map<String, List<String>> problems, String name) {
+        return problems.computeIfAbsent(name, k -> new ArrayList<>());
     }
 
     private static Set<String> configuredNames(Binder binder, List<String> problems) {

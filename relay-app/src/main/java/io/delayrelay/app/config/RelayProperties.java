@@ -15,6 +15,7 @@ public class RelayProperties {
 
     public static final Duration DEFAULT_REAPER_INTERVAL = Duration.ofSeconds(5);
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+    public static final Duration DEFAULT_RESHARD_GRACE = Duration.ofSeconds(30);
 
     /** Whether the relay runs at all. */
     private boolean enabled = true;
@@ -24,6 +25,12 @@ public class RelayProperties {
 
     /** Longest wait at shutdown for workers to finish their batch (publish, confirm, ack). */
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+
+    /**
+     * After a business's shard count changes, retired shards are drained for at least this long, and until they
+     * are empty. Longer than producers' {@code relay.producer.meta-cache-ttl}.
+     */
+    private Duration reshardGrace = DEFAULT_RESHARD_GRACE;
 
     /** Whether start-up fails when a business's exchange does not exist (and it does not declare it). */
     private boolean verifyExchanges = true;
@@ -56,6 +63,14 @@ public class RelayProperties {
 
     public void setShutdownTimeout(Duration shutdownTimeout) {
         this.shutdownTimeout = shutdownTimeout;
+    }
+
+    public Duration getReshardGrace() {
+        return reshardGrace;
+    }
+
+    public void setReshardGrace(Duration reshardGrace) {
+        this.reshardGrace = reshardGrace;
     }
 
     public boolean isVerifyExchanges() {

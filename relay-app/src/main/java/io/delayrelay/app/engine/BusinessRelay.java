@@ -34,12 +34,7 @@ public final class BusinessRelay {
 
     synchronized void start() {
         running = true;
-        for (int i = 0; i < spec.threads(); i++) {
-            Thread thread = new Thread(new ScanWorker(this), spec.threadNamePrefix() + i);
-            thread.setDaemon(false);
-            workers.add(thread);
-            thread.start();
-        }
+        adjustWorkers();
         log.info("business={} started: {} threads, {} shards, exchange '{}', routing key '{}', source key '{}'",
                 spec.name(), spec.threads(), spec.shards(), spec.exchange(), spec.routingKey(), spec.keys().sourceKey());
     }
@@ -70,6 +65,53 @@ public final class BusinessRelay {
         workers.clear();
     }
 
+    /** Starts workers up to the spec's thread count; surplus workers notice on their own and exit. */
+    private void adjustWorkers() {
+        workers.removeIf(t -> !t.isAlive());
+        java.util.Set<String> names = new java.util.HashSet<>();
+        workers.forEach(t -> names.add(t.getName()));
+        for (int i = 0; i < spec.threads(); i++) {
+            String name = spec.threadNamePrefix() + i;
+            if (!names.contains(name)) {
+                Thread thread = new Thread(new ScanWorker(this, i), name);
+                workers.add(thread);
+                thread.start();
+            }
+        }
+    }
+
+    /**
+     * Applies new settings at runtime (hot reload). The scan width only grows here: retired shards keep being
+     * drained until the topology keeper finds them empty. Returns the spec now in force.
+     */
+    synchronized BusinessSpec update(BusinessSpec next) {
+        BusinessSpec previous = spec;
+        BusinessSpec merged = next.withDrainShards(Math.max(previous.drainShards(), next.shards()));
+        if (next.shards() != previous.shards()) {
+            int width = next.shards();
+            for (int m : store.reshard(merged)) {
+                width = Math.max(width, m);
+            }
+            merged = merged.withDrainShards(Math.max(width, previous.drainShards()));
+            log.info("business={} shards {} -> {}; scanning {} shards until the retired ones are empty", next.name(),
+                    previous.shards(), next.shards(), merged.drainShards());
+        }
+        spec = merged;
+        if (running) {
+            adjustWorkers();
+        }
+        signal.wakeAll();
+        return merged;
+    }
+
+    /** Sets how many shards are scanned (never below the shard count). */
+    synchronized void setDrainShards(int width) {
+        if (width != spec.drainShards()) {
+            spec = spec.withDrainShards(width);
+            signal.wakeAll();
+        }
+    }
+
     public BusinessSpec spec() {
         return spec;
     }
@@ -87,6 +129,18 @@ public final class BusinessRelay {
 
     boolean isRunning() {
         return running;
+    }
+
+    /** Whether worker {@code index} should keep running (false after a stop or a reload to fewer threads). */
+    boolean keepsWorker(int index) {
+        return running && index < spec.threads();
+    }
+
+    /** Live worker threads. */
+    public int liveWorkers() {
+        synchronized (this) {
+            return (int) workers.stream().filter(Thread::isAlive).count();
+        }
     }
 
     WakeSignal signal() {

@@ -31,7 +31,7 @@ public class RelayEngine implements SmartLifecycle {
     private final RedisClock clock;
     private final RedisConnectionFactory redisConnectionFactory;
     private final Settings settings;
-    private final Map<String, BusinessRelay> relays = new LinkedHashMap<>();
+    private final Map<String, BusinessRelay> relays = new java.util.concurrent.ConcurrentHashMap<>();
     private WakeSubscriber wakeSubscriber;
     private ScheduledExecutorService reaper;
     private volatile boolean running;
@@ -42,8 +42,10 @@ public class RelayEngine implements SmartLifecycle {
      * @param reaperInterval  how often expired leases are reaped
      * @param shutdownTimeout longest wait for running batches at stop
      * @param verifyExchanges whether a missing exchange fails start-up
+     * @param reshardGrace    how long after a shard count change retired shards are drained at least
      */
-    public record Settings(Duration reaperInterval, Duration shutdownTimeout, boolean verifyExchanges) {
+    public record Settings(Duration reaperInterval, Duration shutdownTimeout, boolean verifyExchanges,
+            Duration reshardGrace) {
     }
 
     public RelayEngine(List<BusinessSpec> specs, ShardStore store, BatchPublisher publisher, RelayEvents events,
@@ -66,7 +68,7 @@ public class RelayEngine implements SmartLifecycle {
         }
         prepareExchanges();
         for (BusinessRelay relay : relays.values()) {
-            store.publishTopology(relay.spec(), "");
+            adoptTopology(relay);
         }
         wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
         relays.values().forEach(wakeSubscriber::subscribe);
@@ -79,33 +81,105 @@ public class RelayEngine implements SmartLifecycle {
         });
         long interval = settings.reaperInterval().toMillis();
         reaper.scheduleWithFixedDelay(new LeaseReaper(this::businessRelays), interval, interval, TimeUnit.MILLISECONDS);
+        reaper.scheduleWithFixedDelay(new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime),
+                interval, interval, TimeUnit.MILLISECONDS);
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
+    }
+
+    /** Records the shard count in K:meta and scans every shard count still draining. */
+    private void adoptTopology(BusinessRelay relay) {
+        int width = relay.spec().shards();
+        for (int m : store.reshard(relay.spec())) {
+            width = Math.max(width, m);
+        }
+        relay.setDrainShards(width);
     }
 
     private void prepareExchanges() {
         List<String> missing = new ArrayList<>();
         for (BusinessRelay relay : relays.values()) {
-            BusinessSpec spec = relay.spec();
-            try {
-                publisher.prepareExchange(spec);
-            } catch (AmqpConnectException e) {
-                log.warn("business={}: RabbitMQ is not reachable at start ({}); exchange '{}' not checked, "
-                        + "messages stay in Redis until the broker is back", spec.name(),
-                        AmqpBatchPublisher.rootMessage(e), spec.exchange());
-            } catch (RuntimeException e) {
-                String cause = AmqpBatchPublisher.rootMessage(e);
-                if (cause.contains("NOT_FOUND") && settings.verifyExchanges()) {
-                    missing.add("relay.businesses." + spec.name() + ".exchange=" + spec.exchange()
-                            + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
-                } else {
-                    log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
-                }
+            String problem = prepareExchange(relay.spec());
+            if (problem != null) {
+                missing.add(problem);
             }
         }
         if (!missing.isEmpty()) {
             throw new IllegalStateException("Invalid delay-relay configuration:\n  - " + String.join("\n  - ", missing));
         }
+    }
+
+    /** Checks (or declares) the business's exchange. Returns a problem when it is missing, else null. */
+    private String prepareExchange(BusinessSpec spec) {
+        try {
+            publisher.prepareExchange(spec);
+        } catch (AmqpConnectException e) {
+            log.warn("business={}: RabbitMQ is not reachable ({}); exchange '{}' not checked, "
+                    + "messages stay in Redis until the broker is back", spec.name(),
+                    AmqpBatchPublisher.rootMessage(e), spec.exchange());
+        } catch (RuntimeException e) {
+            String cause = AmqpBatchPublisher.rootMessage(e);
+            if (cause.contains("NOT_FOUND") && settings.verifyExchanges()) {
+                return "relay.businesses." + spec.name() + ".exchange=" + spec.exchange()
+                        + ": no such exchange on the broker (declare it, or set declare-exchange: true)";
+            }
+            log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
+        }
+        return null;
+    }
+
+    /**
+     * Applies reloaded settings: starts added businesses, stops removed ones (their running batch finishes) and
+     * updates the others in place. {@code keep} names businesses whose reload was rejected: they keep running
+     * with their previous settings. Returns problems that made a business's change be rejected here.
+     */
+    public synchronized List<String> apply(List<BusinessSpec> specs, java.util.Set<String> keep) {
+        List<String> problems = new ArrayList<>();
+        Map<String, BusinessSpec> wanted = new LinkedHashMap<>();
+        specs.forEach(s -> wanted.put(s.name(), s));
+        for (String name : List.copyOf(relays.keySet())) {
+            if (!wanted.containsKey(name) && !keep.contains(name)) {
+                BusinessRelay removed = relays.remove(name);
+                if (running) {
+                    removed.stop(settings.shutdownTimeout());
+                    wakeSubscriber.unsubscribe(removed);
+                }
+                log.info("business={} removed from configuration: stopped; its entries stay in Redis", name);
+            }
+        }
+        for (BusinessSpec next : wanted.values()) {
+            BusinessRelay current = relays.get(next.name());
+            if (current == null) {
+                String problem = prepareExchange(next);
+                if (problem != null) {
+                    problems.add(problem);
+                    continue;
+                }
+                BusinessRelay added = new BusinessRelay(next, store, publisher, events, clock);
+                relays.put(next.name(), added);
+                if (running) {
+                    adoptTopology(added);
+                    wakeSubscriber.subscribe(added);
+                    added.start();
+                }
+                continue;
+            }
+            BusinessSpec old = current.spec();
+            if (!old.keys().equals(next.keys())) {
+                problems.add("relay.businesses." + next.name() + ".source-key=" + next.keys().sourceKey()
+                        + ": cannot change while running (was " + old.keys().sourceKey() + "); restart the relay");
+                continue;
+            }
+            if (!old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange()) {
+                String problem = prepareExchange(next);
+                if (problem != null) {
+                    problems.add(problem);
+                    continue;
+                }
+            }
+            current.update(next);
+        }
+        return problems;
     }
 
     @Override

@@ -30,6 +30,10 @@ public interface RelayEvents {
     default void leaseExpired(BusinessSpec spec, int shard, int count) {
     }
 
+    /** A reloaded setting was rejected; the business keeps its previous settings. */
+    default void configRejected(String business, String problem) {
+    }
+
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {
     }

@@ -21,12 +21,14 @@ final class ScanWorker implements Runnable {
     private static final long MAX_ERROR_BACKOFF_MS = 5_000;
 
     private final BusinessRelay relay;
+    private final int index;
     private long blockEnd;
     private long blockNext;
     private int hint = WakeSignal.NO_HINT;
 
-    ScanWorker(BusinessRelay relay) {
+    ScanWorker(BusinessRelay relay, int index) {
         this.relay = relay;
+        this.index = index;
     }
 
     @Override
@@ -37,7 +39,7 @@ final class ScanWorker implements Runnable {
         long earliestDue = Long.MAX_VALUE;
         int earliestShard = WakeSignal.NO_HINT;
         try {
-            while (relay.isRunning()) {
+            while (relay.keepsWorker(index)) {
                 BusinessSpec spec = relay.spec();
                 int shard = WakeSignal.NO_HINT;
                 try {

@@ -7,6 +7,7 @@ import java.util.List;
 import io.delayrelay.api.ByteRedisTemplates;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
+import io.delayrelay.api.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -19,6 +20,9 @@ public class ShardStore {
     private static final RedisScript<List> POP = script("pop");
     private static final RedisScript<Long> ACK = RedisScript.of(lua("ack"), Long.class);
     private static final RedisScript<List> REQUEUE = script("requeue");
+    private static final RedisScript<byte[]> RESHARD = RedisScript.of(lua("reshard"), byte[].class);
+    private static final RedisScript<byte[]> UNDRAIN = RedisScript.of(lua("undrain"), byte[].class);
+    private static final RedisScript<Long> SHARD_SIZE = RedisScript.of(lua("shard-size"), Long.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -86,10 +90,35 @@ public class ShardStore {
         return value == null ? 0 : value;
     }
 
-    /** Writes the shard topology to {@code K:meta} for producers. */
-    public void publishTopology(BusinessSpec spec, String draining) {
-        redis.opsForHash().put(bytes(spec.keys().meta()), bytes(MetaFields.SHARDS), bytes(Integer.toString(spec.shards())));
-        redis.opsForHash().put(bytes(spec.keys().meta()), bytes(MetaFields.DRAINING), bytes(draining));
+    /**
+     * Records the business's shard count in {@code K:meta}; a different earlier count joins the draining list.
+     * Returns the draining shard counts.
+     */
+    public int[] reshard(BusinessSpec spec) {
+        byte[] draining = redis.execute(RESHARD, keys(spec.keys().meta()), num(spec.shards()));
+        return ShardTopology.parseList(text(draining));
+    }
+
+    /** The shard counts {@code K:meta} lists as still draining. */
+    public int[] draining(DelayQueueKeys keys) {
+        Object value = redis.opsForHash().get(bytes(keys.meta()), bytes(MetaFields.DRAINING));
+        return ShardTopology.parseList(text((byte[]) value));
+    }
+
+    /** Removes drained shard counts from {@code K:meta}; returns those still draining. */
+    public int[] undrain(DelayQueueKeys keys, int[] drained) {
+        Object[] args = new Object[drained.length];
+        for (int i = 0; i < drained.length; i++) {
+            args[i] = num(drained[i]);
+        }
+        byte[] rest = redis.execute(UNDRAIN, keys(keys.meta()), args);
+        return ShardTopology.parseList(text(rest));
+    }
+
+    /** Entries a shard still holds, scheduled plus in flight (read atomically). */
+    public long shardSize(DelayQueueKeys keys, int shard) {
+        Long size = redis.execute(SHARD_SIZE, keys(keys.shard(shard), keys.inflight(shard)));
+        return size == null ? 0 : size;
     }
 
     /** The template, for operations outside the hot path. */
@@ -133,6 +162,10 @@ public class ShardStore {
             default:
                 return (long) Double.parseDouble(text);
         }
+    }
+
+    private static String text(byte[] value) {
+        return value == null ? null : new String(value, StandardCharsets.UTF_8);
     }
 
     private static long asLong(Object value) {

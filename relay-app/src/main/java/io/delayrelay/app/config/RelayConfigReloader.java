@@ -1,0 +1,92 @@
+package io.delayrelay.app.config;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.core.env.Environment;
+
+/**
+ * Follows configuration changes at runtime: after a refresh (Spring Cloud's {@code EnvironmentChangeEvent}, e.g.
+ * from Nacos) that touched {@code relay.*}, re-resolves every business and applies the result to the engine. A
+ * business whose new settings are invalid keeps its previous ones; each problem is logged and counted.
+ */
+public class RelayConfigReloader {
+
+    private static final Logger log = LoggerFactory.getLogger(RelayConfigReloader.class);
+
+    private final Environment environment;
+    private final ObjectProvider<AbstractDelayedMsgScanTrigger> triggers;
+    private final RelayEngine engine;
+    private final RelayEvents events;
+    /** The paused flag configuration last said, per business: pause/resume by an operator survives reloads. */
+    private final Map<String, Boolean> configuredPaused = new HashMap<>();
+
+    public RelayConfigReloader(Environment environment, ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
+            RelayEngine engine, RelayEvents events, List<BusinessSpec> initial) {
+        this.environment = environment;
+        this.triggers = triggers;
+        this.engine = engine;
+        this.events = events;
+        initial.forEach(spec -> configuredPaused.put(spec.name(), spec.paused()));
+    }
+
+    /** Called with the keys a refresh changed. */
+    public void onChange(Set<String> changedKeys) {
+        if (changedKeys.stream().anyMatch(k -> k.startsWith("relay."))) {
+            reload();
+        }
+    }
+
+    /** Re-resolves the businesses and applies them. Returns the problems that were rejected. */
+    public synchronized List<String> reload() {
+        BusinessSpecResolver.Resolution resolution =
+                BusinessSpecResolver.resolveAll(environment, triggers.orderedStream().toList());
+        resolution.problems().forEach((business, problems) -> problems.forEach(problem -> reject(business, problem)));
+        List<BusinessSpec> specs = resolution.specs().stream().map(this::keepOperatorPause).toList();
+        List<String> engineProblems = engine.apply(specs, resolution.problems().keySet());
+        engineProblems.forEach(problem -> reject(businessOf(problem), problem));
+        List<String> all = new java.util.ArrayList<>(resolution.allProblems());
+        all.addAll(engineProblems);
+        if (all.isEmpty()) {
+            log.info("relay configuration reloaded: {} business(es) {}", specs.size(),
+                    specs.stream().map(BusinessSpec::name).toList());
+        }
+        return all;
+    }
+
+    private BusinessSpec keepOperatorPause(BusinessSpec next) {
+        Boolean before = configuredPaused.put(next.name(), next.paused());
+        var running = engine.relays().get(next.name());
+        if (running != null && before != null && before == next.paused()) {
+            return next.withPaused(running.spec().paused());
+        }
+        return next;
+    }
+
+    private void reject(String business, String problem) {
+        log.warn("business={}: reloaded configuration rejected, previous settings kept: {}", business, problem);
+        try {
+            events.configRejected(business, problem);
+        } catch (RuntimeException e) {
+            log.debug("relay event listener failed", e);
+        }
+    }
+
+    private static String businessOf(String problem) {
+        String prefix = "relay.businesses.";
+        if (problem.startsWith(prefix)) {
+            int dot = problem.indexOf('.', prefix.length());
+            return dot > 0 ? problem.substring(prefix.length(), dot) : "";
+        }
+        return "";
+    }
+}
