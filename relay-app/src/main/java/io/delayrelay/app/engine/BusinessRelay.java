@@ -21,6 +21,7 @@ public final class BusinessRelay {
     private final RedisClock clock;
     private final WakeSignal signal = new WakeSignal();
     private final List<Thread> workers = new ArrayList<>();
+    private final java.util.Map<Integer, Long> quarantinedUntil = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile BusinessSpec spec;
     private volatile boolean running;
 
@@ -129,6 +130,37 @@ public final class BusinessRelay {
 
     boolean isRunning() {
         return running;
+    }
+
+    /** How long a shard whose keys hold the wrong data type is skipped before it is tried again. */
+    static final long QUARANTINE_MS = 30_000;
+
+    /**
+     * Sets a shard aside: its keys hold something the scripts cannot work on (written by another program). Its
+     * entries stay where they are; it is retried after {@link #QUARANTINE_MS} and logged each time.
+     */
+    void quarantine(BusinessSpec s, int shard, String cause) {
+        quarantinedUntil.put(shard, System.currentTimeMillis() + QUARANTINE_MS);
+        log.error("business={} shard={}: shard keys hold unexpected data ({}); skipping this shard for {} s. "
+                + "Fix or remove the offending key ({} must be a zset, {} a zset, {} a hash)", s.name(), shard, cause,
+                QUARANTINE_MS / 1000, s.keys().shard(shard), s.keys().inflight(shard), s.keys().payloads(shard));
+    }
+
+    boolean isQuarantined(int shard) {
+        Long until = quarantinedUntil.get(shard);
+        if (until == null) {
+            return false;
+        }
+        if (System.currentTimeMillis() >= until) {
+            quarantinedUntil.remove(shard, until);
+            return false;
+        }
+        return true;
+    }
+
+    /** Shards currently set aside because their keys hold unexpected data. */
+    public java.util.Set<Integer> quarantinedShards() {
+        return quarantinedUntil.keySet().stream().filter(this::isQuarantined).collect(java.util.stream.Collectors.toSet());
     }
 
     /** Whether worker {@code index} should keep running (false after a stop or a reload to fewer threads). */

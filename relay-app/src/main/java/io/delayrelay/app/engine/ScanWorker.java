@@ -77,10 +77,15 @@ final class ScanWorker implements Runnable {
                     Thread.currentThread().interrupt();
                     return;
                 } catch (RuntimeException e) {
-                    consecutiveErrors++;
                     relay.reportError(spec, shard, e);
+                    String cause = AmqpBatchPublisher.rootMessage(e);
+                    if (shard >= 0 && isShardDataError(cause)) {
+                        relay.quarantine(spec, shard, cause);
+                        continue;
+                    }
+                    consecutiveErrors++;
                     log.warn("business={} shard={}: worker iteration failed ({} in a row): {}", spec.name(), shard,
-                            consecutiveErrors, AmqpBatchPublisher.rootMessage(e), consecutiveErrors == 1 ? e : null);
+                            consecutiveErrors, cause, consecutiveErrors == 1 ? e : null);
                     if (!backOff(spec, consecutiveErrors)) {
                         return;
                     }
@@ -91,6 +96,14 @@ final class ScanWorker implements Runnable {
         } finally {
             MDC.clear();
         }
+    }
+
+    /**
+     * An error caused by what one shard's keys hold (e.g. another program wrote a string where the shard's zset
+     * belongs), as opposed to a connection problem: only that shard is set aside, the worker goes on.
+     */
+    static boolean isShardDataError(String cause) {
+        return cause.contains("WRONGTYPE");
     }
 
     private boolean backOff(BusinessSpec spec, int consecutiveErrors) {
@@ -111,18 +124,23 @@ final class ScanWorker implements Runnable {
 
     private int nextShard(BusinessSpec spec) {
         int width = spec.drainShards();
-        if (hint != WakeSignal.NO_HINT && hint < width) {
+        if (hint != WakeSignal.NO_HINT && hint < width && !relay.isQuarantined(hint)) {
             int shard = hint;
             hint = WakeSignal.NO_HINT;
             return shard;
         }
         hint = WakeSignal.NO_HINT;
-        if (blockNext >= blockEnd) {
-            int block = sweepLength(spec);
-            blockEnd = relay.store().advanceCursor(spec.keys(), block) + 1;
-            blockNext = blockEnd - block;
+        for (int tries = 0; ; tries++) {
+            if (blockNext >= blockEnd) {
+                int block = sweepLength(spec);
+                blockEnd = relay.store().advanceCursor(spec.keys(), block) + 1;
+                blockNext = blockEnd - block;
+            }
+            int shard = (int) Math.floorMod(blockNext++, (long) width);
+            if (!relay.isQuarantined(shard) || tries >= width) {
+                return shard;
+            }
         }
-        return (int) Math.floorMod(blockNext++, (long) width);
     }
 
     private void deliver(BusinessSpec spec, int shard, PopResult popped) {
