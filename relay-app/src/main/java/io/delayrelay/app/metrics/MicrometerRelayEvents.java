@@ -23,8 +23,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Records the engine's events as Micrometer meters, per business. A business's meters exist from
- * {@link #register(BusinessSpec)} to {@link #unregister(String)}; events of unregistered businesses are ignored,
- * so meters follow businesses added or removed at runtime. Never throws into the engine.
+ * {@link #register(BusinessSpec)} (or its first event) to {@link #unregister(String)}; the {@link BacklogSampler}
+ * keeps the registered set equal to the engine's businesses, so meters follow businesses added or removed at
+ * runtime. Never throws into the engine.
  */
 public class MicrometerRelayEvents implements RelayEvents {
 
@@ -47,9 +48,22 @@ public class MicrometerRelayEvents implements RelayEvents {
 
     /** Creates the meters of a business (idempotent); later calls update its shards and threads gauges. */
     public void register(BusinessSpec spec) {
-        BusinessMeters meters = businesses.computeIfAbsent(spec.name(), name -> new BusinessMeters(registry, name));
+        BusinessMeters meters = meters(spec);
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+    }
+
+    private BusinessMeters meters(BusinessSpec spec) {
+        BusinessMeters meters = businesses.get(spec.name());
+        if (meters != null) {
+            return meters;
+        }
+        return businesses.computeIfAbsent(spec.name(), name -> {
+            BusinessMeters created = new BusinessMeters(registry, name);
+            created.shards.set(spec.shards());
+            created.threads.set(spec.threads());
+            return created;
+        });
     }
 
     /** Removes every meter of a business. */
@@ -85,11 +99,8 @@ public class MicrometerRelayEvents implements RelayEvents {
 
     @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
-        BusinessMeters meters = businesses.get(spec.name());
-        if (meters == null) {
-            return;
-        }
         try {
+            BusinessMeters meters = meters(spec);
             meters.relayed.increment(messages.size());
             for (DueMessage message : messages) {
                 meters.lag.record(Math.max(0, confirmedAtMs - message.dueAtMs()), TimeUnit.MILLISECONDS);
@@ -101,33 +112,31 @@ public class MicrometerRelayEvents implements RelayEvents {
 
     @Override
     public void publishFailed(BusinessSpec spec, int shard, String cause, int count) {
-        if (businesses.containsKey(spec.name())) {
-            counter(RelayMeterNames.PUBLISH_FAILURES, spec.name(), RelayMeterNames.TAG_CAUSE,
-                    ReasonCategories.publishCause(cause), count);
-        }
+        counter(RelayMeterNames.PUBLISH_FAILURES, spec.name(), RelayMeterNames.TAG_CAUSE,
+                ReasonCategories.publishCause(cause), count);
     }
 
     @Override
     public void deadLettered(BusinessSpec spec, int shard, String reason, int count) {
-        if (businesses.containsKey(spec.name())) {
-            counter(RelayMeterNames.DEAD_LETTERED, spec.name(), RelayMeterNames.TAG_REASON,
-                    ReasonCategories.deadReason(reason), count);
-        }
+        counter(RelayMeterNames.DEAD_LETTERED, spec.name(), RelayMeterNames.TAG_REASON,
+                ReasonCategories.deadReason(reason), count);
     }
 
     @Override
     public void leaseExpired(BusinessSpec spec, int shard, int count) {
-        BusinessMeters meters = businesses.get(spec.name());
-        if (meters != null) {
-            meters.redeliveries.increment(count);
+        try {
+            meters(spec).redeliveries.increment(count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording redeliveries failed", spec.name(), e);
         }
     }
 
     @Override
     public void error(BusinessSpec spec, int shard, Throwable error) {
-        BusinessMeters meters = businesses.get(spec.name());
-        if (meters != null) {
-            meters.errors.increment();
+        try {
+            meters(spec).errors.increment();
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording an error failed", spec.name(), e);
         }
     }
 
