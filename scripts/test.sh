@@ -17,4 +17,17 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 command -v java >/dev/null 2>&1 || { echo "java (17+) is required but not found on PATH" >&2; exit 1; }
 scripts/services.sh up
+
+# The helm module validates docker-compose.yml with Debian's docker-compose (offline: `config -q`).
+if ! command -v docker-compose >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing docker-compose (Debian package) to validate docker-compose.yml..."
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) \
+      || echo "could not install docker-compose; the compose validation test will say how to install it" >&2
+  else
+    echo "docker-compose is missing: install it (apt-get install --no-install-recommends docker-compose);" \
+      "the compose validation test fails without it" >&2
+  fi
+fi
+
 ./mvnw -B verify "$@"
