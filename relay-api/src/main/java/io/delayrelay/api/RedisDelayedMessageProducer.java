@@ -112,13 +112,16 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     public long count(String business) {
         DelayQueueKeys keys = keysFor.apply(business);
         int width = topology(business, keys).scanWidth();
-        List<Object> cards = redis.executePipelined((RedisCallback<Object>) connection -> {
+        // One ZCARD per shard, not a pipeline: Spring Data Redis does not pipeline on a cluster connection.
+        Long total = redis.execute((RedisCallback<Long>) connection -> {
+            long sum = 0;
             for (int i = 0; i < width; i++) {
-                connection.zSetCommands().zCard(DelayQueueKeys.bytes(keys.shard(i)));
+                Long card = connection.zSetCommands().zCard(DelayQueueKeys.bytes(keys.shard(i)));
+                sum += card == null ? 0 : card;
             }
-            return null;
+            return sum;
         });
-        return cards.stream().mapToLong(c -> c == null ? 0 : ((Number) c).longValue()).sum();
+        return total == null ? 0 : total;
     }
 
     @Override
