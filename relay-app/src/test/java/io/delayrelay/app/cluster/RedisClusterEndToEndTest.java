@@ -1,0 +1,249 @@
+package io.delayrelay.app.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.BlockingQueue;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.api.ShardSelector;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import io.lettuce.core.cluster.SlotHash;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisClusterConnection;
+
+/**
+ * The relay and relay-api against a real local Redis Cluster (3 masters, started by scripts/redis-cluster.sh):
+ * configuration only ({@code spring.data.redis.cluster.nodes}), no code change.
+ */
+class RedisClusterEndToEndTest {
+
+    private static final int SHARDS = 16;
+    private static LocalRedisCluster cluster;
+    private static RelayTestKit kit;
+    private static final List<DelayQueueKeys> used = new ArrayList<>();
+    /** Three businesses served by the same two relay instances (starting a context is the slow part here). */
+    private static String once;
+    private static String byId;
+    private static String dead;
+    private static BlockingQueue<Received> onceReceived;
+    private static BlockingQueue<Received> byIdReceived;
+    private static String deadExchange;
+
+    @BeforeAll
+    static void startClusterAndTwoRelays() {
+        cluster = LocalRedisCluster.up();
+        kit = new RelayTestKit();
+        once = business("cluster-once");
+        byId = business("cluster-byid");
+        dead = business("cluster-dead");
+        String onceExchange = kit.exchange("cluster-once");
+        onceReceived = kit.consume(kit.queue(onceExchange, "due"));
+        String byIdExchange = kit.exchange("cluster-byid");
+        byIdReceived = kit.consume(kit.queue(byIdExchange, "due"));
+        deadExchange = kit.exchange("cluster-dead");
+        Map<String, Object> props = kit.baseProperties();
+        props.remove("spring.data.redis.host");
+        props.remove("spring.data.redis.port");
+        props.put("spring.data.redis.cluster.nodes", LocalRedisCluster.nodesProperty());
+        RelayTestKit.business(props, once, onceExchange, "due", "shards", SHARDS, "threads", 2, "batch-size", 50);
+        RelayTestKit.business(props, byId, byIdExchange, "due", "shards", SHARDS, "threads", 1);
+        RelayTestKit.business(props, dead, deadExchange, "nobody-listens", "shards", SHARDS, "threads", 1);
+        for (int instance = 0; instance < 2; instance++) {
+            kit.startRelay(props);
+        }
+    }
+
+    @AfterAll
+    static void stopRelaysAndCluster() {
+        try {
+            if (kit != null) {
+                kit.close();
+            }
+            if (cluster != null) {
+                used.forEach(keys -> cluster.deleteKeys(keys, SHARDS));
+            }
+        } finally {
+            if (cluster != null) {
+                cluster.close();
+            }
+        }
+    }
+
+    @Test
+    void everyKeyAScriptTouchesForOneShardHashesToTheShardsSlot() {
+        for (String business : List.of("order-timeout", "a", "review-7d", "x-" + "y".repeat(200))) {
+            DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+            for (int shard = 0; shard < 16_384; shard++) {
+                int slot = SlotHash.getSlot(keys.shard(shard));
+                for (byte[] key : keys.shardKeys(shard)) {
+                    assertThat(SlotHash.getSlot(key)).as("%s shard %d", new String(key, StandardCharsets.UTF_8), shard)
+                            .isEqualTo(slot);
+                }
+            }
+        }
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness("order-timeout");
+        try (RedisClusterConnection c = cluster.connection()) {
+            for (int shard = 0; shard < SHARDS; shard++) {
+                Integer serverSlot = c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.shard(shard)));
+                for (byte[] key : keys.shardKeys(shard)) {
+                    assertThat(c.clusterGetSlotForKey(key)).as("CLUSTER KEYSLOT agrees").isEqualTo(serverSlot);
+                }
+            }
+        }
+    }
+
+    @Test
+    void luaScriptsOnlyTouchKeysPassedInKeys() throws IOException {
+        Pattern call = Pattern.compile("redis\\.call\\('([A-Z]+)'(?:,\\s*([^,)]+))?");
+        List<Path> dirs = List.of(Path.of("src/main/resources/io/delayrelay/app/lua"),
+                Path.of("../relay-api/src/main/resources/io/delayrelay/api/lua"));
+        int calls = 0;
+        for (Path dir : dirs) {
+            try (Stream<Path> files = Files.list(dir)) {
+                for (Path file : files.filter(f -> f.toString().endsWith(".lua")).toList()) {
+                    Matcher m = call.matcher(Files.readString(file));
+                    while (m.find()) {
+                        calls++;
+                        String command = m.group(1);
+                        if (command.equals("TIME")) {
+                            continue;
+                        }
+                        if (command.equals("PUBLISH")) {
+                            assertThat(m.group(2)).as("%s: PUBLISH channel (not a key)", file).startsWith("ARGV[");
+                            continue;
+                        }
+                        assertThat(m.group(2)).as("%s: %s must name a key from KEYS", file.getFileName(), command)
+                                .startsWith("KEYS[");
+                    }
+                }
+            }
+        }
+        assertThat(calls).isGreaterThan(20);
+    }
+
+    @Test
+    void deliversEachMessageExactlyOnceWithTwoRelayInstancesOnTheCluster() throws Exception {
+        String business = once;
+        BlockingQueue<Received> received = onceReceived;
+        Map<String, Integer> spread = cluster.shardSpread(DelayQueueKeys.forBusiness(business), SHARDS);
+        System.out.println("cluster shard spread of " + business + " (" + SHARDS + " shards): " + spread);
+        assertThat(spread.values()).as("every master serves shards").allMatch(n -> n > 0);
+        RedisDelayedMessageProducer producer = producer();
+        int n = 5_000;
+        long due = redisNowMs() + 500;
+        Map<String, Integer> messagesPerMaster = new TreeMap<>();
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        for (int i = 0; i < n; i++) {
+            String message = "msg-" + i;
+            producer.schedule(business, message, Instant.ofEpochMilli(due + (i % 500)));
+            messagesPerMaster.merge(cluster.masterOf(keys.shard(ShardSelector.shardOf(message, SHARDS))), 1, Integer::sum);
+        }
+        System.out.println("cluster message spread of " + n + " messages: " + messagesPerMaster);
+        assertThat(producer.count(business)).as("count across the cluster").isBetween(0L, (long) n);
+
+        List<Received> all = RelayTestKit.collect(received, n, Duration.ofSeconds(60), Duration.ofSeconds(1));
+        Map<String, Integer> deliveries = new HashMap<>();
+        all.forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
+        assertThat(all).as("deliveries").hasSize(n);
+        assertThat(deliveries).hasSize(n);
+        assertThat(deliveries.values()).allMatch(c -> c == 1);
+        assertThat(cluster.zcardSum(keys, SHARDS, DelayQueueKeys::shard)).isZero();
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> cluster.zcardSum(keys, SHARDS, DelayQueueKeys::inflight) == 0);
+    }
+
+    @Test
+    void cancelRescheduleAndCountByIdWorkOnTheCluster() throws Exception {
+        String business = byId;
+        BlockingQueue<Received> received = byIdReceived;
+        RedisDelayedMessageProducer producer = producer();
+        long now = redisNowMs();
+
+        for (int i = 1; i <= 6; i++) {
+            producer.scheduleById(business, "order-" + i, "{\"order\":" + i + "}", Instant.ofEpochMilli(now + 1000));
+        }
+        assertThat(producer.count(business)).isEqualTo(6);
+        assertThat(producer.cancelById(business, "order-1")).isTrue();
+        assertThat(producer.cancelById(business, "order-1")).as("second cancel").isFalse();
+        long movedDue = now + 2500;
+        assertThat(producer.rescheduleById(business, "order-2", Instant.ofEpochMilli(movedDue))).isTrue();
+        assertThat(producer.rescheduleById(business, "order-9", Instant.ofEpochMilli(movedDue))).isFalse();
+        assertThat(producer.count(business)).isEqualTo(5);
+        assertThat(producer.peek(business, 10)).hasSize(5).last().extracting(e -> e.memberAsString()).isEqualTo("order-2");
+
+        List<Received> all = RelayTestKit.collect(received, 5, Duration.ofSeconds(10), Duration.ofMillis(500));
+        assertThat(all).extracting(r -> r.headers().get(RelayHeaders.ID))
+                .containsExactlyInAnyOrder("order-3", "order-4", "order-5", "order-6", "order-2");
+        assertThat(all.get(4).text()).isEqualTo("{\"order\":2}");
+        assertThat(all.get(4).header(RelayHeaders.DUE_AT)).isEqualTo(movedDue);
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+            try (RedisClusterConnection c = cluster.connection()) {
+                for (int shard = 0; shard < SHARDS; shard++) {
+                    assertThat(c.hashCommands().hLen(DelayQueueKeys.bytes(keys.payloads(shard))))
+                            .as("payloads left in shard %d", shard).isZero();
+                }
+            }
+        });
+    }
+
+    @Test
+    void unroutableMessagesAreDeadLetteredWithTheirReasonOnTheCluster() {
+        String business = dead;
+        String exchange = deadExchange;
+        RedisDelayedMessageProducer producer = producer();
+        List<String> messages = List.of("dead 1", "dead 2", "dead 3", "dead 4", "dead 5", "dead 6");
+        messages.forEach(m -> producer.scheduleAfter(business, m, Duration.ZERO));
+
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> cluster.zcardSum(keys, SHARDS, DelayQueueKeys::dead) == messages.size());
+        try (RedisClusterConnection c = cluster.connection()) {
+            for (String message : messages) {
+                int shard = ShardSelector.shardOf(message, SHARDS);
+                byte[] reason = c.hashCommands().hGet(DelayQueueKeys.bytes(keys.deadReasons(shard)),
+                        message.getBytes(StandardCharsets.UTF_8));
+                assertThat(new String(reason, StandardCharsets.UTF_8)).startsWith("unroutable: 312 NO_ROUTE")
+                        .contains(exchange);
+            }
+        }
+        assertThat(cluster.zcardSum(keys, SHARDS, DelayQueueKeys::shard)).isZero();
+        assertThat(cluster.zcardSum(keys, SHARDS, DelayQueueKeys::inflight)).isZero();
+    }
+
+    private static String business(String prefix) {
+        String business = kit.business(prefix);
+        used.add(DelayQueueKeys.forBusiness(business));
+        return business;
+    }
+
+    private RedisDelayedMessageProducer producer() {
+        return RedisDelayedMessageProducer.withDefaultKeys(cluster.factory());
+    }
+
+    private long redisNowMs() {
+        try (RedisClusterConnection c = cluster.connection()) {
+            return c.serverCommands().time();
+        }
+    }
+}
