@@ -11,7 +11,7 @@ import java.util.Map;
  * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench-results/.
  *
  * <pre>
- * Bench [--full] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
+ * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
  * scenarios: drain, memory (from drain loads), lag, backlog, idle
  * </pre>
  */
@@ -23,6 +23,7 @@ public final class Bench {
     public static void main(String[] args) throws Exception {
         boolean full = false;
         boolean privateRedis = false;
+        int messages = 0;
         String redis = "127.0.0.1:6379";
         String rabbit = "127.0.0.1:5672";
         Path out = Path.of("bench-results");
@@ -33,12 +34,13 @@ public final class Bench {
                 case "--private-redis" -> privateRedis = true;
                 case "--redis" -> redis = args[++i];
                 case "--rabbit" -> rabbit = args[++i];
+                case "--messages" -> messages = Integer.parseInt(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 case "--only" -> only = Arrays.asList(args[++i].split(","));
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
-        BenchConfig config = BenchConfig.of(full, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit),
+        BenchConfig config = BenchConfig.of(full, messages, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit),
                 out, only);
         long started = System.currentTimeMillis();
         Report report = new Report(config);
@@ -94,7 +96,9 @@ public final class Bench {
                             baselineCap));
         }
         if (config.runs("idle")) {
-            report.idle(s.idle());
+            report.idle(s.idle(null));
+            // the same with a longer max-idle: what the idle cost would be if the workers relied on wake-ups more
+            report.idle(s.idle("1s"));
         }
         if (config.runs("lag")) {
             for (int rate : config.lagRates()) {

@@ -110,7 +110,7 @@ final class RedissonContender implements Contender {
 
     @Override
     public double loadRateGuess() {
-        return 15_000;
+        return 8_000;
     }
 
     @Override

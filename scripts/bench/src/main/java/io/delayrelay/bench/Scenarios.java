@@ -26,7 +26,12 @@ final class Scenarios {
 
     /** One drain measurement. */
     record Drain(String label, String settings, String shape, int n, long delivered, long elapsedMs, boolean capped,
-            RedisStats.Delta redis, long loadMs, boolean loadOverlapped, long memoryDelta) {
+            RedisStats.Delta redis, long loadMs, boolean loadOverlapped, long memoryDelta, long clientCpuNanos) {
+
+        /** CPU the contender's JVM (relay or baseline, plus the harness's depth polling) spent per 1,000 relayed. */
+        double clientCpuMsPer1k() {
+            return delivered == 0 ? Double.NaN : clientCpuNanos / 1e6 * 1000.0 / delivered;
+        }
 
         double rate() {
             return elapsedMs <= 0 ? 0 : delivered * 1000.0 / elapsedMs;
@@ -55,7 +60,7 @@ final class Scenarios {
     }
 
     /** Idle cost. */
-    record Idle(int businesses, int shards, double commandsPerSecond, double scriptsPerSecond, Map<String, Double> top) {
+    record Idle(String settings, int businesses, int shards, double commandsPerSecond, double scriptsPerSecond, Map<String, Double> top) {
     }
 
     private final Infra infra;
@@ -116,6 +121,7 @@ final class Scenarios {
             }
             sleepUntil(t - 3);
             RedisStats s0 = infra.stats();
+            long cpu0 = processCpuNanos();
             long deadline = t + capMs;
             long depth = 0;
             long end;
@@ -127,10 +133,11 @@ final class Scenarios {
                 }
                 Thread.sleep(5);
             }
+            long cpu1 = processCpuNanos();
             RedisStats s1 = infra.stats();
             boolean capped = depth < n;
             Drain d = new Drain(contender.label(), settings, shape, n, depth, end - t, capped, s1.since(s0), loadMs,
-                    overlapped, m1.usedMemory() - m0.usedMemory());
+                    overlapped, m1.usedMemory() - m0.usedMemory(), cpu1 - cpu0);
             log("  %,.0f msg/s (%,d in %,d ms%s), load %,d ms", d.rate(), depth, end - t, capped ? ", capped" : "",
                     loadMs);
             return d;
@@ -150,6 +157,7 @@ final class Scenarios {
             long t0 = System.currentTimeMillis();
             List<byte[]> bodies = Messages.bodies(Messages.dues(n, t0, 0), config.messageBytes(), 0);
             long t = System.currentTimeMillis();
+            long cpu0 = processCpuNanos();
             Ceiling.publish(infra, exchange, bodies, threads, batch);
             long depth;
             long end;
@@ -160,8 +168,10 @@ final class Scenarios {
                     Thread.sleep(5);
                 }
             } while (depth < n && end - t < config.drainCapMs());
+            long cpu1 = processCpuNanos();
             Drain d = new Drain("ceiling (publish from memory)", threads + " threads, confirm every " + batch,
-                    "all at once", n, depth, end - t, depth < n, new RedisStats.Delta(0, 0, 0, 0), 0, false, 0);
+                    "all at once", n, depth, end - t, depth < n, new RedisStats.Delta(0, 0, 0, 0), 0, false, 0,
+                    cpu1 - cpu0);
             log("  %,.0f msg/s", d.rate());
             return d;
         } finally {
@@ -287,7 +297,8 @@ final class Scenarios {
 
     // ------------------------------------------------------------------------------------------------ idle
 
-    Idle idle() throws Exception {
+    /** @param maxIdle relay max-idle, or null for the default */
+    Idle idle(String maxIdle) throws Exception {
         int businesses = config.idleBusinesses();
         log("idle: %d businesses x %d shards, nothing due, %d s", businesses, config.shards(), config.idleSeconds());
         Map<String, Object> p = RelayContender.baseProperties(infra);
@@ -296,6 +307,9 @@ final class Scenarios {
             p.put(prefix + "exchange", exchange);
             p.put(prefix + "routing-key", "due");
             p.put(prefix + "shards", config.shards());
+            if (maxIdle != null) {
+                p.put(prefix + "max-idle", maxIdle);
+            }
         }
         ConfigurableApplicationContext relay = RelayContender.startRelay(p);
         try {
@@ -314,13 +328,18 @@ final class Scenarios {
                     .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
                     .limit(6)
                     .forEach(e -> top.put(e.getKey(), e.getValue()));
-            Idle idle = new Idle(businesses, config.shards(), d.totalCalls() / secs, d.scriptCalls() / secs, top);
+            Idle idle = new Idle(maxIdle == null ? "defaults (max-idle 100ms)" : "max-idle " + maxIdle, businesses, config.shards(), d.totalCalls() / secs, d.scriptCalls() / secs, top);
             log("  %,.0f commands/s (%,.0f EVALSHA/s): %s", idle.commandsPerSecond(), idle.scriptsPerSecond(), top);
             return idle;
         } finally {
             relay.close();
             infra.deleteRunKeys();
         }
+    }
+
+    static long processCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : 0;
     }
 
     private static void sleepUntil(long epochMs) throws InterruptedException {
