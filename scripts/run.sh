@@ -11,7 +11,7 @@ Starts local Redis and RabbitMQ when installed and not running (scripts/services
 needed and runs it. With the demo (default) a business "demo" relays to exchange "delay-relay.demo"; five
 messages due 2..6 s ahead are scheduled and printed as they arrive, with their lag. Ctrl-C stops it.
 
-  --no-demo   run only the relay, configured by relay-app/src/main/resources/application.yaml plus your
+  --no-demo   run only the relay, configured by relay-app/src/main/resources/delay-relay.yaml plus your
               arguments, e.g. scripts/run.sh --no-demo -- --spring.config.additional-location=file:my.yaml
   --rebuild   rebuild the jar even if it exists
 USAGE

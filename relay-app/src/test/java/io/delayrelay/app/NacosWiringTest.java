@@ -36,6 +36,7 @@ class NacosWiringTest {
     void nacosProfileStartsAndBindsTheNacosConfigSource() {
         String name = kit.business("nacos");
         Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), name, kit.exchange("nacos"), "due");
+        props.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);
         props.put("spring.profiles.active", "nacos");
         props.put("NACOS_ADDR", "127.0.0.1:1");
         props.put("spring.cloud.nacos.config.timeout", "500");
@@ -65,6 +66,7 @@ class NacosWiringTest {
                     + "\n      routing-key: due\n      shards: %d\n";
             assertThat(configService.publishConfig(dataId, "DEFAULT_GROUP", yaml.formatted(4), "yaml")).isTrue();
             Map<String, Object> props = kit.baseProperties();
+            props.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);
             props.put("spring.profiles.active", "nacos");
             props.put("NACOS_ADDR", addr);
             props.put("NACOS_DATA_ID", dataId);

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 
-/** The shipped logback-spring.xml (tests otherwise use logback-test.xml): business and shard on every worker line. */
+/** The shipped delay-relay-logback.xml (tests otherwise use logback-test.xml): business and shard on every worker line. */
 @ExtendWith(OutputCaptureExtension.class)
 class LogFormatTest {
 
@@ -52,7 +52,7 @@ class LogFormatTest {
 
     private Map<String, Object> properties(String business, boolean json) {
         Map<String, Object> p = RelayTestKit.business(kit.baseProperties(), business, kit.exchange("logs"), "nobody");
-        p.put("logging.config", "classpath:logback-spring.xml");
+        p.put("spring.config.name", io.delayrelay.app.DelayRelayApplication.CONFIG_NAME);
         if (json) {
             p.put("spring.profiles.active", "json-logs");
         }

@@ -29,6 +29,7 @@ final class WebRelay implements AutoCloseable {
 
     WebRelay(Map<String, Object> properties) {
         Map<String, Object> all = new java.util.LinkedHashMap<>(properties);
+        all.put("spring.config.name", io.delayrelay.app.DelayRelayApplication.CONFIG_NAME);
         all.put("server.port", 0);
         all.put("management.server.port", 0);
         context = new SpringApplicationBuilder(TestRelayApplication.class).web(WebApplicationType.SERVLET)
