@@ -1,0 +1,107 @@
+package io.delayrelay.app.faults;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * The relay as a real separate JVM: {@code java -jar relay-app/target/relay-app-*-exec.jar --k=v ...}, output to a
+ * log file under target/faults. Can be killed with SIGKILL ({@code kill -9}) and reports its CPU time.
+ */
+final class RelayProcess implements AutoCloseable {
+
+    private final Process process;
+    private final Path log;
+
+    private RelayProcess(Process process, Path log) {
+        this.process = process;
+        this.log = log;
+    }
+
+    /** Starts the exec jar with the given Spring properties (web off). */
+    static RelayProcess start(String name, Map<String, Object> properties) throws IOException {
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-XX:+UseSerialGC",
+                "-jar", execJar().toString(), "--spring.main.web-application-type=none",
+                "--spring.main.banner-mode=off"));
+        properties.forEach((k, v) -> command.add("--" + k + "=" + v));
+        Path dir = Files.createDirectories(Path.of("target", "faults"));
+        Path log = dir.resolve(name + ".log");
+        Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+        return new RelayProcess(process, log);
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
+    Path log() {
+        return log;
+    }
+
+    /** Whether the log shows the relay started (its engine logged "delay-relay started"). */
+    boolean started() throws IOException {
+        return Files.exists(log) && Files.readString(log).contains("delay-relay started");
+    }
+
+    /** SIGKILL: no shutdown hook, no graceful stop; waits until the process is gone. */
+    void kill9() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("relay pid " + pid() + " did not die after SIGKILL");
+        }
+    }
+
+    /** User + system CPU time of the process so far, in ms (from /proc/&lt;pid&gt;/stat). */
+    long cpuMs() throws IOException {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pid()), "stat"));
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]); // utime, stime (fields 14 and 15)
+        return ticks * 10; // USER_HZ is 100 on Linux
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (process.isAlive()) {
+            process.destroy(); // SIGTERM: graceful
+            if (!process.waitFor(40, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    private static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    /** relay-app/target/relay-app-*-exec.jar; must be newer than the compiled classes (scripts/faults.sh builds it). */
+    static Path execJar() throws IOException {
+        Path target = Path.of("target");
+        Path jar;
+        try (Stream<Path> files = Files.list(target)) {
+            jar = files.filter(f -> f.getFileName().toString().matches("relay-app-.*-exec\\.jar")).findFirst()
+                    .orElseThrow(() -> new IllegalStateException("no relay-app-*-exec.jar in " + target.toAbsolutePath()
+                            + ": build it first (scripts/faults.sh does: ./mvnw -o package -DskipTests -f relay-app/pom.xml)"));
+        }
+        long jarTime = jar.toFile().lastModified();
+        try (Stream<Path> classes = Files.walk(target.resolve("classes"))) {
+            File newer = classes.map(Path::toFile).filter(f -> f.isFile() && f.lastModified() > jarTime + 2000)
+                    .findFirst().orElse(null);
+            if (newer != null) {
+                throw new IllegalStateException(jar + " is older than " + newer + ": rebuild it (scripts/faults.sh "
+                        + "does: ./mvnw -o package -DskipTests -f relay-app/pom.xml)");
+            }
+        }
+        return jar;
+    }
+}
