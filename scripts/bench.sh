@@ -122,6 +122,17 @@ fi
 [ -z "$ONLY" ] || BENCH_ARGS+=(--only "$ONLY")
 
 cd "$ROOT/scripts/bench"
+# Run on a private copy of the relay's jars: ~/.m2 is shared, and a concurrent `mvn install` elsewhere would replace
+# them under the running benchmark.
+rm -rf target/relay-lib && mkdir -p target/relay-lib
+CP=""
+IFS=: read -r -a ENTRIES < target/classpath.txt
+for entry in "${ENTRIES[@]}"; do
+  case "$entry" in
+    */io/delayrelay/*) cp "$entry" target/relay-lib/ && entry="target/relay-lib/$(basename "$entry")" ;;
+  esac
+  CP="$CP:$entry"
+done
 # shellcheck disable=SC2086
-java ${BENCH_JAVA_OPTS:--Xmx3g} -cp "target/classes:$(cat target/classpath.txt)" io.delayrelay.bench.Bench \
+java ${BENCH_JAVA_OPTS:--Xmx3g} -cp "target/classes$CP" io.delayrelay.bench.Bench \
   "${MODE_ARGS[@]}" "${BENCH_ARGS[@]}"
