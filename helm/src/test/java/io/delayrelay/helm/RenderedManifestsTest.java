@@ -84,6 +84,7 @@ class RenderedManifestsTest {
         assertThat(secretRef(container, "SPRING_RABBITMQ_PASSWORD")).isEqualTo("delay-relay-rabbitmq/password");
         assertThat(secretRef(container, "SPRING_CLOUD_NACOS_USERNAME")).isEqualTo("delay-relay-nacos/username");
         assertThat(secretRef(container, "SPRING_CLOUD_NACOS_PASSWORD")).isEqualTo("delay-relay-nacos/password");
+        assertThat(secretRef(container, "RELAY_OPS_TOKEN")).isEqualTo("delay-relay-ops/ops-token");
         for (Object env : list(container.get("env"))) {
             if (map(env).get("name").toString().contains("PASSWORD")) {
                 assertThat(map(env)).as("%s", env).doesNotContainKey("value");
