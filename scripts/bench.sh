@@ -126,7 +126,7 @@ cd "$ROOT/scripts/bench"
 # them under the running benchmark.
 rm -rf target/relay-lib && mkdir -p target/relay-lib
 CP=""
-IFS=: read -r -a ENTRIES < target/classpath.txt
+IFS=: read -r -a ENTRIES < target/classpath.txt || true  # no trailing newline: read returns 1
 for entry in "${ENTRIES[@]}"; do
   case "$entry" in
     */io/delayrelay/*) cp "$entry" target/relay-lib/ && entry="target/relay-lib/$(basename "$entry")" ;;
