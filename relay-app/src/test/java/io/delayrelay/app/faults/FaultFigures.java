@@ -68,15 +68,29 @@ final class FaultFigures {
     private FaultFigures() {
     }
 
-    /** Figures of the received messages against the sent bodies; lag = arrival - due-at header. */
+    /** Figures of the received messages against the sent bodies; lag = first arrival - due-at header. */
     static Figures of(String scenario, Collection<String> sent, List<Received> received, String extra) {
+        return of(scenario, sent, Map.of(), received, extra);
+    }
+
+    /**
+     * Figures with lag measured from the due time the producer scheduled ({@code scheduledDue}, body -> epoch ms)
+     * when known: after a failed attempt the due-at header carries the retry time, not the original one.
+     */
+    static Figures of(String scenario, Collection<String> sent, Map<String, Long> scheduledDue, List<Received> received,
+            String extra) {
         Map<String, Integer> counts = new HashMap<>();
         long maxLag = 0;
         for (Received r : received) {
-            counts.merge(r.text(), 1, Integer::sum);
-            Object due = r.headers().get(RelayHeaders.DUE_AT);
-            if (due instanceof Number n) {
-                maxLag = Math.max(maxLag, r.receivedAtMs() - n.longValue());
+            if (counts.merge(r.text(), 1, Integer::sum) > 1) {
+                continue;
+            }
+            Long due = scheduledDue.get(r.text());
+            if (due == null && r.headers().get(RelayHeaders.DUE_AT) instanceof Number n) {
+                due = n.longValue();
+            }
+            if (due != null) {
+                maxLag = Math.max(maxLag, r.receivedAtMs() - due);
             }
         }
         int lost = 0;

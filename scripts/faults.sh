@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the fault-injection suite (relay-app tests tagged "faults") and prints each scenario's figures.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+Usage: scripts/faults.sh [--help] [-Dtest=ClassName ...]
+
+Builds relay-app (the exec jar the kill -9 scenario starts as a separate JVM), then runs the tests tagged
+"faults" (./mvnw -Pfaults test -f relay-app/pom.xml) and prints target/faults/figures.txt:
+sent, delivered, duplicates, lost and max lag per scenario. Extra arguments go to Maven (e.g. -Dtest=BadEntriesTest).
+
+  1 kill -9 of a relay JVM mid-drain of 200,000 messages, restart   (KillNineMidDrainTest)
+  2 RabbitMQ stopped for 30 s (rabbitmqctl stop_app/start_app)      (BrokerOutageTest)  -- stops the local broker!
+  3 Redis (own redis-server with AOF on port 6390) kill -9 + restart (RedisRestartTest)
+  4 nacks (x-overflow=reject-publish) and confirm timeouts            (NacksAndConfirmTimeoutsTest)
+  5 bad entries written by other programs                            (BadEntriesTest)
+
+Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server and rabbitmqctl. Takes
+about 6-8 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log.
+USAGE
+}
+
+case "${1:-}" in
+  -h|--help|help) usage; exit 0 ;;
+esac
+
+cd "$(dirname "$0")/.."
+for tool in redis-server redis-cli rabbitmqctl; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "faults: '$tool' is not installed; the fault suite needs it" >&2; exit 2; }
+done
+scripts/services.sh status >/dev/null || { echo "faults: Redis/RabbitMQ not running; run scripts/services.sh up" >&2; exit 2; }
+
+OFFLINE=()
+[ -n "${MAVEN_OFFLINE:-}" ] && OFFLINE=(-o)
+./mvnw -B -q "${OFFLINE[@]}" install -DskipTests -f relay-api/pom.xml
+./mvnw -B -q "${OFFLINE[@]}" package -DskipTests -f relay-app/pom.xml
+rm -f relay-app/target/faults/figures.txt
+status=0
+./mvnw -B "${OFFLINE[@]}" test -Pfaults -f relay-app/pom.xml "$@" || status=$?
+echo
+echo "Fault figures (relay-app/target/faults/figures.txt):"
+cat relay-app/target/faults/figures.txt 2>/dev/null || echo "(none written)"
+if [ "$status" -ne 0 ]; then
+  echo "faults: FAILED (see relay-app/target/surefire-reports and relay-app/target/faults/*.log)" >&2
+fi
+exit "$status"
