@@ -1,0 +1,189 @@
+package io.delayrelay.app.security;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.app.faults.Shell;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.util.FileSystemUtils;
+
+/**
+ * The relay and a producer as least-privileged Redis ACL users, on a separate redis-server (port 6391) whose default
+ * user needs a password. Every command either of them sends (scripts included) must be allowed by the documented
+ * rules: Redis' ACL LOG stays empty, and the users cannot touch anything else.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class RedisAclTest {
+
+    static final int PORT = 6391;
+    static final String ADMIN_PASSWORD = "admin-Secret-4711";
+    static final String RELAY_PASSWORD = "relay-Secret-0815";
+    static final String PRODUCER_PASSWORD = "producer-Secret-1337";
+
+    /** The relay's rules (README "Scale-out, faults and security"): default source keys delayqueue:*. */
+    static final String RELAY_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
+            + " -@all +hello +ping +info +evalsha +eval +time +subscribe +unsubscribe +incrby"
+            + " +hget +hset +hmget +hdel +hincrby +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore";
+    /** A producer's rules: schedule, cancel, reschedule, count, peek. */
+    static final String PRODUCER_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
+            + " -@all +hello +ping +evalsha +eval +time +publish +hset +hdel +hmget +zadd +zrem +zscore +zcard +zrange";
+
+    private static Path dir;
+
+    @BeforeAll
+    static void startRedisWithAcls() throws Exception {
+        dir = Files.createTempDirectory("delay-relay-redis-acl");
+        Shell.run(20, "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", Integer.toString(PORT),
+                "--requirepass", ADMIN_PASSWORD, "--save", "", "--appendonly", "no", "--dir", dir.toString(),
+                "--logfile", dir.resolve("redis.log").toString());
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> admin("ping").trim().equals("PONG"));
+        acl("delay-relay", RELAY_PASSWORD, RELAY_RULES);
+        acl("delay-producer", PRODUCER_PASSWORD, PRODUCER_RULES);
+        admin("acl", "log", "reset");
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        try {
+            admin("shutdown", "nosave");
+        } catch (IllegalStateException e) {
+            // already gone
+        } finally {
+            FileSystemUtils.deleteRecursively(dir.toFile());
+        }
+    }
+
+    @Test
+    void relayAndProducerWorkWithTheirMinimalAclsAndNeverLogTheirPasswords(CapturedOutput output) throws Exception {
+        try (RelayTestKit kit = new RelayTestKit()) {
+            String business = kit.business("acl");
+            String dead = kit.business("acl-dead");
+            String exchange = kit.exchange("acl");
+            BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+            Map<String, Object> props = kit.baseProperties();
+            // application.yaml sets spring.data.redis.port=${REDIS_PORT:6379} above the kit's default properties
+            props.put("REDIS_PORT", PORT);
+            props.put("spring.data.redis.username", "delay-relay");
+            props.put("spring.data.redis.password", RELAY_PASSWORD);
+            RelayTestKit.business(props, business, exchange, "due", "threads", 2);
+            RelayTestKit.business(props, dead, exchange, "nobody-listens", "threads", 1);
+            org.springframework.context.ConfigurableApplicationContext relay = kit.startRelay(props);
+
+            LettuceConnectionFactory producerRedis = factory("delay-producer", PRODUCER_PASSWORD);
+            try {
+                RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(producerRedis);
+                long now = serverNow(producerRedis);
+                producer.schedule(business, "plain", Instant.ofEpochMilli(now + 300));
+                producer.scheduleById(business, "order-1", "{\"order\":1}", Instant.ofEpochMilli(now + 300));
+                producer.scheduleById(business, "order-2", "{\"order\":2}", Instant.ofEpochMilli(now + 300));
+                producer.scheduleByIdAfter(business, "order-3", "{\"order\":3}", Duration.ofMillis(200));
+                assertThat(producer.cancelById(business, "order-2")).isTrue();
+                assertThat(producer.rescheduleById(business, "order-3", Instant.ofEpochMilli(now + 600))).isTrue();
+                assertThat(producer.count(business)).isEqualTo(3);
+                assertThat(producer.peek(business, 10)).hasSize(3);
+                producer.scheduleAfter(dead, "nobody wants me", Duration.ZERO);
+
+                List<Received> all = RelayTestKit.collect(received, 3, Duration.ofSeconds(10), Duration.ofMillis(300));
+                assertThat(all).extracting(Received::text)
+                        .containsExactlyInAnyOrder("plain", "{\"order\":1}", "{\"order\":3}");
+                DelayQueueKeys deadKeys = DelayQueueKeys.forBusiness(dead);
+                int shard = io.delayrelay.api.ShardSelector.shardOf("nobody wants me", 16);
+                await().atMost(Duration.ofSeconds(10)).until(() -> zcard(producerRedis, deadKeys.dead(shard)) == 1);
+                Thread.sleep(1_500); // a few reaper and topology rounds as the ACL user
+                List<String> checked = new java.util.ArrayList<>();
+                relay.getBeansOfType(org.springframework.boot.health.contributor.HealthIndicator.class)
+                        .forEach((name, indicator) -> {
+                            if (name.toLowerCase(java.util.Locale.ROOT).contains("redis")) {
+                                assertThat(indicator.health().getStatus().getCode()).as(name).isEqualTo("UP");
+                                checked.add(name);
+                            }
+                        });
+                assertThat(checked).as("Redis health indicator (INFO) checked as the ACL user").isNotEmpty();
+            } finally {
+                producerRedis.destroy();
+            }
+            String denied = admin("acl", "log");
+            assertThat(denied).as("ACL LOG: commands the rules refused").isBlank();
+        }
+        assertThat(output.getAll()).as("passwords never logged")
+                .doesNotContain(RELAY_PASSWORD).doesNotContain(PRODUCER_PASSWORD);
+    }
+
+    @Test
+    void theRelayUserCannotTouchOtherKeysOrAdministerTheServer() {
+        String other = Shell.run(10, "redis-cli", "-p", Integer.toString(PORT), "--user", "delay-relay", "--pass",
+                RELAY_PASSWORD, "--no-auth-warning", "get", "sessions:42");
+        assertThat(other).contains("NOPERM");
+        String flush = Shell.run(10, "redis-cli", "-p", Integer.toString(PORT), "--user", "delay-relay", "--pass",
+                RELAY_PASSWORD, "--no-auth-warning", "flushall");
+        assertThat(flush).contains("NOPERM");
+        String publish = Shell.run(10, "redis-cli", "-p", Integer.toString(PORT), "--user", "delay-producer", "--pass",
+                PRODUCER_PASSWORD, "--no-auth-warning", "publish", "other-channel", "hi");
+        assertThat(publish).contains("NOPERM");
+        admin("acl", "log", "reset");
+    }
+
+    private static long zcard(LettuceConnectionFactory factory, String key) {
+        try (RedisConnection c = factory.getConnection()) {
+            Long n = c.zSetCommands().zCard(key.getBytes(StandardCharsets.UTF_8));
+            return n == null ? 0 : n;
+        }
+    }
+
+    private static long serverNow(LettuceConnectionFactory factory) {
+        try (RedisConnection c = factory.getConnection()) {
+            return c.serverCommands().time();
+        }
+    }
+
+    private static LettuceConnectionFactory factory(String user, String password) {
+        RedisStandaloneConfiguration config = new RedisStandaloneConfiguration("127.0.0.1", PORT);
+        config.setUsername(user);
+        config.setPassword(password);
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(config);
+        factory.afterPropertiesSet();
+        factory.start();
+        return factory;
+    }
+
+    /** ACL SETUSER user rules... >password */
+    private static void acl(String user, String password, String rules) {
+        List<String> command = new java.util.ArrayList<>(List.of("acl", "setuser", user));
+        command.addAll(List.of(rules.split(" ")));
+        command.add(">" + password);
+        assertThat(admin(command.toArray(String[]::new)).trim()).isEqualTo("OK");
+    }
+
+    private static String admin(String... args) {
+        String[] command = new String[args.length + 6];
+        command[0] = "redis-cli";
+        command[1] = "-p";
+        command[2] = Integer.toString(PORT);
+        command[3] = "-a";
+        command[4] = ADMIN_PASSWORD;
+        command[5] = "--no-auth-warning";
+        System.arraycopy(args, 0, command, 6, args.length);
+        return Shell.run(10, command);
+    }
+}
