@@ -208,7 +208,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     private long write(String business, byte[] member, String mode, long millis, boolean mustExist, byte[] payload) {
         DelayQueueKeys keys = keysFor.apply(business);
         int shard = ShardSelector.shardOf(member, topology(business, keys).shards());
-        Long due = redis.execute(SCHEDULE, shardAndPayloadKeys(keys, shard),
+        Long due = redis.execute(SCHEDULE, scriptKeys(keys, shard),
                 member, bytes(mode), bytes(Long.toString(millis)), mustExist ? ONE : ZERO,
                 payload != null ? ONE : ZERO, payload != null ? payload : EMPTY,
                 bytes(keys.wake()), bytes(Integer.toString(shard)));
@@ -218,7 +218,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     private boolean move(String business, byte[] member, Instant dueAt) {
         DelayQueueKeys keys = keysFor.apply(business);
         for (int shard : topology(business, keys).candidateShards(member)) {
-            Long due = redis.execute(SCHEDULE, shardAndPayloadKeys(keys, shard),
+            Long due = redis.execute(SCHEDULE, scriptKeys(keys, shard),
                     member, bytes("at"), bytes(Long.toString(dueAt.toEpochMilli())), ONE, ZERO, EMPTY,
                     bytes(keys.wake()), bytes(Integer.toString(shard)));
             if (due != null && due >= 0) {
@@ -231,7 +231,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     private boolean remove(String business, byte[] member, boolean byId) {
         DelayQueueKeys keys = keysFor.apply(business);
         for (int shard : topology(business, keys).candidateShards(member)) {
-            Long removed = redis.execute(CANCEL, shardAndPayloadKeys(keys, shard), member, byId ? ONE : ZERO);
+            Long removed = redis.execute(CANCEL, scriptKeys(keys, shard), member, byId ? ONE : ZERO);
             if (removed != null && removed > 0) {
                 return true;
             }
@@ -239,8 +239,8 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
         return false;
     }
 
-    private static List<byte[]> shardAndPayloadKeys(DelayQueueKeys keys, int shard) {
-        return List.of(bytes(keys.shard(shard)), bytes(keys.payloads(shard)));
+    private static List<byte[]> scriptKeys(DelayQueueKeys keys, int shard) {
+        return List.of(bytes(keys.shard(shard)), bytes(keys.payloads(shard)), bytes(keys.attempts(shard)));
     }
 
     private static byte[] bytes(String s) {

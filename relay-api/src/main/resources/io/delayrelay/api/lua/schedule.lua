@@ -1,5 +1,5 @@
 -- Schedules (or reschedules) one entry in one shard. Touches one Redis Cluster slot.
--- KEYS[1] K:i (zset)   KEYS[2] {K:i}:payloads (hash)
+-- KEYS[1] K:i (zset)   KEYS[2] {K:i}:payloads (hash)   KEYS[3] {K:i}:attempts (hash, relay-owned)
 -- ARGV[1] member
 -- ARGV[2] 'at' (ARGV[3] is the due epoch ms) or 'after' (ARGV[3] is a delay added to Redis TIME)
 -- ARGV[3] milliseconds
@@ -24,6 +24,8 @@ if ARGV[5] == '1' then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[6])
 end
 redis.call('ZADD', KEYS[1], dueText, ARGV[1])
+-- a new schedule starts afresh: no earlier failed attempts, its own due time (and so its own message id)
+redis.call('HDEL', KEYS[3], ARGV[1])
 local first = redis.call('ZRANGE', KEYS[1], 0, 0)
 if first[1] == ARGV[1] then
   redis.call('PUBLISH', ARGV[7], ARGV[8] .. ':' .. dueText)

@@ -3,9 +3,9 @@ package io.delayrelay.app.engine;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -47,6 +47,12 @@ public class AmqpBatchPublisher implements BatchPublisher {
 
     @Override
     public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
+        return publishAsync(spec, batch, java.util.concurrent.ForkJoinPool.commonPool()).join();
+    }
+
+    @Override
+    public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec spec, List<DueMessage> batch,
+            Executor executor) {
         List<CorrelationData> sent = new ArrayList<>(batch.size());
         String sendFailure = null;
         try {
@@ -63,16 +69,44 @@ public class AmqpBatchPublisher implements BatchPublisher {
         } catch (RuntimeException e) {
             sendFailure = "send failed: " + rootMessage(e);
         }
-        long deadline = System.nanoTime() + spec.publishTimeout().toNanos();
-        List<PublishOutcome> outcomes = new ArrayList<>(batch.size());
+        String notSent = sendFailure != null ? sendFailure : "not sent";
+        CompletableFuture<?>[] confirms = sent.stream().map(CorrelationData::getFuture).toArray(CompletableFuture[]::new);
+        return CompletableFuture.allOf(confirms)
+                .completeOnTimeout(null, spec.publishTimeout().toMillis(), TimeUnit.MILLISECONDS)
+                .handleAsync((ignored, error) -> outcomes(spec, batch.size(), sent, notSent), executor);
+    }
+
+    private List<PublishOutcome> outcomes(BusinessSpec spec, int size, List<CorrelationData> sent, String notSent) {
+        List<PublishOutcome> outcomes = new ArrayList<>(size);
         boolean anyFailed = false;
-        for (int i = 0; i < batch.size(); i++) {
-            PublishOutcome outcome = i < sent.size() ? await(sent.get(i), deadline)
-                    : PublishOutcome.failed(sendFailure != null ? sendFailure : "not sent");
+        for (int i = 0; i < size; i++) {
+            PublishOutcome outcome = i < sent.size() ? outcome(sent.get(i)) : PublishOutcome.failed(notSent);
             anyFailed |= outcome.status() == PublishOutcome.Status.FAILED;
             outcomes.add(outcome);
         }
         return anyFailed ? explainFailures(spec, outcomes) : outcomes;
+    }
+
+    private static PublishOutcome outcome(CorrelationData correlation) {
+        CompletableFuture<CorrelationData.Confirm> future = correlation.getFuture();
+        if (!future.isDone()) {
+            return PublishOutcome.failed("confirm timeout");
+        }
+        CorrelationData.Confirm confirm;
+        try {
+            confirm = future.join();
+        } catch (RuntimeException e) {
+            return PublishOutcome.failed("confirm failed: " + rootMessage(e));
+        }
+        if (!confirm.ack()) {
+            return PublishOutcome.failed("nack: " + confirm.reason());
+        }
+        ReturnedMessage returned = correlation.getReturned();
+        if (returned != null) {
+            return PublishOutcome.returned("unroutable: " + returned.getReplyCode() + " " + returned.getReplyText()
+                    + " (exchange '" + returned.getExchange() + "', routing key '" + returned.getRoutingKey() + "')");
+        }
+        return PublishOutcome.CONFIRMED;
     }
 
     /**
@@ -96,29 +130,6 @@ public class AmqpBatchPublisher implements BatchPublisher {
             explained.add(outcome.status() == PublishOutcome.Status.FAILED ? PublishOutcome.failed(missing) : outcome);
         }
         return explained;
-    }
-
-    private PublishOutcome await(CorrelationData correlation, long deadlineNanos) {
-        try {
-            long wait = Math.max(0, deadlineNanos - System.nanoTime());
-            CorrelationData.Confirm confirm = correlation.getFuture().get(wait, TimeUnit.NANOSECONDS);
-            if (!confirm.ack()) {
-                return PublishOutcome.failed("nack: " + confirm.reason());
-            }
-            ReturnedMessage returned = correlation.getReturned();
-            if (returned != null) {
-                return PublishOutcome.returned("unroutable: " + returned.getReplyCode() + " " + returned.getReplyText()
-                        + " (exchange '" + returned.getExchange() + "', routing key '" + returned.getRoutingKey() + "')");
-            }
-            return PublishOutcome.CONFIRMED;
-        } catch (TimeoutException e) {
-            return PublishOutcome.failed("confirm timeout");
-        } catch (ExecutionException e) {
-            return PublishOutcome.failed("confirm failed: " + rootMessage(e));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return PublishOutcome.failed("interrupted while awaiting confirm");
-        }
     }
 
     private MessageProperties properties(DueMessage message) {

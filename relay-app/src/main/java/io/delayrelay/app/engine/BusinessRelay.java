@@ -22,6 +22,9 @@ public final class BusinessRelay {
     private final WakeSignal signal = new WakeSignal();
     private final List<Thread> workers = new ArrayList<>();
     private final java.util.Map<Integer, Long> quarantinedUntil = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ExecutorService settler;
+    private final Object settleMonitor = new Object();
+    private int batchesInFlight;
     private volatile BusinessSpec spec;
     private volatile boolean running;
 
@@ -31,6 +34,12 @@ public final class BusinessRelay {
         this.publisher = publisher;
         this.events = events;
         this.clock = clock;
+        java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+        this.settler = java.util.concurrent.Executors.newFixedThreadPool(2, r -> {
+            Thread t = new Thread(r, spec.threadNamePrefix() + "settle-" + n.getAndIncrement());
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     synchronized void start() {
@@ -64,6 +73,45 @@ public final class BusinessRelay {
             }
         }
         workers.clear();
+        awaitBatchesSettled(deadline);
+        settler.shutdown();
+    }
+
+    /** Waits until every published batch is settled (acked or put back), or the deadline passes. */
+    private void awaitBatchesSettled(long deadlineNanos) {
+        synchronized (settleMonitor) {
+            while (batchesInFlight > 0) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    log.warn("business={}: {} published batch(es) still unconfirmed at shutdown; left to the lease",
+                            spec.name(), batchesInFlight);
+                    return;
+                }
+                try {
+                    settleMonitor.wait(Math.max(1, left / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    void batchStarted() {
+        synchronized (settleMonitor) {
+            batchesInFlight++;
+        }
+    }
+
+    void batchSettled() {
+        synchronized (settleMonitor) {
+            batchesInFlight--;
+            settleMonitor.notifyAll();
+        }
+    }
+
+    java.util.concurrent.Executor settler() {
+        return settler;
     }
 
     /** Starts workers up to the spec's thread count; surplus workers notice on their own and exit. */

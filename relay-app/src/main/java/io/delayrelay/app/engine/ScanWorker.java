@@ -2,7 +2,11 @@ package io.delayrelay.app.engine;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
 
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
@@ -20,8 +24,13 @@ final class ScanWorker implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(ScanWorker.class);
     private static final long MAX_ERROR_BACKOFF_MS = 5_000;
 
+    /** Batches one worker may have awaiting confirms at a time. */
+    static final int MAX_BATCHES_IN_FLIGHT = 4;
+
     private final BusinessRelay relay;
     private final int index;
+    private final Semaphore batchSlots = new Semaphore(MAX_BATCHES_IN_FLIGHT);
+    private final Map<Integer, CompletableFuture<Void>> shardsInFlight = new ConcurrentHashMap<>();
     private long blockEnd;
     private long blockNext;
     private int hint = WakeSignal.NO_HINT;
@@ -49,6 +58,7 @@ final class ScanWorker implements Runnable {
                     }
                     shard = nextShard(spec);
                     MDC.put("shard", Integer.toString(shard));
+                    awaitShard(shard);
                     PopResult popped = relay.store().pop(spec, shard);
                     relay.clock().observe(popped.redisNowMs());
                     consecutiveErrors = 0;
@@ -143,7 +153,12 @@ final class ScanWorker implements Runnable {
         }
     }
 
-    private void deliver(BusinessSpec spec, int shard, PopResult popped) {
+    /**
+     * Publishes the batch and returns at once; the outcome is settled (ack, retry, dead letter) on the business's
+     * settle threads when the broker has confirmed. At most {@link #MAX_BATCHES_IN_FLIGHT} batches of this worker
+     * await confirms at a time, and never two of the same shard (entries of a shard leave in due order).
+     */
+    private void deliver(BusinessSpec spec, int shard, PopResult popped) throws InterruptedException {
         List<DueMessage> batch = new ArrayList<>(popped.entries().size());
         for (PopResult.Entry entry : popped.entries()) {
             boolean byId = entry.payload() != null;
@@ -151,40 +166,89 @@ final class ScanWorker implements Runnable {
                     entry.dueAtMs(), popped.redisNowMs(), entry.attempts() + 1,
                     messageId(spec.name(), entry.member(), entry.dueAtMs())));
         }
-        List<PublishOutcome> outcomes = relay.publisher().publish(spec, batch);
-        List<DueMessage> confirmed = new ArrayList<>(batch.size());
-        List<byte[]> returned = new ArrayList<>();
-        List<byte[]> failed = new ArrayList<>();
-        String returnReason = null;
-        String failReason = null;
-        for (int i = 0; i < batch.size(); i++) {
-            PublishOutcome outcome = outcomes.get(i);
-            switch (outcome.status()) {
-                case CONFIRMED -> confirmed.add(batch.get(i));
-                case RETURNED -> {
-                    returned.add(batch.get(i).member());
-                    returnReason = outcome.reason();
-                }
-                case FAILED -> {
-                    failed.add(batch.get(i).member());
-                    failReason = outcome.reason();
-                }
+        batchSlots.acquire();
+        CompletableFuture<Void> settled;
+        try {
+            relay.batchStarted();
+            settled = relay.publisher().publishAsync(spec, batch, relay.settler())
+                    .handleAsync((outcomes, error) -> {
+                        settle(spec, shard, batch, outcomes, error);
+                        return null;
+                    }, relay.settler());
+        } catch (RuntimeException | Error e) {
+            batchSlots.release();
+            relay.batchSettled();
+            throw e;
+        }
+        CompletableFuture<Void> done = settled.whenComplete((v, e) -> {
+            batchSlots.release();
+            relay.batchSettled();
+        });
+        shardsInFlight.put(shard, done);
+        done.whenComplete((v, e) -> shardsInFlight.remove(shard, done));
+    }
+
+    /** Waits until this worker's batch of {@code shard}, if any, is settled. */
+    private void awaitShard(int shard) throws InterruptedException {
+        CompletableFuture<Void> pending = shardsInFlight.get(shard);
+        if (pending != null) {
+            try {
+                pending.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                // settle failures are logged where they happen
             }
         }
-        if (!confirmed.isEmpty()) {
-            relay.store().ack(spec, shard, confirmed.stream().map(DueMessage::member).toList());
-            relay.reportRelayed(spec, shard, confirmed);
-        }
-        if (!returned.isEmpty()) {
-            ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnReason);
-            relay.reportDead(spec, shard, returnReason, result.dead());
-        }
-        if (!failed.isEmpty()) {
-            log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(), shard,
-                    failed.size(), batch.size(), failReason, spec.retryDelay());
-            relay.reportPublishFailed(spec, shard, failReason, failed.size());
-            ShardStore.RequeueResult result = relay.store().requeue(spec, shard, failed, spec.maxAttempts(), failReason);
-            relay.reportDead(spec, shard, failReason, result.dead());
+    }
+
+    private void settle(BusinessSpec spec, int shard, List<DueMessage> batch, List<PublishOutcome> outcomes,
+            Throwable error) {
+        MDC.put("business", spec.name());
+        MDC.put("shard", Integer.toString(shard));
+        try {
+            if (outcomes == null) {
+                String reason = "publish failed: " + (error == null ? "unknown" : AmqpBatchPublisher.rootMessage(error));
+                outcomes = batch.stream().map(m -> PublishOutcome.failed(reason)).toList();
+            }
+            List<DueMessage> confirmed = new ArrayList<>(batch.size());
+            List<byte[]> returned = new ArrayList<>();
+            List<byte[]> failed = new ArrayList<>();
+            String returnReason = null;
+            String failReason = null;
+            for (int i = 0; i < batch.size(); i++) {
+                PublishOutcome outcome = outcomes.get(i);
+                switch (outcome.status()) {
+                    case CONFIRMED -> confirmed.add(batch.get(i));
+                    case RETURNED -> {
+                        returned.add(batch.get(i).member());
+                        returnReason = outcome.reason();
+                    }
+                    case FAILED -> {
+                        failed.add(batch.get(i).member());
+                        failReason = outcome.reason();
+                    }
+                }
+            }
+            if (!confirmed.isEmpty()) {
+                relay.store().ack(spec, shard, confirmed.stream().map(DueMessage::member).toList());
+                relay.reportRelayed(spec, shard, confirmed);
+            }
+            if (!returned.isEmpty()) {
+                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnReason);
+                relay.reportDead(spec, shard, returnReason, result.dead());
+            }
+            if (!failed.isEmpty()) {
+                log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),
+                        shard, failed.size(), batch.size(), failReason, spec.retryDelay());
+                relay.reportPublishFailed(spec, shard, failReason, failed.size());
+                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, failed, spec.maxAttempts(), failReason);
+                relay.reportDead(spec, shard, failReason, result.dead());
+            }
+        } catch (RuntimeException e) {
+            relay.reportError(spec, shard, e);
+            log.warn("business={} shard={}: settling a published batch failed ({}); its unsettled entries are "
+                    + "redelivered after the lease", spec.name(), shard, AmqpBatchPublisher.rootMessage(e));
+        } finally {
+            MDC.clear();
         }
     }
 

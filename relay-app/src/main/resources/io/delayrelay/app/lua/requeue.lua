@@ -1,6 +1,7 @@
 -- Takes members out of flight after a failed or expired delivery: back into the shard with a retry delay,
 -- or, after too many attempts, into the dead set with a reason. Touches one Redis Cluster slot.
 -- KEYS[1] K:i  KEYS[2] {K:i}:inflight  KEYS[3] {K:i}:attempts  KEYS[4] {K:i}:dead  KEYS[5] {K:i}:dead-reasons
+-- {K:i}:attempts values are "<failed>:<original due>" (see pop.lua); the original due is kept.
 -- ARGV[1] 'expired' (members whose lease ran out, at most ARGV[6]) or 'members' (ARGV[7..])
 -- ARGV[2] max attempts: a member whose failed attempts reach it is dead
 -- ARGV[3] retry delay in ms for the first failure; doubles per failed attempt
@@ -25,13 +26,24 @@ local cap = tonumber(ARGV[4])
 local requeued, dead = 0, {}
 for _, m in ipairs(members) do
   if redis.call('ZREM', KEYS[2], m) == 1 then
-    local attempts = redis.call('HINCRBY', KEYS[3], m, 1)
+    local mark = redis.call('HGET', KEYS[3], m)
+    local attempts, origin = 0, ''
+    if mark then
+      local f, o = string.match(mark, '^(%d+):(.*)$')
+      if f then
+        attempts, origin = tonumber(f), o
+      else
+        attempts = tonumber(mark) or 0
+      end
+    end
+    attempts = attempts + 1
     if attempts >= maxAttempts then
       redis.call('ZADD', KEYS[4], string.format('%d', now), m)
       redis.call('HSET', KEYS[5], m, ARGV[5] .. ' (attempts: ' .. attempts .. ')')
       redis.call('HDEL', KEYS[3], m)
       dead[#dead + 1] = m
     else
+      redis.call('HSET', KEYS[3], m, attempts .. ':' .. origin)
       local delay = math.min(base * math.pow(2, attempts - 1), cap)
       redis.call('ZADD', KEYS[1], 'NX', string.format('%d', now + delay), m)
       requeued = requeued + 1
