@@ -20,6 +20,7 @@ public final class BusinessRelay {
     private final RelayEvents events;
     private final RedisClock clock;
     private final WakeSignal signal = new WakeSignal();
+    private final ShardSchedule schedule = new ShardSchedule();
     private final List<Thread> workers = new ArrayList<>();
     private final java.util.Map<Integer, Long> quarantinedUntil = new java.util.concurrent.ConcurrentHashMap<>();
     private final java.util.concurrent.ExecutorService settler;
@@ -34,6 +35,7 @@ public final class BusinessRelay {
         this.publisher = publisher;
         this.events = events;
         this.clock = clock;
+        this.schedule.ensureWidth(spec.drainShards());
         java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
         this.settler = java.util.concurrent.Executors.newFixedThreadPool(2, r -> {
             Thread t = new Thread(r, spec.threadNamePrefix() + "settle-" + n.getAndIncrement());
@@ -146,6 +148,7 @@ public final class BusinessRelay {
                     previous.shards(), next.shards(), merged.drainShards());
         }
         spec = merged;
+        schedule.ensureWidth(merged.drainShards());
         if (running) {
             adjustWorkers();
         }
@@ -157,6 +160,7 @@ public final class BusinessRelay {
     synchronized void setDrainShards(int width) {
         if (width != spec.drainShards()) {
             spec = spec.withDrainShards(width);
+            schedule.ensureWidth(spec.drainShards());
             signal.wakeAll();
         }
     }
@@ -173,7 +177,12 @@ public final class BusinessRelay {
 
     /** A producer announced an entry due at {@code dueMs} in {@code shard}. */
     void wake(int shard, long dueMs) {
+        schedule.lower(shard, dueMs);
         signal.wake(shard, dueMs);
+    }
+
+    ShardSchedule schedule() {
+        return schedule;
     }
 
     boolean isRunning() {

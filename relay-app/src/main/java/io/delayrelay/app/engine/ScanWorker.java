@@ -45,8 +45,6 @@ final class ScanWorker implements Runnable {
         MDC.put("business", relay.spec().name());
         int consecutiveErrors = 0;
         int empties = 0;
-        long earliestDue = Long.MAX_VALUE;
-        int earliestShard = WakeSignal.NO_HINT;
         try {
             while (relay.keepsWorker(index)) {
                 BusinessSpec spec = relay.spec();
@@ -61,20 +59,17 @@ final class ScanWorker implements Runnable {
                     awaitShard(shard);
                     PopResult popped = relay.store().pop(spec, shard);
                     relay.clock().observe(popped.redisNowMs());
+                    relay.schedule().record(shard, popped.nextDueMs());
                     consecutiveErrors = 0;
                     if (popped.isEmpty()) {
-                        if (popped.nextDueMs() >= 0 && popped.nextDueMs() < earliestDue) {
-                            earliestDue = popped.nextDueMs();
-                            earliestShard = shard;
-                        }
                         if (++empties >= sweepLength(spec)) {
-                            long until = Math.min(earliestDue, popped.redisNowMs() + spec.maxIdle().toMillis());
+                            ShardSchedule.Earliest earliest = relay.schedule().earliest();
+                            long idleUntil = popped.redisNowMs() + spec.maxIdle().toMillis();
+                            long until = Math.min(earliest.dueMs(), idleUntil);
                             int woken = relay.signal().await(Math.max(until, popped.redisNowMs() + 1), relay.clock());
                             hint = woken != WakeSignal.NO_HINT ? woken
-                                    : (until == earliestDue ? earliestShard : WakeSignal.NO_HINT);
+                                    : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT);
                             empties = 0;
-                            earliestDue = Long.MAX_VALUE;
-                            earliestShard = WakeSignal.NO_HINT;
                         }
                         continue;
                     }
@@ -140,6 +135,10 @@ final class ScanWorker implements Runnable {
             return shard;
         }
         hint = WakeSignal.NO_HINT;
+        int due = relay.schedule().claimDue(relay.clock().nowMs());
+        if (due >= 0 && due < width && !relay.isQuarantined(due)) {
+            return due;
+        }
         for (int tries = 0; ; tries++) {
             if (blockNext >= blockEnd) {
                 int block = sweepLength(spec);

@@ -4,7 +4,7 @@
 -- ARGV[1] batch size   ARGV[2] lease in ms
 -- Returns {now, n, nextDue, member1, due1, payload1, failed1, member2, ...}
 --   n = 0: nothing due; nextDue = the earliest score in the shard, or -1 when the shard is empty.
---   n > 0: nextDue = 0; dueX is the entry's original due time (kept across retries), payloadX is nil when the
+--   n > 0: nextDue = the earliest score left in the shard (-1 when empty); dueX is the entry's original due time (kept across retries), payloadX is nil when the
 --          member has no payload, failedX counts earlier failed deliveries.
 -- Each popped member's {K:i}:attempts value becomes "<failed>:<original due>", so a retry or a redelivery after
 -- a crash keeps the due time, and with it the AMQP message id, of the first attempt.
@@ -31,7 +31,11 @@ redis.call('ZADD', KEYS[3], unpack(lease))
 redis.call('ZREM', KEYS[1], unpack(members))
 local payloads = redis.call('HMGET', KEYS[2], unpack(members))
 local attempts = redis.call('HMGET', KEYS[4], unpack(members))
-local out = {now, n, 0}
+local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local out = {now, n, -1}
+if rest[2] then
+  out[3] = tonumber(rest[2])
+end
 local marks = {}
 for i = 1, n do
   local failed, origin = '0', due[2 * i]

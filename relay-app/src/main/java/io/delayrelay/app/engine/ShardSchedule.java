@@ -1,0 +1,88 @@
+package io.delayrelay.app.engine;
+
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * What this relay instance knows of each shard's earliest due time (Redis epoch ms), shared by a business's
+ * workers: every pop reports the shard's next score, producers' wake-ups lower it. Workers pop the shards known
+ * to be due first and sleep until the earliest known due time, so an entry is picked up when it falls due no
+ * matter which worker last looked at its shard. Knowledge can be stale (another instance popped, a producer
+ * wrote without a wake-up); the max-idle sweep corrects it.
+ */
+final class ShardSchedule {
+
+    /** Nothing known to be scheduled. */
+    static final long NONE = Long.MAX_VALUE;
+
+    /** A shard and its earliest known due time. */
+    record Earliest(int shard, long dueMs) {
+    }
+
+    private volatile AtomicLongArray next = new AtomicLongArray(0);
+
+    /** Makes room for {@code width} shards; new shards start as "unknown" (due now), so they are looked at. */
+    synchronized void ensureWidth(int width) {
+        AtomicLongArray current = next;
+        if (current.length() == width) {
+            return;
+        }
+        AtomicLongArray resized = new AtomicLongArray(width);
+        for (int i = 0; i < Math.min(width, current.length()); i++) {
+            resized.set(i, current.get(i));
+        }
+        next = resized;
+    }
+
+    /** Records a shard's next due time as read by a pop: {@code -1} means the shard is empty. */
+    void record(int shard, long nextDueMs) {
+        AtomicLongArray current = next;
+        if (shard < current.length()) {
+            current.set(shard, nextDueMs < 0 ? NONE : nextDueMs);
+        }
+    }
+
+    /** A producer announced an entry due at {@code dueMs} in {@code shard}. */
+    void lower(int shard, long dueMs) {
+        AtomicLongArray current = next;
+        if (shard >= 0 && shard < current.length()) {
+            current.accumulateAndGet(shard, dueMs, Math::min);
+        }
+    }
+
+    /**
+     * Claims a shard known to be due at {@code nowMs} (so that other workers look elsewhere until its next pop
+     * reports again), or returns -1 when none is.
+     */
+    int claimDue(long nowMs) {
+        AtomicLongArray current = next;
+        int width = current.length();
+        if (width == 0) {
+            return -1;
+        }
+        int start = ThreadLocalRandom.current().nextInt(width);
+        for (int k = 0; k < width; k++) {
+            int shard = (start + k) % width;
+            long due = current.get(shard);
+            if (due <= nowMs && current.compareAndSet(shard, due, NONE)) {
+                return shard;
+            }
+        }
+        return -1;
+    }
+
+    /** The shard with the earliest known due time, or {@code (-1, NONE)}. */
+    Earliest earliest() {
+        AtomicLongArray current = next;
+        int shard = -1;
+        long due = NONE;
+        for (int i = 0; i < current.length(); i++) {
+            long d = current.get(i);
+            if (d < due) {
+                due = d;
+                shard = i;
+            }
+        }
+        return new Earliest(shard, due);
+    }
+}
