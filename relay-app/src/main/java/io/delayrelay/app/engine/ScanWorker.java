@@ -135,8 +135,9 @@ final class ScanWorker implements Runnable {
             return shard;
         }
         hint = WakeSignal.NO_HINT;
-        int due = relay.schedule().claimDue(relay.clock().nowMs());
-        if (due >= 0 && due < width && !relay.isQuarantined(due)) {
+        int due = relay.schedule().claimDue(relay.clock().nowMs(),
+                s -> shardsInFlight.containsKey(s) || relay.isQuarantined(s));
+        if (due >= 0 && due < width) {
             return due;
         }
         for (int tries = 0; ; tries++) {
@@ -146,7 +147,8 @@ final class ScanWorker implements Runnable {
                 blockNext = blockEnd - block;
             }
             int shard = (int) Math.floorMod(blockNext++, (long) width);
-            if (!relay.isQuarantined(shard) || tries >= width) {
+            boolean skip = relay.isQuarantined(shard) || shardsInFlight.containsKey(shard);
+            if (!skip || tries >= width) {
                 return shard;
             }
         }

@@ -54,7 +54,7 @@ final class ShardSchedule {
      * Claims a shard known to be due at {@code nowMs} (so that other workers look elsewhere until its next pop
      * reports again), or returns -1 when none is.
      */
-    int claimDue(long nowMs) {
+    int claimDue(long nowMs, java.util.function.IntPredicate skip) {
         AtomicLongArray current = next;
         int width = current.length();
         if (width == 0) {
@@ -64,7 +64,7 @@ final class ShardSchedule {
         for (int k = 0; k < width; k++) {
             int shard = (start + k) % width;
             long due = current.get(shard);
-            if (due <= nowMs && current.compareAndSet(shard, due, NONE)) {
+            if (due <= nowMs && !skip.test(shard) && current.compareAndSet(shard, due, NONE)) {
                 return shard;
             }
         }
