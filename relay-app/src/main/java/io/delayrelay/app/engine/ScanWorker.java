@@ -168,25 +168,26 @@ final class ScanWorker implements Runnable {
                     messageId(spec.name(), entry.member(), entry.dueAtMs())));
         }
         batchSlots.acquire();
-        CompletableFuture<Void> settled;
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        shardsInFlight.put(shard, done);
+        relay.batchStarted();
+        Runnable finish = () -> {
+            shardsInFlight.remove(shard, done);
+            batchSlots.release();
+            relay.batchSettled();
+            done.complete(null);
+        };
         try {
-            relay.batchStarted();
-            settled = relay.publisher().publishAsync(spec, batch, relay.settler())
+            relay.publisher().publishAsync(spec, batch, relay.settler())
                     .handleAsync((outcomes, error) -> {
                         settle(spec, shard, batch, outcomes, error);
                         return null;
-                    }, relay.settler());
+                    }, relay.settler())
+                    .whenComplete((v, e) -> finish.run());
         } catch (RuntimeException | Error e) {
-            batchSlots.release();
-            relay.batchSettled();
+            finish.run();
             throw e;
         }
-        CompletableFuture<Void> done = settled.whenComplete((v, e) -> {
-            batchSlots.release();
-            relay.batchSettled();
-        });
-        shardsInFlight.put(shard, done);
-        done.whenComplete((v, e) -> shardsInFlight.remove(shard, done));
     }
 
     /** Waits until this worker's batch of {@code shard}, if any, is settled. */
