@@ -27,10 +27,11 @@ for i = 1, n do
   lease[2 * i - 1] = deadline
   lease[2 * i] = members[i]
 end
-redis.call('ZADD', KEYS[3], unpack(lease))
-redis.call('ZREM', KEYS[1], unpack(members))
+-- Reads first: a key of the wrong type (written by another program) fails the script before anything moved.
 local payloads = redis.call('HMGET', KEYS[2], unpack(members))
 local attempts = redis.call('HMGET', KEYS[4], unpack(members))
+redis.call('ZADD', KEYS[3], unpack(lease))
+redis.call('ZREM', KEYS[1], unpack(members))
 local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local out = {now, n, -1}
 if rest[2] then

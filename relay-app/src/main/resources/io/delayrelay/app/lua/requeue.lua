@@ -20,6 +20,18 @@ else
     members[#members + 1] = ARGV[i]
   end
 end
+if #members == 0 then
+  return {0, 0}
+end
+-- Before the first write, refuse keys of another type (written by another program): failing halfway would
+-- lose members.
+local expected = {'zset', 'zset', 'hash', 'zset', 'hash'}
+for i, key in ipairs(KEYS) do
+  local actual = redis.call('TYPE', key).ok
+  if actual ~= 'none' and actual ~= expected[i] then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. actual .. ', expected a ' .. expected[i])
+  end
+end
 local maxAttempts = tonumber(ARGV[2])
 local base = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
