@@ -70,6 +70,11 @@ public class AmqpBatchPublisher implements BatchPublisher {
             sendFailure = "send failed: " + rootMessage(e);
         }
         String notSent = sendFailure != null ? sendFailure : "not sent";
+        if (sent.isEmpty()) {
+            List<PublishOutcome> none = new ArrayList<>(batch.size());
+            batch.forEach(m -> none.add(PublishOutcome.notSent(notSent)));
+            return CompletableFuture.completedFuture(none);
+        }
         CompletableFuture<?>[] confirms = sent.stream().map(CorrelationData::getFuture).toArray(CompletableFuture[]::new);
         return CompletableFuture.allOf(confirms)
                 .completeOnTimeout(null, spec.publishTimeout().toMillis(), TimeUnit.MILLISECONDS)
@@ -80,7 +85,7 @@ public class AmqpBatchPublisher implements BatchPublisher {
         List<PublishOutcome> outcomes = new ArrayList<>(size);
         boolean anyFailed = false;
         for (int i = 0; i < size; i++) {
-            PublishOutcome outcome = i < sent.size() ? outcome(sent.get(i)) : PublishOutcome.failed(notSent);
+            PublishOutcome outcome = i < sent.size() ? outcome(sent.get(i)) : PublishOutcome.notSent(notSent);
             anyFailed |= outcome.status() == PublishOutcome.Status.FAILED;
             outcomes.add(outcome);
         }

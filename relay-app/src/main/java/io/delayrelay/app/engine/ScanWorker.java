@@ -177,16 +177,28 @@ final class ScanWorker implements Runnable {
             relay.batchSettled();
             done.complete(null);
         };
+        CompletableFuture<List<PublishOutcome>> published;
         try {
-            relay.publisher().publishAsync(spec, batch, relay.settler())
-                    .handleAsync((outcomes, error) -> {
-                        settle(spec, shard, batch, outcomes, error);
-                        return null;
-                    }, relay.settler())
-                    .whenComplete((v, e) -> finish.run());
+            published = relay.publisher().publishAsync(spec, batch, relay.settler());
+            published.handleAsync((outcomes, error) -> {
+                settle(spec, shard, batch, outcomes, error);
+                return null;
+            }, relay.settler()).whenComplete((v, e) -> finish.run());
         } catch (RuntimeException | Error e) {
             finish.run();
             throw e;
+        }
+        List<PublishOutcome> immediate = published.getNow(null);
+        if (immediate != null && !immediate.isEmpty()
+                && immediate.stream().allMatch(o -> o.status() == PublishOutcome.Status.NOT_SENT)) {
+            throw new BrokerUnavailableException(immediate.get(0).reason());
+        }
+    }
+
+    /** Nothing of a batch reached the broker: the worker backs off instead of popping more. */
+    static final class BrokerUnavailableException extends RuntimeException {
+        BrokerUnavailableException(String reason) {
+            super("RabbitMQ unavailable, batch put back: " + reason, null, false, false);
         }
     }
 
@@ -214,6 +226,8 @@ final class ScanWorker implements Runnable {
             List<DueMessage> confirmed = new ArrayList<>(batch.size());
             List<byte[]> returned = new ArrayList<>();
             List<byte[]> failed = new ArrayList<>();
+            List<byte[]> notSent = new ArrayList<>();
+            String notSentReason = null;
             String returnReason = null;
             String failReason = null;
             for (int i = 0; i < batch.size(); i++) {
@@ -228,6 +242,10 @@ final class ScanWorker implements Runnable {
                         failed.add(batch.get(i).member());
                         failReason = outcome.reason();
                     }
+                    case NOT_SENT -> {
+                        notSent.add(batch.get(i).member());
+                        notSentReason = outcome.reason();
+                    }
                 }
             }
             if (!confirmed.isEmpty()) {
@@ -237,6 +255,10 @@ final class ScanWorker implements Runnable {
             if (!returned.isEmpty()) {
                 ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnReason);
                 relay.reportDead(spec, shard, returnReason, result.dead());
+            }
+            if (!notSent.isEmpty()) {
+                relay.reportPublishFailed(spec, shard, notSentReason, notSent.size());
+                relay.store().release(spec, shard, notSent);
             }
             if (!failed.isEmpty()) {
                 log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),

@@ -76,6 +76,23 @@ public class ShardStore {
         return requeue(spec, shard, args);
     }
 
+    /**
+     * Puts members that never reached the broker back into the shard, due after the retry delay, without counting
+     * an attempt.
+     */
+    public void release(BusinessSpec spec, int shard, List<byte[]> members) {
+        if (members.isEmpty()) {
+            return;
+        }
+        Object[] args = new Object[6 + members.size()];
+        args[0] = bytes("release");
+        fillRetryArgs(args, spec, spec.maxAttempts(), "not sent", 0);
+        for (int i = 0; i < members.size(); i++) {
+            args[6 + i] = members.get(i);
+        }
+        requeue(spec, shard, args);
+    }
+
     /** Puts back (or dead-letters) at most {@code limit} members of the shard whose lease expired. */
     public RequeueResult requeueExpired(BusinessSpec spec, int shard, int limit) {
         Object[] args = new Object[6];

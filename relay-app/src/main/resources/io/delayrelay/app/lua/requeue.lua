@@ -2,7 +2,8 @@
 -- or, after too many attempts, into the dead set with a reason. Touches one Redis Cluster slot.
 -- KEYS[1] K:i  KEYS[2] {K:i}:inflight  KEYS[3] {K:i}:attempts  KEYS[4] {K:i}:dead  KEYS[5] {K:i}:dead-reasons
 -- {K:i}:attempts values are "<failed>:<original due>" (see pop.lua); the original due is kept.
--- ARGV[1] 'expired' (members whose lease ran out, at most ARGV[6]) or 'members' (ARGV[7..])
+-- ARGV[1] 'expired' (members whose lease ran out, at most ARGV[6]), 'members' (ARGV[7..]), or 'release'
+--         (ARGV[7..] never reached the broker: back after the first retry delay, no attempt counted)
 -- ARGV[2] max attempts: a member whose failed attempts reach it is dead
 -- ARGV[3] retry delay in ms for the first failure; doubles per failed attempt
 -- ARGV[4] retry delay cap in ms
@@ -36,6 +37,16 @@ local maxAttempts = tonumber(ARGV[2])
 local base = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
 local requeued, dead = 0, {}
+if ARGV[1] == 'release' then
+  local at = string.format('%d', now + base)
+  for _, m in ipairs(members) do
+    if redis.call('ZREM', KEYS[2], m) == 1 then
+      redis.call('ZADD', KEYS[1], 'NX', at, m)
+      requeued = requeued + 1
+    end
+  end
+  return {requeued, 0}
+end
 for _, m in ipairs(members) do
   if redis.call('ZREM', KEYS[2], m) == 1 then
     local mark = redis.call('HGET', KEYS[3], m)
