@@ -18,10 +18,8 @@ import org.springframework.data.redis.connection.RedisConnection;
 
 /**
  * Another program wrote a string where a shard's payload hash belongs. The shard is quarantined; its entries must
- * stay where they are (in {@code K:i}) until someone fixes the key. (Fails today: pop.lua moves the due entries into
- * {@code {K:i}:inflight} (ZADD, ZREM) before HMGET on the payloads key raises WRONGTYPE, and a Lua error does not
- * undo earlier writes; the entries then cycle lease-expired -> requeued -> popped and end dead with the reason
- * "lease expired", which does not name the foreign key.)
+ * stay where they are (in {@code K:i}) until someone fixes the key: pop.lua reads the payloads and attempts before
+ * its first write, so the WRONGTYPE error leaves nothing moved (a Lua error does not undo earlier writes).
  */
 @Tag("faults")
 class WrongTypePayloadsKeyTest {
