@@ -11,7 +11,6 @@ import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.support.RelayTestKit;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
@@ -21,7 +20,6 @@ import org.springframework.data.redis.connection.RedisConnection;
  * stay where they are (in {@code K:i}) until someone fixes the key: pop.lua reads the payloads and attempts before
  * its first write, so the WRONGTYPE error leaves nothing moved (a Lua error does not undo earlier writes).
  */
-@Tag("faults")
 class WrongTypePayloadsKeyTest {
 
     private final RelayTestKit kit = new RelayTestKit();
