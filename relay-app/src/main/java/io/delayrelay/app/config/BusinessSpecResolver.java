@@ -109,7 +109,7 @@ public final class BusinessSpecResolver {
     private static Set<String> configuredNames(Binder binder, List<String> problems) {
         try {
             return binder.bind("relay.businesses", Bindable.mapOf(String.class, Object.class))
-                    .map(Map::keySet).map(LinkedHashSet::new).orElseGet(LinkedHashSet::new);
+                    .map(Map::keySet).map(java.util.TreeSet::new).map(LinkedHashSet::new).orElseGet(LinkedHashSet::new);
         } catch (BindException e) {
             problems.add("relay.businesses: " + describe(e));
             return Set.of();
