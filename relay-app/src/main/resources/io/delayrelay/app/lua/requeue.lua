@@ -27,10 +27,10 @@ end
 -- Before the first write, refuse keys of another type (written by another program): failing halfway would
 -- lose members.
 local expected = {'zset', 'zset', 'hash', 'zset', 'hash'}
-for i, key in ipairs(KEYS) do
-  local actual = redis.call('TYPE', key).ok
+for i = 1, #KEYS do
+  local actual = redis.call('TYPE', KEYS[i]).ok
   if actual ~= 'none' and actual ~= expected[i] then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' is a ' .. actual .. ', expected a ' .. expected[i])
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. actual .. ', expected a ' .. expected[i])
   end
 end
 local maxAttempts = tonumber(ARGV[2])

@@ -82,8 +82,7 @@ class RedisAclTest {
             String exchange = kit.exchange("acl");
             BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
             Map<String, Object> props = kit.baseProperties();
-            // application.yaml sets spring.data.redis.port=${REDIS_PORT:6379} above the kit's default properties
-            props.put("REDIS_PORT", PORT);
+            props.put("spring.data.redis.port", PORT);
             props.put("spring.data.redis.username", "delay-relay");
             props.put("spring.data.redis.password", RELAY_PASSWORD);
             RelayTestKit.business(props, business, exchange, "due", "threads", 2);

@@ -66,7 +66,7 @@ class RedisTlsTest {
             String exchange = kit.exchange("tls");
             BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
             Map<String, Object> props = kit.baseProperties();
-            props.put("REDIS_PORT", TLS_PORT);
+            props.put("spring.data.redis.port", TLS_PORT);
             props.put("spring.data.redis.ssl.enabled", true);
             props.put("spring.data.redis.ssl.bundle", "redis");
             props.put("spring.ssl.bundle.pem.redis.truststore.certificate", "file:" + dir.resolve("ca.crt"));
