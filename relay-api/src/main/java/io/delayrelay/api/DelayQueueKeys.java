@@ -26,6 +26,7 @@ public final class DelayQueueKeys {
     public static final String DEFAULT_PREFIX = "delayqueue:";
 
     private final String sourceKey;
+    private final java.util.Map<Integer, byte[][]> shardKeyCache = new java.util.concurrent.ConcurrentHashMap<>();
 
     private DelayQueueKeys(String sourceKey) {
         this.sourceKey = sourceKey;
@@ -109,12 +110,38 @@ public final class DelayQueueKeys {
         return sourceKey + ":wake";
     }
 
-    /** Every per-shard key in the order the scripts expect: shard, payloads, inflight, attempts, dead, dead-reasons. */
-    public byte[][] shardKeys(int shard) {
-        return new byte[][] {
-            bytes(shard(shard)), bytes(payloads(shard)), bytes(inflight(shard)),
-            bytes(attempts(shard)), bytes(dead(shard)), bytes(deadReasons(shard))
-        };
+    /** Index of {@code K:i} in {@link #shardKeyBytes}. */
+    public static final int SHARD = 0;
+    /** Index of {@code {K:i}:payloads} in {@link #shardKeyBytes}. */
+    public static final int PAYLOADS = 1;
+    /** Index of {@code {K:i}:inflight} in {@link #shardKeyBytes}. */
+    public static final int INFLIGHT = 2;
+    /** Index of {@code {K:i}:attempts} in {@link #shardKeyBytes}. */
+    public static final int ATTEMPTS = 3;
+    /** Index of {@code {K:i}:dead} in {@link #shardKeyBytes}. */
+    public static final int DEAD = 4;
+    /** Index of {@code {K:i}:dead-reasons} in {@link #shardKeyBytes}. */
+    public static final int DEAD_REASONS = 5;
+
+    /**
+     * A shard's keys as UTF-8 bytes, built once and cached (the scripts run thousands of times a second): indexed
+     * by {@link #SHARD}, {@link #PAYLOADS}, {@link #INFLIGHT}, {@link #ATTEMPTS}, {@link #DEAD},
+     * {@link #DEAD_REASONS}. Shared arrays: do not modify them.
+     */
+    public byte[][] shardKeyBytes(int shard) {
+        return shardKeyCache.computeIfAbsent(checkShard(shard), i -> new byte[][] {
+            bytes(shard(i)), bytes(payloads(i)), bytes(inflight(i)), bytes(attempts(i)), bytes(dead(i)), bytes(deadReasons(i))
+        });
+    }
+
+    /** The listed keys of a shard (indexes as in {@link #shardKeyBytes}), in that order. */
+    public java.util.List<byte[]> shardKeyBytes(int shard, int... which) {
+        byte[][] all = shardKeyBytes(shard);
+        byte[][] picked = new byte[which.length][];
+        for (int i = 0; i < which.length; i++) {
+            picked[i] = all[which[i]];
+        }
+        return java.util.List.of(picked);
     }
 
     public static byte[] bytes(String s) {

@@ -15,7 +15,7 @@ import java.util.function.LongSupplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.core.io.ClassPathResource;
+import io.delayrelay.api.support.LuaScripts;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
@@ -32,9 +32,9 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     private static final Logger log = LoggerFactory.getLogger(RedisDelayedMessageProducer.class);
 
     private static final RedisScript<Long> SCHEDULE =
-            RedisScript.of(new ClassPathResource("io/delayrelay/api/lua/schedule.lua"), Long.class);
+            LuaScripts.load("io/delayrelay/api/lua/schedule.lua", Long.class);
     private static final RedisScript<Long> CANCEL =
-            RedisScript.of(new ClassPathResource("io/delayrelay/api/lua/cancel.lua"), Long.class);
+            LuaScripts.load("io/delayrelay/api/lua/cancel.lua", Long.class);
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
     private static final byte[] EMPTY = {};
@@ -59,7 +59,9 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
         this.redis = ByteRedisTemplates.create(connectionFactory);
         this.defaultShards = defaultShards;
         this.metaCacheTtlNanos = metaCacheTtl.toNanos();
-        this.keysFor = Objects.requireNonNull(keysFor, "keysFor");
+        Objects.requireNonNull(keysFor, "keysFor");
+        Map<String, DelayQueueKeys> keysByBusiness = new ConcurrentHashMap<>();
+        this.keysFor = business -> keysByBusiness.computeIfAbsent(business, keysFor);
         this.nanoClock = nanoClock;
     }
 
@@ -240,7 +242,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     }
 
     private static List<byte[]> scriptKeys(DelayQueueKeys keys, int shard) {
-        return List.of(bytes(keys.shard(shard)), bytes(keys.payloads(shard)), bytes(keys.attempts(shard)));
+        return keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.ATTEMPTS);
     }
 
     private static byte[] bytes(String s) {

@@ -8,8 +8,8 @@ import io.delayrelay.api.ByteRedisTemplates;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
 import io.delayrelay.api.ShardTopology;
+import io.delayrelay.api.support.LuaScripts;
 import io.delayrelay.app.trigger.BusinessSpec;
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -18,11 +18,11 @@ import org.springframework.data.redis.core.script.RedisScript;
 public class ShardStore {
 
     private static final RedisScript<List> POP = script("pop");
-    private static final RedisScript<Long> ACK = RedisScript.of(lua("ack"), Long.class);
+    private static final RedisScript<Long> ACK = lua("ack", Long.class);
     private static final RedisScript<List> REQUEUE = script("requeue");
-    private static final RedisScript<byte[]> RESHARD = RedisScript.of(lua("reshard"), byte[].class);
-    private static final RedisScript<byte[]> UNDRAIN = RedisScript.of(lua("undrain"), byte[].class);
-    private static final RedisScript<Long> SHARD_SIZE = RedisScript.of(lua("shard-size"), Long.class);
+    private static final RedisScript<byte[]> RESHARD = lua("reshard", byte[].class);
+    private static final RedisScript<byte[]> UNDRAIN = lua("undrain", byte[].class);
+    private static final RedisScript<Long> SHARD_SIZE = lua("shard-size", Long.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -33,8 +33,8 @@ public class ShardStore {
     /** Moves up to batch-size due entries of the shard into flight. */
     public PopResult pop(BusinessSpec spec, int shard) {
         DelayQueueKeys keys = spec.keys();
-        List<?> reply = redis.execute(POP, keys(keys.shard(shard), keys.payloads(shard), keys.inflight(shard),
-                keys.attempts(shard)), num(spec.batchSize()), num(spec.lease().toMillis()));
+        List<?> reply = redis.execute(POP, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD,
+                DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS), num(spec.batchSize()), num(spec.lease().toMillis()));
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
@@ -57,8 +57,8 @@ public class ShardStore {
             return 0;
         }
         DelayQueueKeys keys = spec.keys();
-        Long acked = redis.execute(ACK, keys(keys.shard(shard), keys.payloads(shard), keys.inflight(shard),
-                keys.attempts(shard)), members.toArray());
+        Long acked = redis.execute(ACK, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD,
+                DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS), members.toArray());
         return acked == null ? 0 : acked;
     }
 
@@ -134,7 +134,7 @@ public class ShardStore {
 
     /** Entries a shard still holds, scheduled plus in flight (read atomically). */
     public long shardSize(DelayQueueKeys keys, int shard) {
-        Long size = redis.execute(SHARD_SIZE, keys(keys.shard(shard), keys.inflight(shard)));
+        Long size = redis.execute(SHARD_SIZE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT));
         return size == null ? 0 : size;
     }
 
@@ -145,8 +145,8 @@ public class ShardStore {
 
     private RequeueResult requeue(BusinessSpec spec, int shard, Object[] args) {
         DelayQueueKeys keys = spec.keys();
-        List<?> reply = redis.execute(REQUEUE, keys(keys.shard(shard), keys.inflight(shard), keys.attempts(shard),
-                keys.dead(shard), keys.deadReasons(shard)), args);
+        List<?> reply = redis.execute(REQUEUE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD,
+                DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS), args);
         int requeued = (int) asLong(reply.get(0));
         int deadCount = (int) asLong(reply.get(1));
         List<byte[]> dead = new ArrayList<>(deadCount);
@@ -207,10 +207,10 @@ public class ShardStore {
 
     @SuppressWarnings("rawtypes")
     private static RedisScript<List> script(String name) {
-        return RedisScript.of(lua(name), List.class);
+        return lua(name, List.class);
     }
 
-    private static ClassPathResource lua(String name) {
-        return new ClassPathResource("io/delayrelay/app/lua/" + name + ".lua");
+    private static <T> RedisScript<T> lua(String name, Class<T> type) {
+        return LuaScripts.load("io/delayrelay/app/lua/" + name + ".lua", type);
     }
 }

@@ -8,8 +8,8 @@ import java.util.List;
 import java.util.Set;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.support.LuaScripts;
 import io.delayrelay.app.trigger.BusinessSpec;
-import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -24,8 +24,8 @@ public class DeadLetters {
     /** Most dead letters replayed or purged per script call. */
     static final int CHUNK = 500;
 
-    private static final RedisScript<Long> REPLAY = RedisScript.of(lua("dead-replay"), Long.class);
-    private static final RedisScript<Long> PURGE = RedisScript.of(lua("dead-purge"), Long.class);
+    private static final RedisScript<Long> REPLAY = LuaScripts.load("io/delayrelay/app/lua/dead-replay.lua", Long.class);
+    private static final RedisScript<Long> PURGE = LuaScripts.load("io/delayrelay/app/lua/dead-purge.lua", Long.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -133,7 +133,4 @@ public class DeadLetters {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
-    private static ClassPathResource lua(String name) {
-        return new ClassPathResource("io/delayrelay/app/lua/" + name + ".lua");
-    }
 }
