@@ -25,6 +25,9 @@ import org.springframework.amqp.rabbit.core.RabbitTemplate;
 public class AmqpBatchPublisher implements BatchPublisher {
 
     private final RabbitTemplate template;
+    /** Correlation ids only need to be unique among this publisher's pending confirms: a counter, no randomness. */
+    private final String correlationPrefix = UUID.randomUUID() + "-";
+    private final java.util.concurrent.atomic.AtomicLong correlations = new java.util.concurrent.atomic.AtomicLong();
     private final RedisClock clock;
 
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
@@ -60,7 +63,7 @@ public class AmqpBatchPublisher implements BatchPublisher {
                 for (DueMessage message : batch) {
                     Message amqp = spec.outgoing().toAmqpMessage(message, properties(message));
                     String routingKey = spec.outgoing().routingKey(message, spec.routingKey());
-                    CorrelationData correlation = new CorrelationData(UUID.randomUUID().toString());
+                    CorrelationData correlation = new CorrelationData(correlationPrefix + correlations.incrementAndGet());
                     ops.send(spec.exchange(), routingKey, amqp, correlation);
                     sent.add(correlation);
                 }
