@@ -10,7 +10,7 @@ public class BusinessSettings {
 
     public static final int DEFAULT_SHARDS = 16;
     public static final int DEFAULT_THREADS = 2;
-    public static final int DEFAULT_BATCH_SIZE = 100;
+    public static final int DEFAULT_BATCH_SIZE = 500;
     public static final Duration DEFAULT_MAX_IDLE = Duration.ofMillis(100);
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
     public static final int DEFAULT_MAX_ATTEMPTS = 10;

@@ -63,9 +63,9 @@ public final class Bench {
         long baselineCap = config.baselineCapMs();
         int defaultThreads = 2;
         if (config.runs("drain")) {
-            Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 100", 0, cap);
+            Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 500", 0, cap);
             report.relayDefault(relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()),
-                    "defaults: 2 threads, batch 100", 1_000, cap));
+                    "defaults: 2 threads, batch 500", 1_000, cap));
             Scenarios.Drain best = relayAll;
             for (int[] tb : config.sweep()) {
                 Scenarios.Drain d = s.drain(new RelayContender(infra, "relay",  x,
