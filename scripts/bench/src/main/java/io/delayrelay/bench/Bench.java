@@ -63,6 +63,10 @@ public final class Bench {
         long baselineCap = config.baselineCapMs();
         int defaultThreads = 2;
         if (config.runs("drain")) {
+            // Warm-up (not reported): the first drain of a fresh JVM pays for JIT compilation, which would
+            // otherwise be charged to whichever contender happens to run first.
+            System.err.println("[bench] warm-up drain (not reported)");
+            s.drain(new RelayContender(infra, "relay", x, Map.of()), "warm-up", 0, cap);
             Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 500", 0, cap);
             report.relayDefault(relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()),
                     "defaults: 2 threads, batch 500", 1_000, cap));
