@@ -63,10 +63,12 @@ final class ScanWorker implements Runnable {
                     consecutiveErrors = 0;
                     if (popped.isEmpty()) {
                         if (++empties >= sweepLength(spec)) {
+                            long observed = relay.signal().generation();
                             ShardSchedule.Earliest earliest = relay.schedule().earliest();
                             long idleUntil = popped.redisNowMs() + spec.maxIdle().toMillis();
                             long until = Math.min(earliest.dueMs(), idleUntil);
-                            int woken = relay.signal().await(Math.max(until, popped.redisNowMs() + 1), relay.clock());
+                            int woken = relay.signal().await(Math.max(until, popped.redisNowMs() + 1), relay.clock(),
+                                    observed);
                             hint = woken != WakeSignal.NO_HINT ? woken
                                     : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT);
                             empties = 0;

@@ -42,8 +42,29 @@ final class WakeSignal {
      * due. Returns the shard named by that wake-up, or {@link #NO_HINT}.
      */
     int await(long untilMs, RedisClock clock) throws InterruptedException {
+        return await(untilMs, clock, generation());
+    }
+
+    /** The current wake-up generation: read it before deciding how long to sleep, then pass it to await. */
+    long generation() {
         lock.lock();
         try {
+            return generation;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Like {@link #await(long, RedisClock)}, but a wake-up that came after {@code observedGeneration} was read
+     * (while the caller decided how long to sleep) ends the sleep at once, so it cannot be missed.
+     */
+    int await(long untilMs, RedisClock clock, long observedGeneration) throws InterruptedException {
+        lock.lock();
+        try {
+            if (generation != observedGeneration) {
+                return hintShard != NO_HINT && hintDueMs <= clock.nowMs() ? hintShard : NO_HINT;
+            }
             long seen = generation;
             long deadline = untilMs;
             int hint = NO_HINT;
