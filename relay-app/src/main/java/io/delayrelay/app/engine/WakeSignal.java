@@ -57,15 +57,12 @@ final class WakeSignal {
 
     /**
      * Like {@link #await(long, RedisClock)}, but a wake-up that came after {@code observedGeneration} was read
-     * (while the caller decided how long to sleep) ends the sleep at once, so it cannot be missed.
+     * (while the caller decided how long to sleep) counts as if it came during the sleep, so it cannot be missed.
      */
     int await(long untilMs, RedisClock clock, long observedGeneration) throws InterruptedException {
         lock.lock();
         try {
-            if (generation != observedGeneration) {
-                return hintShard != NO_HINT && hintDueMs <= clock.nowMs() ? hintShard : NO_HINT;
-            }
-            long seen = generation;
+            long seen = observedGeneration;
             long deadline = untilMs;
             int hint = NO_HINT;
             while (true) {
