@@ -25,6 +25,7 @@ import org.springframework.amqp.rabbit.core.RabbitTemplate;
 public class AmqpBatchPublisher implements BatchPublisher {
 
     private final RabbitTemplate template;
+    private volatile ChannelError lastChannelError;
     /** Correlation ids only need to be unique among this publisher's pending confirms: a counter, no randomness. */
     private final String correlationPrefix = UUID.randomUUID() + "-";
     private final java.util.concurrent.atomic.AtomicLong correlations = new java.util.concurrent.atomic.AtomicLong();
@@ -32,6 +33,20 @@ public class AmqpBatchPublisher implements BatchPublisher {
 
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
         requireConfirmsAndReturns(connectionFactory);
+        if (connectionFactory instanceof org.springframework.amqp.rabbit.connection.AbstractConnectionFactory factory) {
+            factory.addChannelListener(new org.springframework.amqp.rabbit.connection.ChannelListener() {
+                @Override
+                public void onCreate(com.rabbitmq.client.Channel channel, boolean transactional) {
+                }
+
+                @Override
+                public void onShutDown(com.rabbitmq.client.ShutdownSignalException signal) {
+                    if (!signal.isInitiatedByApplication()) {
+                        lastChannelError = new ChannelError(signal.getMessage(), System.nanoTime());
+                    }
+                }
+            });
+        }
         this.template = new RabbitTemplate(connectionFactory);
         this.template.setMandatory(true);
         this.clock = clock;
@@ -122,23 +137,42 @@ public class AmqpBatchPublisher implements BatchPublisher {
      * reason that ends up in logs and dead letters names the exchange.
      */
     private List<PublishOutcome> explainFailures(BusinessSpec spec, List<PublishOutcome> outcomes) {
-        String missing;
+        String explanation;
         try {
             template.execute(channel -> channel.exchangeDeclarePassive(spec.exchange()));
-            return outcomes;
+            explanation = recentChannelError();
         } catch (RuntimeException e) {
             String cause = rootMessage(e);
-            if (!cause.contains("NOT_FOUND")) {
-                return outcomes;
-            }
-            missing = "exchange '" + spec.exchange() + "' does not exist (404 NOT_FOUND)";
+            explanation = cause.contains("NOT_FOUND")
+                    ? "exchange '" + spec.exchange() + "' does not exist (404 NOT_FOUND)" : recentChannelError();
+        }
+        if (explanation == null) {
+            return outcomes;
         }
         List<PublishOutcome> explained = new ArrayList<>(outcomes.size());
         for (PublishOutcome outcome : outcomes) {
-            explained.add(outcome.status() == PublishOutcome.Status.FAILED ? PublishOutcome.failed(missing) : outcome);
+            boolean vague = outcome.status() == PublishOutcome.Status.FAILED
+                    && (outcome.reason() == null || outcome.reason().contains("Channel closed")
+                            || explanation.contains("NOT_FOUND"));
+            explained.add(vague ? PublishOutcome.failed(explanation) : outcome);
         }
         return explained;
     }
+
+    /**
+     * The broker's reason for closing a channel in the last few seconds (e.g. 403 ACCESS_REFUSED): a nack caused
+     * by it only says "Channel closed", which tells an operator nothing.
+     */
+    private String recentChannelError() {
+        ChannelError error = lastChannelError;
+        return error != null && System.nanoTime() - error.atNanos() < CHANNEL_ERROR_WINDOW_NANOS
+                ? "nack: " + error.reason() : null;
+    }
+
+    private record ChannelError(String reason, long atNanos) {
+    }
+
+    private static final long CHANNEL_ERROR_WINDOW_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
 
     private MessageProperties properties(DueMessage message) {
         MessageProperties properties = new MessageProperties();
