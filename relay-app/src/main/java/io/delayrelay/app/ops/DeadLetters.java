@@ -24,8 +24,7 @@ public class DeadLetters {
     /** Most dead letters replayed or purged per script call. */
     static final int CHUNK = 500;
 
-    private static final RedisScript<Long> REPLAY = LuaScripts.load("io/delayrelay/app/lua/dead-replay.lua", Long.class);
-    private static final RedisScript<Long> PURGE = LuaScripts.load("io/delayrelay/app/lua/dead-purge.lua", Long.class);
+    private static final RedisScript<Long> DEAD_LETTERS = LuaScripts.load("io/delayrelay/app/lua/dead-letters.lua", Long.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -91,30 +90,27 @@ public class DeadLetters {
 
     /** Replays one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
     public long replay(BusinessSpec spec, String member) {
-        DelayQueueKeys keys = spec.keys();
-        return forEachShard(spec, member, shard -> List.of(bytes(keys.shard(shard)), bytes(keys.dead(shard)),
-                bytes(keys.deadReasons(shard))), REPLAY);
+        return forEachShard(spec, member, "replay");
     }
 
     /** Purges one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
     public long purge(BusinessSpec spec, String member) {
-        DelayQueueKeys keys = spec.keys();
-        return forEachShard(spec, member, shard -> List.of(bytes(keys.shard(shard)), bytes(keys.payloads(shard)),
-                bytes(keys.inflight(shard)), bytes(keys.dead(shard)), bytes(keys.deadReasons(shard))), PURGE);
+        return forEachShard(spec, member, "purge");
     }
 
-    private long forEachShard(BusinessSpec spec, String member, java.util.function.IntFunction<List<byte[]>> keys,
-            RedisScript<Long> script) {
+    private long forEachShard(BusinessSpec spec, String member, String action) {
         long total = 0;
         for (int shard = 0; shard < spec.drainShards(); shard++) {
-            List<byte[]> shardKeys = keys.apply(shard);
+            List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
+                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
             if (member != null) {
-                total += orZero(redis.execute(script, shardKeys, bytes("members"), bytes(member)));
+                total += orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member)));
                 continue;
             }
             long n;
             do {
-                n = orZero(redis.execute(script, shardKeys, bytes("oldest"), bytes(Integer.toString(CHUNK))));
+                n = orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("oldest"),
+                        bytes(Integer.toString(CHUNK))));
                 total += n;
             } while (n >= CHUNK);
         }
