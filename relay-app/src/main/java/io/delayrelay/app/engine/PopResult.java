@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * What one pop returned.
  *
- * @param redisNowMs Redis time of the pop
+ * @param redisNowMs Redis time of the pop; 0 when the shard was empty (not read)
  * @param entries    entries now in flight, in due order
  * @param nextDueMs  when nothing was due: the earliest score in the shard, or -1 when it is empty
  */

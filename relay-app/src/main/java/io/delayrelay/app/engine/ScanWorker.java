@@ -58,16 +58,19 @@ final class ScanWorker implements Runnable {
                     MDC.put("shard", Integer.toString(shard));
                     awaitShard(shard);
                     PopResult popped = relay.store().pop(spec, shard);
-                    relay.clock().observe(popped.redisNowMs());
+                    if (popped.redisNowMs() > 0) {
+                        relay.clock().observe(popped.redisNowMs());
+                    }
                     relay.schedule().record(shard, popped.nextDueMs());
                     consecutiveErrors = 0;
                     if (popped.isEmpty()) {
                         if (++empties >= sweepLength(spec)) {
                             long observed = relay.signal().generation();
                             ShardSchedule.Earliest earliest = relay.schedule().earliest();
-                            long idleUntil = popped.redisNowMs() + spec.maxIdle().toMillis();
+                            long now = popped.redisNowMs() > 0 ? popped.redisNowMs() : relay.clock().nowMs();
+                            long idleUntil = now + spec.maxIdle().toMillis();
                             long until = Math.min(earliest.dueMs(), idleUntil);
-                            int woken = relay.signal().await(Math.max(until, popped.redisNowMs() + 1), relay.clock(),
+                            int woken = relay.signal().await(Math.max(until, now + 1), relay.clock(),
                                     observed);
                             hint = woken != WakeSignal.NO_HINT ? woken
                                     : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT);

@@ -3,17 +3,18 @@
 -- KEYS[1] K:i (zset)  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts
 -- ARGV[1] batch size   ARGV[2] lease in ms
 -- Returns {now, n, nextDue, member1, due1, payload1, failed1, member2, ...}
---   n = 0: nothing due; nextDue = the earliest score in the shard, or -1 when the shard is empty.
+--   n = 0: nothing due; nextDue = the earliest score in the shard, or -1 when the shard is empty (then now = 0:
+--          an empty shard, the common idle case, costs one ZRANGE and no TIME).
 --   n > 0: nextDue = the earliest score left in the shard (-1 when empty); dueX is the entry's original due time (kept across retries), payloadX is nil when the
 --          member has no payload, failedX counts earlier failed deliveries.
 -- Each popped member's {K:i}:attempts value becomes "<failed>:<original due>", so a retry or a redelivery after
 -- a crash keeps the due time, and with it the AMQP message id, of the first attempt.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if not first[2] then
-  return {now, 0, -1}
+  return {0, 0, -1}
 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local earliest = tonumber(first[2])
 if earliest > now then
   return {now, 0, earliest}
