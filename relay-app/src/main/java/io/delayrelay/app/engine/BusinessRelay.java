@@ -248,10 +248,6 @@ public final class BusinessRelay {
         return clock;
     }
 
-    List<Thread> workers() {
-        return List.copyOf(workers);
-    }
-
     void reportRelayed(BusinessSpec s, int shard, List<DueMessage> confirmed) {
         try {
             events.relayed(s, shard, confirmed, clock.nowMs());

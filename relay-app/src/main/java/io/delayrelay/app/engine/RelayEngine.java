@@ -219,12 +219,4 @@ public class RelayEngine implements SmartLifecycle {
     private Collection<BusinessRelay> businessRelays() {
         return relays.values();
     }
-
-    RelayEvents events() {
-        return events;
-    }
-
-    RedisClock clock() {
-        return clock;
-    }
 }

@@ -96,49 +96,44 @@ public class RelayOpsEndpoint {
     @WriteOperation
     public WebEndpointResponse<Object> write(SecurityContext security, @Selector String business,
             @Selector String action, @Nullable String member) {
-        WebEndpointResponse<Object> refused = refuseUnlessOperator(security);
-        if (refused != null) {
-            return refused;
-        }
-        BusinessRelay relay = engine.relays().get(business);
-        if (relay == null) {
-            return unknown(business);
-        }
-        switch (action) {
+        return asOperator(security, business, relay -> switch (action) {
             case "pause", "resume" -> {
                 relay.setPaused(action.equals("pause"));
                 log.info("business={}: {}d by the operator", business, action);
-                return ok(view(relay.spec()));
+                yield ok(view(relay.spec()));
             }
             case "replay" -> {
                 long n = deadLetters.replay(relay.spec(), member);
                 log.info("business={}: {} dead letter(s) replayed by the operator", business, n);
-                return ok(result(business, "replayed", n));
+                yield ok(result(business, "replayed", n));
             }
-            default -> {
-                return error(WebEndpointResponse.STATUS_NOT_FOUND,
-                        "no such action '" + action + "': use pause, resume or replay");
-            }
-        }
+            default -> error(WebEndpointResponse.STATUS_NOT_FOUND,
+                    "no such action '" + action + "': use pause, resume or replay");
+        });
     }
 
     @DeleteOperation
     public WebEndpointResponse<Object> delete(SecurityContext security, @Selector String business,
             @Selector String what, @Nullable String member) {
+        return asOperator(security, business, relay -> {
+            if (!what.equals("dead")) {
+                return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
+            }
+            long n = deadLetters.purge(relay.spec(), member);
+            log.info("business={}: {} dead letter(s) purged by the operator", business, n);
+            return ok(result(business, "purged", n));
+        });
+    }
+
+    /** Runs a write operation on a known business for an operator; refuses (401/403) or answers 404 otherwise. */
+    private WebEndpointResponse<Object> asOperator(SecurityContext security, String business,
+            java.util.function.Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
         WebEndpointResponse<Object> refused = refuseUnlessOperator(security);
         if (refused != null) {
             return refused;
         }
         BusinessRelay relay = engine.relays().get(business);
-        if (relay == null) {
-            return unknown(business);
-        }
-        if (!what.equals("dead")) {
-            return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
-        }
-        long n = deadLetters.purge(relay.spec(), member);
-        log.info("business={}: {} dead letter(s) purged by the operator", business, n);
-        return ok(result(business, "purged", n));
+        return relay == null ? unknown(business) : operation.apply(relay);
     }
 
     private WebEndpointResponse<Object> refuseUnlessOperator(SecurityContext security) {
