@@ -1,193 +1,137 @@
 package io.delayrelay.app.engine;
 
-import java.util.ArrayList;
+import java.io.IOException;
 import java.util.List;
-import java.util.UUID;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
-import io.delayrelay.api.RelayHeaders;
+import com.rabbitmq.client.AlreadyClosedException;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
-import org.springframework.amqp.core.Message;
-import org.springframework.amqp.core.MessageDeliveryMode;
-import org.springframework.amqp.core.MessageProperties;
-import org.springframework.amqp.core.ReturnedMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.amqp.AmqpException;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
-import org.springframework.amqp.rabbit.connection.CorrelationData;
 import org.springframework.amqp.rabbit.core.RabbitTemplate;
+import org.springframework.beans.factory.DisposableBean;
 
 /**
- * Publishes a batch on one channel with publisher confirms and {@code mandatory}, then waits for every confirm.
- * Requires a connection factory with correlated publisher confirms and publisher returns.
+ * Publishes batches with publisher confirms and {@code mandatory}, each calling thread (a worker) on its own
+ * amqp-client {@link PublishChannel} of the Spring connection factory's connection. A message that cannot be
+ * built or published comes back with its own outcome; its batch-mates go out normally.
  */
-public class AmqpBatchPublisher implements BatchPublisher {
+public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
 
+    private static final Logger log = LoggerFactory.getLogger(AmqpBatchPublisher.class);
+
+    private final ConnectionFactory connectionFactory;
     private final RabbitTemplate template;
-    private volatile ChannelError lastChannelError;
-    /** Correlation ids only need to be unique among this publisher's pending confirms: a counter, no randomness. */
-    private final String correlationPrefix = UUID.randomUUID() + "-";
-    private final java.util.concurrent.atomic.AtomicLong correlations = new java.util.concurrent.atomic.AtomicLong();
-    private final RedisClock clock;
+    private final AmqpMessageBuilder messages;
+    private final Map<Thread, PublishChannel> channels = new ConcurrentHashMap<>();
 
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
-        requireConfirmsAndReturns(connectionFactory);
-        if (connectionFactory instanceof org.springframework.amqp.rabbit.connection.AbstractConnectionFactory factory) {
-            factory.addChannelListener(new org.springframework.amqp.rabbit.connection.ChannelListener() {
-                @Override
-                public void onCreate(com.rabbitmq.client.Channel channel, boolean transactional) {
-                }
-
-                @Override
-                public void onShutDown(com.rabbitmq.client.ShutdownSignalException signal) {
-                    if (!signal.isInitiatedByApplication()) {
-                        lastChannelError = new ChannelError(signal.getMessage(), System.nanoTime());
-                    }
-                }
-            });
-        }
+        this.connectionFactory = connectionFactory;
         this.template = new RabbitTemplate(connectionFactory);
-        this.template.setMandatory(true);
-        this.clock = clock;
-    }
-
-    static void requireConfirmsAndReturns(ConnectionFactory connectionFactory) {
-        if (!connectionFactory.isPublisherConfirms()) {
-            throw new IllegalStateException("delay-relay needs correlated publisher confirms: set "
-                    + "spring.rabbitmq.publisher-confirm-type=correlated");
-        }
-        if (!connectionFactory.isPublisherReturns()) {
-            throw new IllegalStateException("delay-relay needs publisher returns to detect unroutable messages: "
-                    + "set spring.rabbitmq.publisher-returns=true");
-        }
+        this.messages = new AmqpMessageBuilder(clock);
     }
 
     @Override
     public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
-        return publishAsync(spec, batch, java.util.concurrent.ForkJoinPool.commonPool()).join();
+        return publishAsync(spec, batch, Runnable::run).join();
     }
 
+    /**
+     * Publishes every message on the calling thread's channel and returns at once; the future completes on the
+     * connection's thread when every message has its outcome (or at the publish timeout). {@code executor} is not
+     * needed: nothing slow runs on completion here.
+     */
     @Override
     public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec spec, List<DueMessage> batch,
             Executor executor) {
-        List<CorrelationData> sent = new ArrayList<>(batch.size());
-        String sendFailure = null;
-        try {
-            template.invoke(ops -> {
-                for (DueMessage message : batch) {
-                    Message amqp = spec.outgoing().toAmqpMessage(message, properties(message));
-                    String routingKey = spec.outgoing().routingKey(message, spec.routingKey());
-                    CorrelationData correlation = new CorrelationData(correlationPrefix + correlations.incrementAndGet());
-                    ops.send(spec.exchange(), routingKey, amqp, correlation);
-                    sent.add(correlation);
+        PendingBatch pending = new PendingBatch(batch.size());
+        long timeoutMs = spec.publishTimeout().toMillis();
+        PublishChannel channel = null;
+        for (int i = 0; i < batch.size(); i++) {
+            DueMessage message = batch.get(i);
+            AmqpMessageBuilder.Built built;
+            try {
+                built = messages.build(spec, message);
+            } catch (AmqpMessageBuilder.InvalidMessageException e) {
+                pending.complete(i, PublishOutcome.rejected(PublishOutcome.Cause.INVALID_MESSAGE,
+                        "cannot be published: " + e.getMessage()));
+                continue;
+            } catch (RuntimeException e) {
+                pending.complete(i, PublishOutcome.failed(PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
+                        "building the message failed: " + rootMessage(e)));
+                continue;
+            }
+            PublishOutcome closed = channel == null ? null : channel.closedOutcome();
+            if (closed != null && closed.cause() != PublishOutcome.Cause.CHANNEL_CLOSED) {
+                // The broker closed the channel over this batch (missing exchange, refused write): a new channel
+                // would fare no better, so the rest of the batch shares that outcome.
+                for (int j = i; j < batch.size(); j++) {
+                    pending.complete(j, closed);
                 }
-                return null;
+                break;
+            }
+            try {
+                if (channel == null || !channel.usable()) {
+                    channel = channel(timeoutMs);
+                }
+                channel.publish(spec.exchange(), built.routingKey(), built.properties(), built.body(), pending, i);
+            } catch (IllegalArgumentException e) {
+                // amqp-client refused this message before writing a frame (e.g. headers over the frame size):
+                // it never will take it; the channel retired itself if its numbering moved.
+                pending.complete(i, PublishOutcome.rejected(PublishOutcome.Cause.INVALID_MESSAGE,
+                        "cannot be published: " + rootMessage(e)));
+            } catch (IOException | AlreadyClosedException | AmqpException e) {
+                PublishOutcome closedNow = channel == null ? null : channel.closedOutcome();
+                PublishOutcome rest = closedNow != null && closedNow.cause() != PublishOutcome.Cause.CHANNEL_CLOSED
+                        ? closedNow
+                        : PublishOutcome.notSent(PublishOutcome.Cause.SEND_FAILED, "send failed: " + rootMessage(e));
+                for (int j = i; j < batch.size(); j++) {
+                    pending.complete(j, rest);
+                }
+                break;
+            }
+        }
+        if (!pending.isDone()) {
+            PublishChannel used = channel;
+            CompletableFuture.delayedExecutor(timeoutMs, TimeUnit.MILLISECONDS).execute(() -> {
+                if (!pending.isDone()) {
+                    pending.completeRest(PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
+                    if (used != null) {
+                        used.forget(pending);
+                    }
+                }
             });
-        } catch (RuntimeException e) {
-            sendFailure = "send failed: " + rootMessage(e);
         }
-        String notSent = sendFailure != null ? sendFailure : "not sent";
-        if (sent.isEmpty()) {
-            List<PublishOutcome> none = new ArrayList<>(batch.size());
-            batch.forEach(m -> none.add(PublishOutcome.notSent(notSent)));
-            return CompletableFuture.completedFuture(none);
-        }
-        CompletableFuture<?>[] confirms = sent.stream().map(CorrelationData::getFuture).toArray(CompletableFuture[]::new);
-        return CompletableFuture.allOf(confirms)
-                .completeOnTimeout(null, spec.publishTimeout().toMillis(), TimeUnit.MILLISECONDS)
-                .handleAsync((ignored, error) -> outcomes(spec, batch.size(), sent, notSent), executor);
+        return pending.future();
     }
 
-    private List<PublishOutcome> outcomes(BusinessSpec spec, int size, List<CorrelationData> sent, String notSent) {
-        List<PublishOutcome> outcomes = new ArrayList<>(size);
-        boolean anyFailed = false;
-        for (int i = 0; i < size; i++) {
-            PublishOutcome outcome = i < sent.size() ? outcome(sent.get(i)) : PublishOutcome.notSent(notSent);
-            anyFailed |= outcome.status() == PublishOutcome.Status.FAILED;
-            outcomes.add(outcome);
+    /** The calling thread's channel, opened on first use and after it closed. */
+    private PublishChannel channel(long retireTimeoutMs) throws IOException {
+        Thread thread = Thread.currentThread();
+        PublishChannel current = channels.get(thread);
+        if (current != null && current.usable()) {
+            return current;
         }
-        return anyFailed ? explainFailures(spec, outcomes) : outcomes;
-    }
-
-    private static PublishOutcome outcome(CorrelationData correlation) {
-        CompletableFuture<CorrelationData.Confirm> future = correlation.getFuture();
-        if (!future.isDone()) {
-            return PublishOutcome.failed("confirm timeout");
+        PublishChannel fresh = PublishChannel.open(connectionFactory.createConnection().getDelegate(), retireTimeoutMs);
+        channels.put(thread, fresh);
+        if (current != null) {
+            current.close();
         }
-        CorrelationData.Confirm confirm;
-        try {
-            confirm = future.join();
-        } catch (RuntimeException e) {
-            return PublishOutcome.failed("confirm failed: " + rootMessage(e));
-        }
-        if (!confirm.ack()) {
-            return PublishOutcome.failed("nack: " + confirm.reason());
-        }
-        ReturnedMessage returned = correlation.getReturned();
-        if (returned != null) {
-            return PublishOutcome.returned("unroutable: " + returned.getReplyCode() + " " + returned.getReplyText()
-                    + " (exchange '" + returned.getExchange() + "', routing key '" + returned.getRoutingKey() + "')");
-        }
-        return PublishOutcome.CONFIRMED;
-    }
-
-    /**
-     * A publish to a missing exchange only shows as "channel closed" on the confirm; ask the broker once so the
-     * reason that ends up in logs and dead letters names the exchange.
-     */
-    private List<PublishOutcome> explainFailures(BusinessSpec spec, List<PublishOutcome> outcomes) {
-        String explanation;
-        try {
-            template.execute(channel -> channel.exchangeDeclarePassive(spec.exchange()));
-            explanation = recentChannelError();
-        } catch (RuntimeException e) {
-            String cause = rootMessage(e);
-            explanation = cause.contains("NOT_FOUND")
-                    ? "exchange '" + spec.exchange() + "' does not exist (404 NOT_FOUND)" : recentChannelError();
-        }
-        if (explanation == null) {
-            return outcomes;
-        }
-        List<PublishOutcome> explained = new ArrayList<>(outcomes.size());
-        for (PublishOutcome outcome : outcomes) {
-            boolean vague = outcome.status() == PublishOutcome.Status.FAILED
-                    && (outcome.reason() == null || outcome.reason().contains("Channel closed")
-                            || explanation.contains("NOT_FOUND"));
-            explained.add(vague ? PublishOutcome.failed(explanation) : outcome);
-        }
-        return explained;
-    }
-
-    /**
-     * The broker's reason for closing a channel in the last few seconds (e.g. 403 ACCESS_REFUSED): a nack caused
-     * by it only says "Channel closed", which tells an operator nothing.
-     */
-    private String recentChannelError() {
-        ChannelError error = lastChannelError;
-        return error != null && System.nanoTime() - error.atNanos() < CHANNEL_ERROR_WINDOW_NANOS
-                ? "nack: " + error.reason() : null;
-    }
-
-    private record ChannelError(String reason, long atNanos) {
-    }
-
-    private static final long CHANNEL_ERROR_WINDOW_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
-
-    private MessageProperties properties(DueMessage message) {
-        MessageProperties properties = new MessageProperties();
-        properties.setDeliveryMode(MessageDeliveryMode.PERSISTENT);
-        properties.setMessageId(message.messageId());
-        properties.setContentType(MessageProperties.CONTENT_TYPE_BYTES);
-        properties.setHeader(RelayHeaders.BUSINESS, message.business());
-        properties.setHeader(RelayHeaders.DUE_AT, message.dueAtMs());
-        properties.setHeader(RelayHeaders.RELAYED_AT, clock.nowMs());
-        properties.setHeader(RelayHeaders.SHARD, message.shard());
-        properties.setHeader(RelayHeaders.ATTEMPT, message.attempt());
-        if (message.byId()) {
-            properties.setHeader(RelayHeaders.ID, message.id());
-        }
-        return properties;
+        channels.entrySet().removeIf(e -> {
+            if (!e.getKey().isAlive()) {
+                e.getValue().close();
+                return true;
+            }
+            return false;
+        });
+        return fresh;
     }
 
     @Override
@@ -200,6 +144,13 @@ public class AmqpBatchPublisher implements BatchPublisher {
             }
             return null;
         });
+    }
+
+    @Override
+    public void destroy() {
+        channels.values().forEach(PublishChannel::close);
+        channels.clear();
+        log.debug("publish channels closed");
     }
 
     static String rootMessage(Throwable e) {

@@ -256,7 +256,7 @@ public final class BusinessRelay {
         }
     }
 
-    void reportPublishFailed(BusinessSpec s, int shard, String cause, int count) {
+    void reportPublishFailed(BusinessSpec s, int shard, PublishOutcome.Cause cause, int count) {
         try {
             events.publishFailed(s, shard, cause, count);
         } catch (RuntimeException e) {
@@ -264,14 +264,14 @@ public final class BusinessRelay {
         }
     }
 
-    void reportDead(BusinessSpec s, int shard, String reason, List<byte[]> dead) {
+    void reportDead(BusinessSpec s, int shard, DeadReason category, String reason, List<byte[]> dead) {
         if (dead.isEmpty()) {
             return;
         }
         log.error("business={} shard={}: {} message(s) dead-lettered to {}: {}; first member: {}", s.name(), shard,
                 dead.size(), s.keys().dead(shard), reason, preview(dead.get(0)));
         try {
-            events.deadLettered(s, shard, reason, dead.size());
+            events.deadLettered(s, shard, category, dead.size());
         } catch (RuntimeException e) {
             log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
         }

@@ -43,7 +43,7 @@ final class LeaseReaper implements Runnable {
         do {
             result = relay.store().requeueExpired(spec, shard, LIMIT);
             relay.reportLeaseExpired(spec, shard, result.requeued());
-            relay.reportDead(spec, shard, "lease expired", result.dead());
+            relay.reportDead(spec, shard, DeadReason.LEASE_EXPIRED, "lease expired", result.dead());
         } while (result.requeued() + result.dead().size() >= LIMIT);
     }
 }

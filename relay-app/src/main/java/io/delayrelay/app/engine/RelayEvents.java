@@ -19,11 +19,11 @@ public interface RelayEvents {
     }
 
     /** Messages whose publish failed (nack, confirm timeout, connection trouble); they will be retried. */
-    default void publishFailed(BusinessSpec spec, int shard, String cause, int count) {
+    default void publishFailed(BusinessSpec spec, int shard, PublishOutcome.Cause cause, int count) {
     }
 
     /** Entries moved to the dead set. */
-    default void deadLettered(BusinessSpec spec, int shard, String reason, int count) {
+    default void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {
     }
 
     /** Entries put back after their lease expired. */

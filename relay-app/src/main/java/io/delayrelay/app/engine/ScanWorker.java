@@ -225,31 +225,33 @@ final class ScanWorker implements Runnable {
         MDC.put("shard", Integer.toString(shard));
         try {
             if (outcomes == null) {
-                String reason = "publish failed: " + (error == null ? "unknown" : AmqpBatchPublisher.rootMessage(error));
-                outcomes = batch.stream().map(m -> PublishOutcome.failed(reason)).toList();
+                PublishOutcome failure = PublishOutcome.failed(PublishOutcome.Cause.OTHER,
+                        "publish failed: " + (error == null ? "unknown" : AmqpBatchPublisher.rootMessage(error)));
+                outcomes = batch.stream().map(m -> failure).toList();
             }
             List<DueMessage> confirmed = new ArrayList<>(batch.size());
             List<byte[]> returned = new ArrayList<>();
             List<byte[]> failed = new ArrayList<>();
             List<byte[]> notSent = new ArrayList<>();
-            String notSentReason = null;
-            String returnReason = null;
-            String failReason = null;
+            PublishOutcome notSentOutcome = null;
+            PublishOutcome returnOutcome = null;
+            PublishOutcome failOutcome = null;
             for (int i = 0; i < batch.size(); i++) {
                 PublishOutcome outcome = outcomes.get(i);
                 switch (outcome.status()) {
                     case CONFIRMED -> confirmed.add(batch.get(i));
                     case RETURNED -> {
                         returned.add(batch.get(i).member());
-                        returnReason = outcome.reason();
+                        returnOutcome = outcome;
                     }
+                    case REJECTED -> reject(spec, shard, batch.get(i), outcome);
                     case FAILED -> {
                         failed.add(batch.get(i).member());
-                        failReason = outcome.reason();
+                        failOutcome = outcome;
                     }
                     case NOT_SENT -> {
                         notSent.add(batch.get(i).member());
-                        notSentReason = outcome.reason();
+                        notSentOutcome = outcome;
                     }
                 }
             }
@@ -258,19 +260,20 @@ final class ScanWorker implements Runnable {
                 relay.reportRelayed(spec, shard, confirmed);
             }
             if (!returned.isEmpty()) {
-                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnReason);
-                relay.reportDead(spec, shard, returnReason, result.dead());
+                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnOutcome.reason());
+                relay.reportDead(spec, shard, DeadReason.UNROUTABLE, returnOutcome.reason(), result.dead());
             }
             if (!notSent.isEmpty()) {
-                relay.reportPublishFailed(spec, shard, notSentReason, notSent.size());
+                relay.reportPublishFailed(spec, shard, notSentOutcome.cause(), notSent.size());
                 relay.store().release(spec, shard, notSent);
             }
             if (!failed.isEmpty()) {
                 log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),
-                        shard, failed.size(), batch.size(), failReason, spec.retryDelay());
-                relay.reportPublishFailed(spec, shard, failReason, failed.size());
-                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, failed, spec.maxAttempts(), failReason);
-                relay.reportDead(spec, shard, failReason, result.dead());
+                        shard, failed.size(), batch.size(), failOutcome.reason(), spec.retryDelay());
+                relay.reportPublishFailed(spec, shard, failOutcome.cause(), failed.size());
+                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, failed, spec.maxAttempts(),
+                        failOutcome.reason());
+                relay.reportDead(spec, shard, DeadReason.MAX_ATTEMPTS, failOutcome.reason(), result.dead());
             }
         } catch (RuntimeException e) {
             relay.reportError(spec, shard, e);
@@ -279,6 +282,14 @@ final class ScanWorker implements Runnable {
         } finally {
             MDC.clear();
         }
+    }
+
+    /** A message that can never be published (it breaks an AMQP limit) goes to the dead set at once, with its reason. */
+    private void reject(BusinessSpec spec, int shard, DueMessage message, PublishOutcome outcome) {
+        relay.reportPublishFailed(spec, shard, outcome.cause(), 1);
+        ShardStore.RequeueResult result = relay.store().requeue(spec, shard, List.of(message.member()), 1,
+                outcome.reason());
+        relay.reportDead(spec, shard, DeadReason.INVALID_MESSAGE, outcome.reason(), result.dead());
     }
 
     /** Stable across redeliveries of one scheduled entry: a name-based UUID of business, member and due time. */

@@ -10,6 +10,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import io.delayrelay.app.engine.DeadReason;
+import io.delayrelay.app.engine.PublishOutcome;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
@@ -111,15 +113,13 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
-    public void publishFailed(BusinessSpec spec, int shard, String cause, int count) {
-        counter(RelayMeterNames.PUBLISH_FAILURES, spec.name(), RelayMeterNames.TAG_CAUSE,
-                ReasonCategories.publishCause(cause), count);
+    public void publishFailed(BusinessSpec spec, int shard, PublishOutcome.Cause cause, int count) {
+        counter(RelayMeterNames.PUBLISH_FAILURES, spec.name(), RelayMeterNames.TAG_CAUSE, cause.tag(), count);
     }
 
     @Override
-    public void deadLettered(BusinessSpec spec, int shard, String reason, int count) {
-        counter(RelayMeterNames.DEAD_LETTERED, spec.name(), RelayMeterNames.TAG_REASON,
-                ReasonCategories.deadReason(reason), count);
+    public void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {
+        counter(RelayMeterNames.DEAD_LETTERED, spec.name(), RelayMeterNames.TAG_REASON, reason.tag(), count);
     }
 
     @Override

@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.List;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.DeadReason;
+import io.delayrelay.app.engine.PublishOutcome;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -23,8 +25,8 @@ class MicrometerRelayEventsTest {
         events.register(orders);
         events.register(reviews);
         events.relayed(orders, 0, List.of(message(1_000)), 1_250);
-        events.deadLettered(orders, 0, "unroutable: 312 NO_ROUTE", 1);
-        events.publishFailed(orders, 0, "confirm timeout", 2);
+        events.deadLettered(orders, 0, DeadReason.UNROUTABLE, 1);
+        events.publishFailed(orders, 0, PublishOutcome.Cause.CONFIRM_TIMEOUT, 2);
 
         events.unregister("orders");
 
@@ -34,13 +36,13 @@ class MicrometerRelayEventsTest {
     }
 
     @Test
-    void recordsLagAsConfirmTimeMinusDueTimeAndCategorisesReasons() {
+    void recordsLagAsConfirmTimeMinusDueTimeAndTagsTypedReasons() {
         BusinessSpec orders = spec("orders");
         events.register(orders);
         events.relayed(orders, 3, List.of(message(1_000), message(1_900)), 2_000);
-        events.deadLettered(orders, 0, "confirm timeout (attempts: 5)", 1);
-        events.deadLettered(orders, 0, "lease expired", 2);
-        events.publishFailed(orders, 0, "exchange 'x' does not exist (404 NOT_FOUND)", 3);
+        events.deadLettered(orders, 0, DeadReason.MAX_ATTEMPTS, 1);
+        events.deadLettered(orders, 0, DeadReason.LEASE_EXPIRED, 2);
+        events.publishFailed(orders, 0, PublishOutcome.Cause.EXCHANGE_NOT_FOUND, 3);
         events.leaseExpired(orders, 0, 4);
         events.error(orders, 0, new IllegalStateException("boom"));
 
