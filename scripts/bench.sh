@@ -80,13 +80,16 @@ fi
 "$ROOT/scripts/services.sh" up
 
 if [ "$BUILD" = 1 ]; then
-  echo "[bench] building the relay (install, tests skipped) and scripts/bench" >&2
-  (cd "$ROOT" && ./mvnw -B -q install -DskipTests -pl relay-api,relay-app -am) || {
-    echo "error: building the relay failed (above); fix it, or pass --skip-build to bench the last installed relay" >&2
+  # Through the reactor (-Pbench): the harness uses this checkout's relay jars, nothing is installed into ~/.m2.
+  echo "[bench] building the relay and scripts/bench (tests skipped)" >&2
+  (cd "$ROOT" && ./mvnw -B -q -Pbench package dependency:build-classpath -DskipTests -pl scripts/bench -am \
+      -Dmdep.outputFile=target/classpath.txt) || {
+    echo "error: building the relay or scripts/bench failed (above); fix it, or pass --skip-build" >&2
     exit 1
   }
-  (cd "$ROOT" && ./mvnw -B -q -f scripts/bench/pom.xml package dependency:build-classpath \
-      -Dmdep.outputFile=target/classpath.txt) || { echo "error: building scripts/bench failed (above)" >&2; exit 1; }
+  (cd "$ROOT" && ./mvnw -B -q -f scripts/bench/perf-test.xml dependency:build-classpath \
+      -Dmdep.outputFile=target/perf-test-classpath.txt) || {
+    echo "error: resolving RabbitMQ PerfTest (com.rabbitmq:perf-test) failed (above)" >&2; exit 1; }
 fi
 [ -f "$ROOT/scripts/bench/target/classpath.txt" ] || { echo "error: scripts/bench is not built; run without --skip-build" >&2; exit 1; }
 
@@ -122,14 +125,13 @@ fi
 [ -z "$ONLY" ] || BENCH_ARGS+=(--only "$ONLY")
 
 cd "$ROOT/scripts/bench"
-# Run on a private copy of the relay's jars: ~/.m2 is shared, and a concurrent `mvn install` elsewhere would replace
-# them under the running benchmark.
+# Run on a private copy of the relay's jars: a build in this checkout while the benchmark runs would replace them.
 rm -rf target/relay-lib && mkdir -p target/relay-lib
 CP=""
 IFS=: read -r -a ENTRIES < target/classpath.txt || true  # no trailing newline: read returns 1
 for entry in "${ENTRIES[@]}"; do
   case "$entry" in
-    */io/delayrelay/*) cp "$entry" target/relay-lib/ && entry="target/relay-lib/$(basename "$entry")" ;;
+    "$ROOT"/relay-*/target/*.jar) cp "$entry" target/relay-lib/ && entry="target/relay-lib/$(basename "$entry")" ;;
   esac
   CP="$CP:$entry"
 done

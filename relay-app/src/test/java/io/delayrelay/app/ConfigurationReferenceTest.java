@@ -37,6 +37,7 @@ class ConfigurationReferenceTest {
         List<String> problems = new ArrayList<>();
         check(problems, documented, "…", new BusinessSettings());
         check(problems, documented, "relay.", new RelayProperties());
+        check(problems, documented, "relay.wake.", new RelayProperties.Wake());
         check(problems, documented, "relay.metrics.", new RelayMetricsProperties());
         check(problems, documented, "relay.ops.", new RelayOpsProperties());
         check(problems, documented, "relay.producer.", new DelayRelayProducerProperties());

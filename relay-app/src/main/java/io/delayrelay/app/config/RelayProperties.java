@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import io.delayrelay.app.engine.KeyspaceWakeSource;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -34,6 +35,9 @@ public class RelayProperties {
 
     /** Whether start-up fails when a business's exchange does not exist (and it does not declare it). */
     private boolean verifyExchanges = true;
+
+    /** How workers learn of new entries besides the relay-api's wake-ups: {@code relay.wake.*}. */
+    private Wake wake = new Wake();
 
     /** Settings every business inherits. */
     private BusinessSettings defaults = new BusinessSettings();
@@ -79,6 +83,57 @@ public class RelayProperties {
 
     public void setVerifyExchanges(boolean verifyExchanges) {
         this.verifyExchanges = verifyExchanges;
+    }
+
+    public Wake getWake() {
+        return wake;
+    }
+
+    public void setWake(Wake wake) {
+        this.wake = wake;
+    }
+
+    /** {@code relay.wake.*}: keyspace notifications as the wake source for entries written by any producer. */
+    public static class Wake {
+
+        public static final Duration DEFAULT_SAFETY_SWEEP = Duration.ofSeconds(5);
+
+        /** auto: use Redis keyspace notifications when notify-keyspace-events has K and z; off: poll at max-idle. */
+        private KeyspaceWakeSource.Mode keyspaceEvents = KeyspaceWakeSource.Mode.AUTO;
+
+        /** Whether the relay may CONFIG SET notify-keyspace-events (adding K and z) when they are missing. */
+        private boolean configureRedis = false;
+
+        /** While notifications wake the relay, how often idle workers sweep their shards anyway (lost ones). */
+        private Duration safetySweep = DEFAULT_SAFETY_SWEEP;
+
+        public KeyspaceWakeSource.Mode getKeyspaceEvents() {
+            return keyspaceEvents;
+        }
+
+        public void setKeyspaceEvents(KeyspaceWakeSource.Mode keyspaceEvents) {
+            this.keyspaceEvents = keyspaceEvents;
+        }
+
+        public boolean isConfigureRedis() {
+            return configureRedis;
+        }
+
+        public void setConfigureRedis(boolean configureRedis) {
+            this.configureRedis = configureRedis;
+        }
+
+        public Duration getSafetySweep() {
+            return safetySweep;
+        }
+
+        public void setSafetySweep(Duration safetySweep) {
+            this.safetySweep = safetySweep;
+        }
+
+        KeyspaceWakeSource.Settings toSettings() {
+            return new KeyspaceWakeSource.Settings(keyspaceEvents, configureRedis, safetySweep);
+        }
     }
 
     public BusinessSettings getDefaults() {

@@ -28,6 +28,7 @@ public final class BusinessRelay {
     private int batchesInFlight;
     private volatile BusinessSpec spec;
     private volatile boolean running;
+    private volatile long safetySweepMs;
 
     BusinessRelay(BusinessSpec spec, ShardStore store, BatchPublisher publisher, RelayEvents events, RedisClock clock) {
         this.spec = spec;
@@ -179,6 +180,19 @@ public final class BusinessRelay {
     void wake(int shard, long dueMs) {
         schedule.lower(shard, dueMs);
         signal.wake(shard, dueMs);
+    }
+
+    /**
+     * While keyspace notifications wake the workers, an idle worker sleeps up to the safety sweep instead of
+     * max-idle: {@code null} turns polling at max-idle back on.
+     */
+    void useSafetySweep(Duration sweep) {
+        safetySweepMs = sweep == null ? 0 : sweep.toMillis();
+    }
+
+    /** How long an idle worker sleeps at most before it sweeps its shards again. */
+    long idleMillis(BusinessSpec s) {
+        return Math.max(s.maxIdle().toMillis(), safetySweepMs);
     }
 
     ShardSchedule schedule() {

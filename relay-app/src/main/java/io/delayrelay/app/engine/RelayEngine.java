@@ -33,6 +33,7 @@ public class RelayEngine implements SmartLifecycle {
     private final Settings settings;
     private final Map<String, BusinessRelay> relays = new java.util.concurrent.ConcurrentHashMap<>();
     private WakeSubscriber wakeSubscriber;
+    private KeyspaceWakeSource keyspaceWake;
     private ScheduledExecutorService reaper;
     private volatile boolean running;
 
@@ -43,9 +44,10 @@ public class RelayEngine implements SmartLifecycle {
      * @param shutdownTimeout longest wait for running batches at stop
      * @param verifyExchanges whether a missing exchange fails start-up
      * @param reshardGrace    how long after a shard count change retired shards are drained at least
+     * @param wake            whether keyspace notifications wake the workers, and the safety sweep with them
      */
     public record Settings(Duration reaperInterval, Duration shutdownTimeout, boolean verifyExchanges,
-            Duration reshardGrace) {
+            Duration reshardGrace, KeyspaceWakeSource.Settings wake) {
     }
 
     public RelayEngine(List<BusinessSpec> specs, ShardStore store, BatchPublisher publisher, RelayEvents events,
@@ -73,6 +75,9 @@ public class RelayEngine implements SmartLifecycle {
         wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
         relays.values().forEach(wakeSubscriber::subscribe);
         wakeSubscriber.start();
+        keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock);
+        keyspaceWake.start();
+        relays.values().forEach(this::subscribeKeyspace);
         relays.values().forEach(BusinessRelay::start);
         reaper = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "relay-lease-reaper");
@@ -85,6 +90,11 @@ public class RelayEngine implements SmartLifecycle {
                 interval, interval, TimeUnit.MILLISECONDS);
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
+    }
+
+    private void subscribeKeyspace(BusinessRelay relay) {
+        keyspaceWake.subscribe(relay);
+        relay.useSafetySweep(keyspaceWake.active() ? settings.wake().safetySweep() : null);
     }
 
     /** Records the shard count in K:meta and scans every shard count still draining. */
@@ -143,6 +153,7 @@ public class RelayEngine implements SmartLifecycle {
                 if (running) {
                     removed.stop(settings.shutdownTimeout());
                     wakeSubscriber.unsubscribe(removed);
+                    keyspaceWake.unsubscribe(removed);
                 }
                 log.info("business={} removed from configuration: stopped; its entries stay in Redis", name);
             }
@@ -160,6 +171,7 @@ public class RelayEngine implements SmartLifecycle {
                 if (running) {
                     adoptTopology(added);
                     wakeSubscriber.subscribe(added);
+                    subscribeKeyspace(added);
                     added.start();
                 }
                 continue;
@@ -197,6 +209,9 @@ public class RelayEngine implements SmartLifecycle {
         }
         if (wakeSubscriber != null) {
             wakeSubscriber.stop();
+        }
+        if (keyspaceWake != null) {
+            keyspaceWake.close();
         }
         log.info("delay-relay stopped");
     }

@@ -68,7 +68,7 @@ final class ScanWorker implements Runnable {
                             long observed = relay.signal().generation();
                             ShardSchedule.Earliest earliest = relay.schedule().earliest();
                             long now = popped.redisNowMs() > 0 ? popped.redisNowMs() : relay.clock().nowMs();
-                            long idleUntil = now + spec.maxIdle().toMillis();
+                            long idleUntil = now + relay.idleMillis(spec);
                             long until = Math.min(earliest.dueMs(), idleUntil);
                             int woken = relay.signal().await(Math.max(until, now + 1), relay.clock(),
                                     observed);

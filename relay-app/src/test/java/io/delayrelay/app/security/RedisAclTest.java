@@ -85,6 +85,8 @@ class RedisAclTest {
             props.put("spring.data.redis.port", PORT);
             props.put("spring.data.redis.username", "delay-relay");
             props.put("spring.data.redis.password", RELAY_PASSWORD);
+            // Keyspace notifications need CONFIG GET and PSUBSCRIBE, which these minimal rules leave out (README).
+            props.put("relay.wake.keyspace-events", "off");
             RelayTestKit.business(props, business, exchange, "due", "threads", 2);
             RelayTestKit.business(props, dead, exchange, "nobody-listens", "threads", 1);
             org.springframework.context.ConfigurableApplicationContext relay = kit.startRelay(props);

@@ -1,0 +1,150 @@
+package io.delayrelay.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.faults.Shell;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.util.FileSystemUtils;
+
+/**
+ * Keyspace notifications as the wake source: an entry written by a plain ZADD (no relay-api wake-up) is picked up
+ * without polling when Redis has them on, and by polling at max-idle when it has not. Each test runs its own
+ * redis-server (the shared one's notify-keyspace-events belong to everybody) on a port of 18310-18319.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class KeyspaceWakeTest {
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private int port;
+    private Path dir;
+    private LettuceConnectionFactory redis;
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+        if (redis != null) {
+            redis.destroy();
+        }
+        if (port != 0) {
+            Shell.run(10, "redis-cli", "-p", Integer.toString(port), "shutdown", "nosave");
+            FileSystemUtils.deleteRecursively(dir.toFile());
+        }
+    }
+
+    @Test
+    void aPlainZaddEntryIsPickedUpWithoutPollingWhenNotificationsAreOn(CapturedOutput output) throws Exception {
+        startRedis(18310, "Kz");
+        Fixture f = startRelay("ksnotify", "relay.wake.safety-sweep", "10m");
+        await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
+
+        // max-idle and the safety sweep are 10 minutes: only the notification can make these arrive.
+        long now = redisNow();
+        zadd(f.keys.shard(3), "due now", now);
+        zadd(f.keys.shard(11), "due in one second", now + 1_000);
+
+        List<Received> all = RelayTestKit.collect(f.received, 2, Duration.ofSeconds(15), Duration.ofMillis(300));
+        assertThat(all).extracting(Received::text).containsExactly("due now", "due in one second");
+        assertThat(all.get(1).header("x-delay-relayed-at")).as("not before its due time").isGreaterThanOrEqualTo(now + 1_000);
+        assertThat(config()).as("the relay left Redis' settings alone").isEqualTo("zK");
+    }
+
+    @Test
+    void withNotificationsOffAPlainZaddEntryIsPickedUpByPollingAndOneWarningSaysWhatToConfigure(CapturedOutput output)
+            throws Exception {
+        startRedis(18311, "");
+        Fixture f = startRelay("kspoll", "relay.businesses.%s.max-idle", "200ms");
+
+        zadd(f.keys.shard(5), "polled", redisNow());
+
+        List<Received> all = RelayTestKit.collect(f.received, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(all).extracting(Received::text).containsExactly("polled");
+        String log = output.getAll();
+        assertThat(log).contains("CONFIG SET notify-keyspace-events Kz").contains("relay.wake.configure-redis=true");
+        assertThat(log.split("keyspace notifications unavailable", -1)).as("one warning").hasSize(2);
+        assertThat(config()).as("CONFIG SET only when allowed").isEmpty();
+    }
+
+    @Test
+    void whenAllowedTheRelaySetsTheNotificationFlagsItNeeds(CapturedOutput output) throws Exception {
+        startRedis(18312, "");
+        Fixture f = startRelay("ksconfig", "relay.wake.configure-redis", "true", "relay.wake.safety-sweep", "10m");
+        await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
+        assertThat(config()).contains("K").contains("z");
+
+        zadd(f.keys.shard(0), "woken", redisNow());
+
+        List<Received> all = RelayTestKit.collect(f.received, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(all).extracting(Received::text).containsExactly("woken");
+    }
+
+    private record Fixture(DelayQueueKeys keys, BlockingQueue<Received> received) {
+    }
+
+    /** A relay on this test's Redis, max-idle 10 minutes unless the settings say otherwise. */
+    private Fixture startRelay(String prefix, String... settings) {
+        String business = kit.business(prefix);
+        String exchange = kit.exchange(prefix);
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
+                "max-idle", "10m");
+        props.put("spring.data.redis.port", port);
+        for (int i = 0; i < settings.length; i += 2) {
+            props.put(String.format(settings[i], business), settings[i + 1]);
+        }
+        kit.startRelay(props);
+        return new Fixture(DelayQueueKeys.forBusiness(business), received);
+    }
+
+    private void startRedis(int port, String notify) throws Exception {
+        this.port = port;
+        this.dir = Files.createTempDirectory("delay-relay-keyspace");
+        Shell.run(20, "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", Integer.toString(port),
+                "--save", "", "--appendonly", "no", "--notify-keyspace-events", notify, "--dir", dir.toString(),
+                "--logfile", dir.resolve("redis.log").toString());
+        redis = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", port));
+        redis.afterPropertiesSet();
+        redis.start();
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> {
+            try (RedisConnection c = redis.getConnection()) {
+                return "PONG".equals(c.ping());
+            }
+        });
+    }
+
+    private long redisNow() {
+        try (RedisConnection c = redis.getConnection()) {
+            return c.serverCommands().time();
+        }
+    }
+
+    private void zadd(String key, String member, long score) {
+        try (RedisConnection c = redis.getConnection()) {
+            c.zSetCommands().zAdd(key.getBytes(StandardCharsets.UTF_8), score, member.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    private String config() {
+        try (RedisConnection c = redis.getConnection()) {
+            return c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events");
+        }
+    }
+}
