@@ -30,4 +30,27 @@ if ! command -v docker-compose >/dev/null 2>&1; then
   fi
 fi
 
+# ReadmeRecipesTest runs the README's producer recipes: Python needs the `redis` package, Node the lock file's
+# packages in scripts/polyglot/ (ioredis, crc-32). Without them that test fails saying how to install them.
+if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing python3-redis (Debian package) for the README's Python recipe..."
+    (apt-get install -y -qq --no-install-recommends python3-redis >/dev/null 2>&1 \
+      || (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-redis >/dev/null)) \
+      || echo "could not install python3-redis; ReadmeRecipesTest will say how to install it" >&2
+  else
+    echo "Python's redis package is missing: apt-get install python3-redis (or pip install redis);" \
+      "ReadmeRecipesTest fails without it" >&2
+  fi
+fi
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -f scripts/polyglot/node_modules/.package-lock.json ] \
+    || [ scripts/polyglot/package-lock.json -nt scripts/polyglot/node_modules/.package-lock.json ]; then
+    (cd scripts/polyglot && npm ci --no-audit --no-fund --loglevel=error) \
+      || echo "npm ci in scripts/polyglot failed; ReadmeRecipesTest will say how to install it" >&2
+  fi
+else
+  echo "node/npm are missing: ReadmeRecipesTest needs Node 18+ and 'npm ci' in scripts/polyglot" >&2
+fi
+
 ./mvnw -B verify "$@"
