@@ -13,10 +13,11 @@
 -- still publishes the message) or a dead letter of it waits (a replay still publishes the message), and so does
 -- the attempts mark of an in-flight delivery.
 local member = ARGV[1]
+-- reads first: a key of the wrong type fails the script before anything is written (the payload hash is not read:
+-- that would fetch the message; a payload hash of the wrong type fails the last HDEL)
 local inFlight = redis.call('ZSCORE', KEYS[3], member)
 local dead = redis.call('ZSCORE', KEYS[5], member)
-redis.call('HEXISTS', KEYS[2], member)
-redis.call('HEXISTS', KEYS[4], member)
+redis.call('HMGET', KEYS[4], member)
 if redis.call('ZREM', KEYS[1], member) == 0 then
   return 0
 end

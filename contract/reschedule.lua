@@ -32,8 +32,9 @@ end
 if not redis.call('ZSCORE', KEYS[1], member) then
   return -1
 end
+-- reads first: a key of the wrong type fails the script before anything is written
 local inFlight = redis.call('ZSCORE', KEYS[3], member)
-redis.call('HEXISTS', KEYS[4], member)
+redis.call('HMGET', KEYS[4], member)
 local dueText = string.format('%d', due)
 redis.call('ZADD', KEYS[1], 'XX', dueText, member)
 if not inFlight then

@@ -38,11 +38,11 @@ else
   return redis.error_reply("ERR delay-relay schedule.lua: ARGV[2] must be 'at' or 'after', was " .. tostring(mode))
 end
 -- Reads first: a key of the wrong type (written by another program) fails the script before anything is written
--- (Lua writes are not rolled back).
+-- (Lua writes are not rolled back); the payload hash is checked by its HSET, the first write. (Only commands a
+-- producer's ACL already allows: README "Redis: password, ACL user, TLS".)
 local inFlight = redis.call('ZSCORE', KEYS[3], member)
 redis.call('ZSCORE', KEYS[1], member)
-redis.call('HEXISTS', KEYS[2], member)
-redis.call('HEXISTS', KEYS[4], member)
+redis.call('HMGET', KEYS[4], member)
 local dueText = string.format('%d', due)
 if ARGV[6] then
   redis.call('HSET', KEYS[2], member, ARGV[6])
