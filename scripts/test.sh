@@ -8,8 +8,9 @@ Usage: scripts/test.sh [extra Maven arguments]
 
 Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/services.sh up), then runs
 ./mvnw -B verify. For ReadmeRecipesTest (the README's producer recipes, run as written) it also installs Python's
-redis package (Debian python3-redis, when root) and runs `npm ci` in scripts/polyglot. The tests talk to the real servers (REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override
-where); with neither local servers nor Docker they fail with a message saying how to start them.
+redis package (Debian python3-redis, when root) and runs `npm ci` in scripts/polyglot. The tests talk to the real
+servers (REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override where); with neither local servers nor Docker they
+fail with a message saying how to start them.
 Example: scripts/test.sh -pl relay-app -Dtest=DeliveryTimingTest
 USAGE
 }
