@@ -8,12 +8,16 @@ usage() {
 Usage: scripts/bench.sh [--full] [--messages N] [--only SCENARIOS] [--shared-redis] [--skip-build] [--help]
 
 Runs in one go, on the local Redis and RabbitMQ:
-  1. drain    N messages of 100 B over 16 shards, all due at once and due over 1 s: the relay (defaults and the
-              best of a threads/batch sweep), a ceiling (publishing from memory with confirms), the seed design
-              (blog 004) and Redisson RDelayedQueue; Redis commands and CPU per message.
+  1. drain    N messages of 100 B over 16 shards, all due at once and due over 1 s: the relay (defaults, the best
+              of a threads/batch sweep, and 3 instances), two ceilings (publishing from memory with confirms in the
+              harness, and RabbitMQ's own PerfTest in its own JVM: same N, persistent, confirms, durable queue, no
+              consumer), the seed design (blog 004) and Redisson RDelayedQueue; Redis commands and CPU per message.
               4. memory (Redis bytes per scheduled message) is measured from the same loads.
-  5. idle     Redis commands/s of one relay with 10 businesses x 16 shards and nothing due (10 s)
-  2. lag      producer at fixed rates, due 1-5 s ahead; p50/p99/p999/max lag for relay, seed, Redisson
+  5. idle     Redis commands/s of 10 businesses x 16 shards with nothing due (10 s): 1 and 3 relay instances with
+              keyspace notifications, 1 instance without
+  2. lag      producer at fixed rates, due 1-5 s ahead; p50/p99/p999/max lag for relay (relay-api producer and
+              plain ZADD producer), seed, Redisson; for the relay also where the lag goes: due->popped,
+              popped->published, published->confirmed, confirmed->received
   3. backlog  drain rate with far-future entries present vs absent
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
@@ -29,6 +33,9 @@ Runs in one go, on the local Redis and RabbitMQ:
 
 Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), RABBIT_HOST (127.0.0.1), RABBIT_PORT (5672),
              BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g).
+The private Redis runs with notify-keyspace-events Kz (keyspace notifications wake the relay).
+Builds through the reactor (-Pbench): nothing is installed into ~/.m2. PerfTest (com.rabbitmq:perf-test) is
+resolved from Maven Central by scripts/bench/perf-test.xml.
 Needs: java 17+, redis-server and redis-cli (for the private instance), RabbitMQ with guest/guest.
 Cleans up every key, exchange and queue it creates.
 USAGE
@@ -102,14 +109,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-BENCH_ARGS=(--rabbit "$RABBIT_HOST:$RABBIT_PORT" --out "$ROOT/bench-results")
+BENCH_ARGS=(--rabbit "$RABBIT_HOST:$RABBIT_PORT" --out "$ROOT/bench-results"
+            --perf-test-classpath "$ROOT/scripts/bench/target/perf-test-classpath.txt")
 if [ "$SHARED" = 0 ]; then
   if redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" ping >/dev/null 2>&1; then
     echo "error: port $BENCH_REDIS_PORT is already in use; set BENCH_REDIS_PORT to a free port" >&2
     exit 1
   fi
   PRIVATE_DIR=$(mktemp -d)
+  # Keyspace notifications on, as the relay's README recommends: the relay wakes on any producer's ZADD.
   redis-server --daemonize yes --bind 127.0.0.1 --port "$BENCH_REDIS_PORT" --save "" --appendonly no \
+    --notify-keyspace-events Kz \
     --dir "$PRIVATE_DIR" --logfile "$PRIVATE_DIR/redis.log" --pidfile "$PRIVATE_DIR/redis.pid" >/dev/null
   for _ in $(seq 1 50); do
     redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" ping >/dev/null 2>&1 && break

@@ -28,6 +28,7 @@ public final class Bench {
         String rabbit = "127.0.0.1:5672";
         Path out = Path.of("bench-results");
         List<String> only = List.of();
+        Path perfTestClasspath = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -37,6 +38,7 @@ public final class Bench {
                 case "--messages" -> messages = Integer.parseInt(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 case "--only" -> only = Arrays.asList(args[++i].split(","));
+                case "--perf-test-classpath" -> perfTestClasspath = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
@@ -47,7 +49,7 @@ public final class Bench {
         try (Infra infra = new Infra(config)) {
             report.machine(infra);
             Scenarios s = new Scenarios(infra);
-            run(config, infra, s, report);
+            run(config, infra, s, report, perfTestClasspath);
         }
         report.elapsed(System.currentTimeMillis() - started);
         String text = report.render();
@@ -57,7 +59,8 @@ public final class Bench {
         System.exit(0);
     }
 
-    private static void run(BenchConfig config, Infra infra, Scenarios s, Report report) throws Exception {
+    private static void run(BenchConfig config, Infra infra, Scenarios s, Report report, Path perfTestClasspath)
+            throws Exception {
         String x = s.exchange();
         long cap = config.drainCapMs();
         long baselineCap = config.baselineCapMs();
@@ -92,6 +95,11 @@ public final class Bench {
             }
             report.ceiling(ceilings.stream().max(Comparator.comparingDouble(Scenarios.Drain::rate)).orElseThrow(),
                     ceilings);
+            if (perfTestClasspath != null) {
+                report.perfTest(s.perfTest(perfTestClasspath, 2, 1_000));
+            }
+            report.instances(s.drain(new RelayContender(infra, "relay x3", x, Map.of(), 3, false),
+                    "3 instances, defaults", 0, cap));
             report.seed(s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 0, baselineCap),
                     s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 1_000, baselineCap));
             report.redisson(s.drain(new RedissonContender(infra, x, defaultThreads), defaultThreads + " bridge threads", 0,
@@ -100,13 +108,20 @@ public final class Bench {
                             baselineCap));
         }
         if (config.runs("idle")) {
-            report.idle(s.idle(null));
-            // the same with a longer max-idle: what the idle cost would be if the workers relied on wake-ups more
-            report.idle(s.idle("1s"));
+            // With keyspace notifications (the private Redis has them on), then without (polling at max-idle).
+            boolean notify = config.privateRedis();
+            report.idle(s.idle(null, 1, notify));
+            report.idle(s.idle(null, 3, notify));
+            report.idle(s.idle(null, 1, false));
         }
         if (config.runs("lag")) {
             for (int rate : config.lagRates()) {
                 report.lag(s.lag(new RelayContender(infra, "relay", x, Map.of()), rate, config.lagSeconds()));
+            }
+            // Entries written by a bare ZADD (no wake-up): picked up through keyspace notifications.
+            for (int rate : new int[] {1_000, 5_000}) {
+                report.lag(s.lag(new RelayContender(infra, "relay, plain ZADD producer", x, Map.of(), 1, true), rate,
+                        config.lagSeconds()));
             }
             for (int rate : config.baselineLagRates()) {
                 report.lag(s.lag(new SeedContender(infra, x, defaultThreads), rate, config.lagSeconds()));

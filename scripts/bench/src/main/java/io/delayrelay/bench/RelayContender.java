@@ -1,38 +1,72 @@
 package io.delayrelay.bench;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.DelayRelayApplication;
+import io.delayrelay.app.engine.RelayEvents;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
-/** The relay, started in-process like a user's Spring Boot app, configured only through relay.* properties. */
+/**
+ * The relay, started in-process like a user's Spring Boot app (one or more instances), configured only through
+ * relay.* properties. Its producer is the relay-api (with wake-ups) or a plain ZADD per message (no wake-up).
+ */
 final class RelayContender implements Contender {
+
+    /** Records the relay-side stage instants of every relayed message (lag breakdown). */
+    @Configuration(proxyBeanMethods = false)
+    static class StageEvents {
+        @Bean
+        RelayEvents benchStageRecorder() {
+            return new StageRecorder();
+        }
+    }
 
     private final Infra infra;
     private final String label;
     private final String business;
     private final String exchange;
     private final Map<String, Object> settings;
-    private ConfigurableApplicationContext context;
+    private final DelayQueueKeys keys;
+    private final int instances;
+    private final boolean plainZadd;
+    private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
     private LettuceConnectionFactory producerFactory;
     private volatile RedisDelayedMessageProducer producer;
 
     /** @param settings extra relay.businesses.&lt;name&gt;.* settings, e.g. threads, batch-size (empty = defaults) */
     RelayContender(Infra infra, String label, String exchange, Map<String, Object> settings) {
+        this(infra, label, exchange, settings, 1, false);
+    }
+
+    /**
+     * @param instances relay instances (separate Spring contexts, as separate processes would be)
+     * @param plainZadd schedule with a bare ZADD into the shard (what a non-Java producer does), no wake-up
+     */
+    RelayContender(Infra infra, String label, String exchange, Map<String, Object> settings, int instances,
+            boolean plainZadd) {
+        this.instances = instances;
+        this.plainZadd = plainZadd;
         this.infra = infra;
         this.label = label;
         this.business = infra.name("relay");
         this.exchange = exchange;
         this.settings = settings;
+        this.keys = DelayQueueKeys.forBusiness(business);
     }
 
     static Map<String, Object> baseProperties(Infra infra) {
@@ -55,7 +89,7 @@ final class RelayContender implements Contender {
     static ConfigurableApplicationContext startRelay(Map<String, Object> properties) {
         String[] args = properties.entrySet().stream().map(e -> "--" + e.getKey() + "=" + e.getValue())
                 .toArray(String[]::new);
-        return new SpringApplicationBuilder(DelayRelayApplication.class)
+        return new SpringApplicationBuilder(DelayRelayApplication.class, StageEvents.class)
                 .web(WebApplicationType.NONE)
                 .logStartupInfo(false)
                 .run(args);
@@ -77,7 +111,9 @@ final class RelayContender implements Contender {
         p.put(prefix + "exchange", exchange);
         p.put(prefix + "routing-key", "due");
         settings.forEach((k, v) -> p.put(prefix + k, v));
-        context = startRelay(p);
+        for (int i = 0; i < instances; i++) {
+            contexts.add(startRelay(p));
+        }
     }
 
     @Override
@@ -103,15 +139,20 @@ final class RelayContender implements Contender {
                 }
             }
         }
+        if (plainZadd) {
+            int shard = ShardSelector.shardOf(body, infra.config.shards());
+            try (RedisConnection c = producerFactory.getConnection()) {
+                c.zSetCommands().zAdd(keys.shard(shard).getBytes(StandardCharsets.UTF_8), dueMs, body);
+            }
+            return;
+        }
         producer.schedule(business, body, Instant.ofEpochMilli(dueMs));
     }
 
     @Override
     public void close() {
-        if (context != null) {
-            context.close();
-            context = null;
-        }
+        contexts.forEach(ConfigurableApplicationContext::close);
+        contexts.clear();
         if (producerFactory != null) {
             producerFactory.destroy();
             producerFactory = null;

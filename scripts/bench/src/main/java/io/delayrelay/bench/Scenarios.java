@@ -1,6 +1,9 @@
 package io.delayrelay.bench;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -12,6 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -54,13 +59,20 @@ final class Scenarios {
         }
     }
 
-    /** One lag measurement. */
+    /** One lag measurement; {@code stages} is null for contenders that do not report them. */
     record Lag(String label, int rate, double achievedRate, int sent, int received, long p50, long p99, long p999,
-            long max) {
+            long max, Stages stages) {
+    }
+
+    /** Where the lag goes: p50/p99/p999 ms of each stage, in the order of {@link #NAMES}. */
+    record Stages(int joined, long[][] percentiles) {
+        static final String[] NAMES = {"due->popped", "popped->published", "published->confirmed",
+            "confirmed->received"};
     }
 
     /** Idle cost. */
-    record Idle(String settings, int businesses, int shards, double commandsPerSecond, double scriptsPerSecond, Map<String, Double> top) {
+    record Idle(String settings, int instances, int businesses, int shards, double commandsPerSecond,
+            double scriptsPerSecond, Map<String, Double> top) {
     }
 
     private final Infra infra;
@@ -210,7 +222,11 @@ final class Scenarios {
         infra.purge(queue);
         int expected = rate * seconds;
         long[] lags = new long[expected + 1024];
+        String[] ids = new String[lags.length];
+        long[] relayedAt = new long[lags.length];
+        long[] receivedAt = new long[lags.length];
         AtomicInteger received = new AtomicInteger();
+        StageRecorder.STAMPS.clear();
         Channel consumer = infra.amqp().createChannel();
         try {
             contender.start();
@@ -224,6 +240,11 @@ final class Scenarios {
                     int i = received.getAndIncrement();
                     if (i < lags.length) {
                         lags[i] = now - due;
+                        ids[i] = props.getMessageId();
+                        Object relayed = props.getHeaders() == null ? null
+                                : props.getHeaders().get(RelayHeaders.RELAYED_AT);
+                        relayedAt[i] = relayed instanceof Number num ? num.longValue() : -1;
+                        receivedAt[i] = now;
                     }
                 }
             });
@@ -271,8 +292,15 @@ final class Scenarios {
             int got = Math.min(received.get(), lags.length);
             long[] sorted = Arrays.copyOf(lags, got);
             Arrays.sort(sorted);
+            Stages stages = stages(got, ids, relayedAt, receivedAt);
             Lag lag = new Lag(contender.label(), rate, achieved, sent.get(), received.get(), pct(sorted, 0.50),
-                    pct(sorted, 0.99), pct(sorted, 0.999), got == 0 ? -1 : sorted[got - 1]);
+                    pct(sorted, 0.99), pct(sorted, 0.999), got == 0 ? -1 : sorted[got - 1], stages);
+            if (stages != null) {
+                for (int k = 0; k < Stages.NAMES.length; k++) {
+                    log("  %s: p50 %d p99 %d p999 %d ms", Stages.NAMES[k], stages.percentiles()[k][0],
+                            stages.percentiles()[k][1], stages.percentiles()[k][2]);
+                }
+            }
             log("  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms", lag.sent(), achieved,
                     lag.received(), lag.p50(), lag.p99(), lag.p999(), lag.max());
             return lag;
@@ -288,6 +316,37 @@ final class Scenarios {
         }
     }
 
+    /**
+     * Joins the consumer's view (relayed-at header = publish instant, receive instant) with the relay's stage
+     * recorder (due, popped, confirmed) by message id. Null when the contender recorded no stages.
+     */
+    private static Stages stages(int got, String[] ids, long[] relayedAt, long[] receivedAt) {
+        if (StageRecorder.STAMPS.isEmpty()) {
+            return null;
+        }
+        long[][] values = new long[Stages.NAMES.length][got];
+        int joined = 0;
+        for (int i = 0; i < got; i++) {
+            StageRecorder.Stamps st = ids[i] == null ? null : StageRecorder.STAMPS.get(ids[i]);
+            if (st == null || relayedAt[i] < 0) {
+                continue;
+            }
+            values[0][joined] = st.poppedMs() - st.dueMs();
+            values[1][joined] = relayedAt[i] - st.poppedMs();
+            values[2][joined] = st.confirmedMs() - relayedAt[i];
+            values[3][joined] = receivedAt[i] - st.confirmedMs();
+            joined++;
+        }
+        long[][] percentiles = new long[Stages.NAMES.length][];
+        for (int k = 0; k < Stages.NAMES.length; k++) {
+            long[] sorted = Arrays.copyOf(values[k], joined);
+            Arrays.sort(sorted);
+            percentiles[k] = new long[] {pct(sorted, 0.50), pct(sorted, 0.99), pct(sorted, 0.999)};
+        }
+        StageRecorder.STAMPS.clear();
+        return new Stages(joined, percentiles);
+    }
+
     private static long pct(long[] sorted, double q) {
         if (sorted.length == 0) {
             return -1;
@@ -297,10 +356,15 @@ final class Scenarios {
 
     // ------------------------------------------------------------------------------------------------ idle
 
-    /** @param maxIdle relay max-idle, or null for the default */
-    Idle idle(String maxIdle) throws Exception {
+    /**
+     * @param maxIdle   relay max-idle, or null for the default
+     * @param instances relay instances sharing the businesses
+     * @param notify    whether Redis keyspace notifications are on (else the relay polls at max-idle)
+     */
+    Idle idle(String maxIdle, int instances, boolean notify) throws Exception {
         int businesses = config.idleBusinesses();
-        log("idle: %d businesses x %d shards, nothing due, %d s", businesses, config.shards(), config.idleSeconds());
+        log("idle: %d instance(s), %d businesses x %d shards, nothing due, notifications %s, %d s", instances,
+                businesses, config.shards(), notify ? "on" : "off", config.idleSeconds());
         Map<String, Object> p = RelayContender.baseProperties(infra);
         for (int b = 0; b < businesses; b++) {
             String prefix = "relay.businesses." + infra.name("idle") + ".";
@@ -311,7 +375,13 @@ final class Scenarios {
                 p.put(prefix + "max-idle", maxIdle);
             }
         }
-        ConfigurableApplicationContext relay = RelayContender.startRelay(p);
+        if (!notify) {
+            p.put("relay.wake.keyspace-events", "off");
+        }
+        List<ConfigurableApplicationContext> relays = new ArrayList<>();
+        for (int i = 0; i < instances; i++) {
+            relays.add(RelayContender.startRelay(p));
+        }
         try {
             Thread.sleep(2_000);
             RedisStats s0 = infra.stats();
@@ -328,12 +398,55 @@ final class Scenarios {
                     .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
                     .limit(6)
                     .forEach(e -> top.put(e.getKey(), e.getValue()));
-            Idle idle = new Idle(maxIdle == null ? "defaults (max-idle 100ms)" : "max-idle " + maxIdle, businesses, config.shards(), d.totalCalls() / secs, d.scriptCalls() / secs, top);
+            String settings = (notify ? "notifications on" : "notifications off") + ", "
+                    + (maxIdle == null ? "max-idle 100ms (default)" : "max-idle " + maxIdle);
+            Idle idle = new Idle(settings, instances, businesses, config.shards(), d.totalCalls() / secs,
+                    d.scriptCalls() / secs, top);
             log("  %,.0f commands/s (%,.0f EVALSHA/s): %s", idle.commandsPerSecond(), idle.scriptsPerSecond(), top);
             return idle;
         } finally {
-            relay.close();
+            relays.forEach(ConfigurableApplicationContext::close);
             infra.deleteRunKeys();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------------ PerfTest
+
+    /**
+     * RabbitMQ's own PerfTest as the drain-shaped ceiling, in its own JVM: the same N persistent messages of the
+     * same size, with confirms, into the same durable queue with no consumer. Its rate is its own "sending rate
+     * avg"; the queue depth is checked to hold N afterwards.
+     */
+    Drain perfTest(Path classpathFile, int producers, int confirmWindow) throws Exception {
+        int n = config.drainMessages();
+        log("PerfTest: %d producers, %d unconfirmed max, %,d messages", producers, confirmWindow, n);
+        infra.purge(queue);
+        try {
+            String classpath = Files.readString(classpathFile).trim();
+            List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx512m", "-cp", classpath, "com.rabbitmq.perf.PerfTest",
+                    "--uri", "amqp://guest:guest@" + config.rabbitHost() + ":" + config.rabbitPort(),
+                    "--producers", Integer.toString(producers), "--consumers", "0",
+                    "--pmessages", Integer.toString(n / producers), "--size", Integer.toString(config.messageBytes()),
+                    "--flag", "persistent", "--confirm", Integer.toString(confirmWindow),
+                    "--exchange", exchange, "--type", "direct", "--routing-key", "due", "--queue", queue,
+                    "--predeclared", "--skip-binding-queues", "--auto-delete", "false", "--time", "300");
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            int exit = process.waitFor();
+            Matcher m = Pattern.compile("sending rate avg: ([0-9]+)").matcher(output);
+            if (exit != 0 || !m.find()) {
+                throw new IllegalStateException("PerfTest failed (exit " + exit + "):\n" + output);
+            }
+            double rate = Double.parseDouble(m.group(1));
+            long depth = infra.depth(queue);
+            Drain d = new Drain("RabbitMQ PerfTest", producers + " producers, confirm window " + confirmWindow,
+                    "all at once", n, depth, Math.round(depth * 1000.0 / rate), depth < n,
+                    new RedisStats.Delta(0, 0, 0, 0), 0, false, 0, 0);
+            log("  %,.0f msg/s (queue holds %,d)", rate, depth);
+            return d;
+        } finally {
+            infra.purge(queue);
         }
     }
 
