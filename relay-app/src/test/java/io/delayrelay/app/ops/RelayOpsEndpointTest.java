@@ -68,7 +68,8 @@ class RelayOpsEndpointTest {
         assertThat(backlog.get("scheduled").asLong()).isEqualTo(2);
         assertThat(backlog.get("inflight").asLong()).isZero();
         assertThat(backlog.get("dead").asLong()).isZero();
-        assertThat(backlog.get("oldestOverdueMs").asLong()).isBetween(3_000L, 10_000L);
+        // overdue grows while the relay starts (slow on a busy machine): bounded by the time read after the view
+        assertThat(backlog.get("oldestOverdueMs").asLong()).isBetween(3_000L, kit.redisNowMs() - (now - 3_000));
 
         assertThat(relay.get("/actuator/relay/" + business).json().get("name").asString()).isEqualTo(business);
 
