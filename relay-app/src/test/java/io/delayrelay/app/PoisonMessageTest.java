@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.RelayTestKit;
@@ -133,12 +134,15 @@ class PoisonMessageTest {
         String business = kit.business(prefix);
         String exchange = kit.exchange(prefix);
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        // Start paused with one shard (recorded in K:meta, which the producer follows), schedule, then resume.
+        // One shard (recorded in K:meta, which the producer follows); paused by the operator while the entries
+        // are scheduled, then resumed: they leave in one batch.
         Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                "shards", 1, "threads", 1, "max-attempts", 3, "retry-delay", "100ms", "paused", true);
+                "shards", 1, "threads", 1, "max-attempts", 3, "retry-delay", "100ms");
         props.put("test.business", business);
         props.put("test.poison", poisonKind);
         ConfigurableApplicationContext relay = kit.startRelay(props, PoisonConfig.class);
+        BusinessState state = relay.getBean(RelayEngine.class).relays().get(business).state();
+        state.setOperatorPaused(true);
         Instant past = Instant.now().minusSeconds(10);
         String poisonMember;
         if (byId) {
@@ -152,7 +156,7 @@ class PoisonMessageTest {
             kit.producer().schedule(business, POISON, past.plusMillis(1));
             kit.producer().schedule(business, "after", past.plusMillis(2));
         }
-        relay.getBean(RelayEngine.class).relays().get(business).setPaused(false);
+        state.setOperatorPaused(false);
         return new Fixture(business, poisonMember, received, relay.getBean(MeterRegistry.class));
     }
 

@@ -268,7 +268,7 @@ public final class KeyspaceWakeSource {
         public void psubscribed(String pattern, long count) {
             Subscription s = byPattern.get(pattern);
             if (s != null) {
-                s.relay().signal().wakeAll();
+                s.relay().sweepAll();
             }
         }
     }
