@@ -28,7 +28,7 @@ public final class BusinessRelay {
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock);
-        this.workers = new WorkerPool(state, (index, keepRunning) -> new ScanWorker(keepRunning, state, store, signal,
+        this.workers = new WorkerPool(state, (index, keepRunning) -> new ScanWorker(index, keepRunning, state, store, signal,
                 schedule, settler, events, clock));
     }
 

@@ -60,6 +60,11 @@ public final class BusinessState {
         safetySweepMs = sweep == null ? 0 : sweep.toMillis();
     }
 
+    /** Whether notifications wake the workers, so that one instance's safety sweep per round is enough. */
+    boolean sweepsShared() {
+        return safetySweepMs > 0;
+    }
+
     /** How long an idle worker sleeps at most before it sweeps its shards again. */
     long idleMillis() {
         return Math.max(spec.maxIdle().toMillis(), safetySweepMs);

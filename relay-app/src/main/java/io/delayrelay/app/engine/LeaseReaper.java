@@ -9,7 +9,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Puts back entries whose lease expired unconfirmed (the relay that popped them died or lost the broker), or
- * dead-letters them once they reach max-attempts. Runs every reaper-interval over every scanned shard.
+ * dead-letters them once they reach max-attempts. Runs every reaper-interval over every scanned shard; of several
+ * relay instances one reaps a business per round (the others find the round claimed), so the reaper's Redis cost
+ * does not grow with the number of instances.
  */
 final class LeaseReaper implements Runnable {
 
@@ -18,16 +20,29 @@ final class LeaseReaper implements Runnable {
 
     private final Supplier<Collection<BusinessRelay>> relays;
     private final EventReporter events;
+    private final long intervalMs;
 
-    LeaseReaper(Supplier<Collection<BusinessRelay>> relays, EventReporter events) {
+    LeaseReaper(Supplier<Collection<BusinessRelay>> relays, EventReporter events, long intervalMs) {
         this.relays = relays;
         this.events = events;
+        this.intervalMs = intervalMs;
     }
 
     @Override
     public void run() {
         for (BusinessRelay relay : relays.get()) {
             BusinessSpec spec = relay.spec();
+            try {
+                // a little shorter than the interval, so that the instances' rounds do not drift into skipping one
+                if (!relay.store().claimRound(spec.keys(), "reap", intervalMs * 9 / 10)) {
+                    continue;
+                }
+            } catch (RuntimeException e) {
+                events.error(spec, -1, e);
+                log.warn("business={}: lease reaper could not claim its round: {}", spec.name(),
+                        AmqpBatchPublisher.rootMessage(e));
+                continue;
+            }
             for (int shard = 0; shard < relay.state().scanWidth(); shard++) {
                 try {
                     reapShard(relay, spec, shard);

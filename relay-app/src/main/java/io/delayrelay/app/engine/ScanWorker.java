@@ -30,6 +30,7 @@ final class ScanWorker implements Runnable {
     /** Batches one worker may have awaiting confirms at a time. */
     static final int MAX_BATCHES_IN_FLIGHT = 4;
 
+    private final int index;
     private final BooleanSupplier keepRunning;
     private final BusinessState state;
     private final ShardStore store;
@@ -44,8 +45,9 @@ final class ScanWorker implements Runnable {
     private int consecutiveErrors;
     private int empties;
 
-    ScanWorker(BooleanSupplier keepRunning, BusinessState state, ShardStore store, WakeSignal signal,
+    ScanWorker(int index, BooleanSupplier keepRunning, BusinessState state, ShardStore store, WakeSignal signal,
             ShardSchedule schedule, BatchSettler settler, EventReporter events, RedisClock clock) {
+        this.index = index;
         this.keepRunning = keepRunning;
         this.state = state;
         this.store = store;
@@ -118,13 +120,26 @@ final class ScanWorker implements Runnable {
      * earlier entry shortens the sleep, even one that came while this method decided how long to sleep.
      */
     private void sleepUntilDue(BusinessSpec spec, long redisNowMs) throws InterruptedException {
-        long observed = signal.generation();
-        ShardSchedule.Earliest earliest = schedule.earliest();
         long now = redisNowMs > 0 ? redisNowMs : clock.nowMs();
-        long idleUntil = now + state.idleMillis();
-        long until = Math.min(earliest.dueMs(), idleUntil);
-        int woken = signal.await(Math.max(until, now + 1), clock, observed);
-        cursor.hint(woken != WakeSignal.NO_HINT ? woken : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
+        while (true) {
+            long observed = signal.generation();
+            ShardSchedule.Earliest earliest = schedule.earliest();
+            long idleMs = state.idleMillis();
+            long idleUntil = now + idleMs;
+            long until = Math.min(earliest.dueMs(), idleUntil);
+            int woken = signal.await(Math.max(until, now + 1), clock, observed);
+            now = clock.nowMs();
+            boolean fullIdle = woken == WakeSignal.NO_HINT && until >= idleUntil && now >= idleUntil;
+            if (fullIdle && state.sweepsShared() && keepRunning.getAsBoolean()
+                    && !store.claimRound(spec.keys(), "sweep:" + index, idleMs * 9 / 10)) {
+                // With keyspace notifications the safety sweep is insurance: one instance's worker of this
+                // index sweeps per round, so the idle cost does not grow with the number of instances.
+                continue;
+            }
+            cursor.hint(woken != WakeSignal.NO_HINT ? woken
+                    : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
+            return;
+        }
     }
 
     /**

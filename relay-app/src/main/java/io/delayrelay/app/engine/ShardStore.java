@@ -1,5 +1,6 @@
 package io.delayrelay.app.engine;
 
+import java.time.Duration;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -100,6 +101,19 @@ public class ShardStore {
         fillRetryArgs(args, spec, spec.maxAttempts(), "lease expired", limit);
         return requeue(spec, shard, args);
     }
+
+    /**
+     * Claims round {@code round} of a chore shared by every relay instance (e.g. the lease reaper's pass) for
+     * {@code periodMs}: true for the one instance that gets it ({@code SET K:round:<round> NX PX}), so the chore's
+     * Redis cost does not grow with the number of instances.
+     */
+    public boolean claimRound(DelayQueueKeys keys, String round, long periodMs) {
+        Boolean claimed = redis.opsForValue().setIfAbsent(bytes(keys.sourceKey() + ":round:" + round),
+                ROUND_VALUE, Duration.ofMillis(Math.max(1, periodMs)));
+        return Boolean.TRUE.equals(claimed);
+    }
+
+    private static final byte[] ROUND_VALUE = {'1'};
 
     /** Reserves {@code n} consecutive cursor values; returns the last one. */
     public long advanceCursor(DelayQueueKeys keys, int n) {
