@@ -46,7 +46,17 @@ final class RabbitCluster implements AutoCloseable {
         List<Integer> ports = Arrays.stream((env == null || env.isBlank() ? DEFAULT_PORTS : env).trim().split("\\s+"))
                 .map(Integer::valueOf).toList();
         RabbitCluster cluster = new RabbitCluster(script, ports);
-        cluster.run(UP_TIMEOUT_SECONDS, "up");
+        try {
+            cluster.run(UP_TIMEOUT_SECONDS, "up");
+        } catch (RuntimeException e) {
+            // Half-started nodes would make the next run refuse to start: take down whatever this run started.
+            try {
+                cluster.close();
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
         return cluster;
     }
 
