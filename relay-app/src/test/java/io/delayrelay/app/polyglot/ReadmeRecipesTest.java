@@ -50,7 +50,7 @@ class ReadmeRecipesTest {
     private static final String LATER_MS = "60000";
     /** Long enough that only a wake-up published by a recipe or the producer explains a prompt delivery. */
     private static final String MAX_IDLE = "60s";
-    private static final Duration PROMPT = Duration.ofSeconds(5);
+    private static final Duration PROMPT = Duration.ofSeconds(10);
 
     private final RelayTestKit kit = new RelayTestKit();
     private final ReadmeRecipes readme = ReadmeRecipes.load();
