@@ -1,12 +1,12 @@
 package io.delayrelay.app.config;
 
-import java.util.HashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.fleet.FleetPause;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -27,16 +27,16 @@ public class RelayConfigReloader {
     private final ObjectProvider<AbstractDelayedMsgScanTrigger> triggers;
     private final RelayEngine engine;
     private final RelayEvents events;
-    /** The paused flag configuration last said, per business: pause/resume by an operator survives reloads. */
-    private final Map<String, Boolean> configuredPaused = new HashMap<>();
+    /** Combines configuration's paused with the operator's fleet-wide pause, which survives reloads. */
+    private final FleetPause fleetPause;
 
     public RelayConfigReloader(Environment environment, ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
-            RelayEngine engine, RelayEvents events, List<BusinessSpec> initial) {
+            RelayEngine engine, RelayEvents events, FleetPause fleetPause) {
         this.environment = environment;
         this.triggers = triggers;
         this.engine = engine;
         this.events = events;
-        initial.forEach(spec -> configuredPaused.put(spec.name(), spec.paused()));
+        this.fleetPause = fleetPause;
     }
 
     /** Called with the keys a refresh changed. */
@@ -51,25 +51,17 @@ public class RelayConfigReloader {
         BusinessSpecResolver.Resolution resolution =
                 BusinessSpecResolver.resolveAll(environment, triggers.orderedStream().toList());
         resolution.problems().forEach((business, problems) -> problems.forEach(problem -> reject(business, problem)));
-        List<BusinessSpec> specs = resolution.specs().stream().map(this::keepOperatorPause).toList();
+        List<BusinessSpec> specs = resolution.specs().stream()
+                .map(spec -> spec.withPaused(fleetPause.configured(spec))).toList();
         List<String> engineProblems = engine.apply(specs, resolution.problems().keySet());
         engineProblems.forEach(problem -> reject(businessOf(problem), problem));
-        List<String> all = new java.util.ArrayList<>(resolution.allProblems());
+        List<String> all = new ArrayList<>(resolution.allProblems());
         all.addAll(engineProblems);
         if (all.isEmpty()) {
             log.info("relay configuration reloaded: {} business(es) {}", specs.size(),
                     specs.stream().map(BusinessSpec::name).toList());
         }
         return all;
-    }
-
-    private BusinessSpec keepOperatorPause(BusinessSpec next) {
-        Boolean before = configuredPaused.put(next.name(), next.paused());
-        var running = engine.relays().get(next.name());
-        if (running != null && before != null && before == next.paused()) {
-            return next.withPaused(running.spec().paused());
-        }
-        return next;
     }
 
     private void reject(String business, String problem) {

@@ -169,8 +169,8 @@ public final class BusinessRelay {
         return spec;
     }
 
-    /** Pauses or resumes the workers. */
-    public void setPaused(boolean paused) {
+    /** Pauses or resumes the workers (synchronized with {@link #update}: neither loses the other's change). */
+    public synchronized void setPaused(boolean paused) {
         spec = spec.withPaused(paused);
         signal.wakeAll();
     }

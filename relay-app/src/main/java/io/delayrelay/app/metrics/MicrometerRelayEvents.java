@@ -51,6 +51,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         BusinessMeters meters = meters(spec);
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+        meters.paused.set(spec.paused() ? 1 : 0);
     }
 
     private BusinessMeters meters(BusinessSpec spec) {
@@ -62,6 +63,7 @@ public class MicrometerRelayEvents implements RelayEvents {
             BusinessMeters created = new BusinessMeters(registry, name);
             created.shards.set(spec.shards());
             created.threads.set(spec.threads());
+            created.paused.set(spec.paused() ? 1 : 0);
             return created;
         });
     }
@@ -95,6 +97,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.oldestOverdueMs.set(backlog.oldestOverdueMs());
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+        meters.paused.set(spec.paused() ? 1 : 0);
     }
 
     @Override
@@ -171,6 +174,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong oldestOverdueMs = new AtomicLong();
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
+        final AtomicLong paused = new AtomicLong();
 
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED).description("Messages confirmed by the broker")
@@ -194,6 +198,9 @@ public class MicrometerRelayEvents implements RelayEvents {
             Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get).description("Shard count producers hash into")
                     .tag(TAG_BUSINESS, business).register(registry);
             Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get).description("Worker threads")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
+                    .description("1 while the business is paused (by configuration or an operator), else 0")
                     .tag(TAG_BUSINESS, business).register(registry);
         }
 
