@@ -80,7 +80,7 @@ public class InstanceHeartbeat implements SmartLifecycle {
                 if (!failing) {
                     failing = true;
                     log.warn("business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
-                            relay.spec().name(), keys.instances(), e.getClass().getSimpleName(), interval);
+                            relay.spec().name(), keys.instances(), rootMessage(e), interval);
                 }
             }
         }
@@ -162,6 +162,14 @@ public class InstanceHeartbeat implements SmartLifecycle {
     @Override
     public int getPhase() {
         return Integer.MAX_VALUE - 900;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.getClass().getSimpleName() + ": " + root.getMessage();
     }
 
     private static byte[] bytes(String s) {
