@@ -167,4 +167,48 @@ class NacosReloadIT {
         System.out.printf("FIGURE nacos reload: instance with the old local config (4) scans %d shards%n", width);
         assertThat(width).as("the old instance scans the union of 4, 8 and 2").isEqualTo(8);
     }
+
+    @Test
+    void keepsTheLastConfigurationWhileNacosIsAwayWarnsOnceAndCatchesUpWhenItIsBack() throws Exception {
+        String business = kit.business("nacos-away");
+        String exchange = kit.exchange("nacos-away");
+        dataId = "delay-relay-it-" + business + ".yaml";
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
+        // The Nacos client talks gRPC on the server port + an offset: route it through a proxy the test can cut.
+        int nacosGrpc = Integer.parseInt(System.getenv("NACOS_ADDR").replaceAll(".*:", "")) + 1000;
+        try (TcpProxy proxy = new TcpProxy(18061, nacosGrpc)) {
+            Map<String, Object> props = kit.baseProperties();
+            props.put("spring.profiles.active", "nacos");
+            props.put("NACOS_ADDR", "127.0.0.1:18060");
+            props.put("NACOS_DATA_ID", dataId);
+            props.put("NACOS_GROUP", GROUP);
+            props.put("relay.nacos.check-interval", "500ms");
+            props.put("server.port", 18050);
+            props.put("management.server.port", 18051);
+            RelayProcess relay = RelayProcess.start("nacos-away", props, true, "-XX:TieredStopAtLevel=1",
+                    "-Dnacos.server.grpc.port.offset=1");
+            processes.add(relay);
+            awaitStarted(relay, new OpsClient(18051, TOKEN));
+            assertThat(metaShards(business)).isEqualTo("4");
+
+            proxy.cut();
+            String lost = "Nacos server 127.0.0.1:18060 unreachable: keeping the last good configuration of data id '"
+                    + dataId + "' (group " + GROUP + "); reconnecting";
+            await().atMost(Duration.ofSeconds(30)).until(() -> relay.output().contains(lost));
+            nacos.publish(dataId, GROUP, businessYaml(business, exchange, 8));
+            // the outage goes on (more failed reconnects): still one WARN
+            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+                    .until(() -> relay.output().lines().filter(l -> l.contains(lost)).count() == 1);
+            assertThat(relay.isAlive()).isTrue();
+            assertThat(metaShards(business)).as("last good configuration kept").isEqualTo("4");
+
+            long back = System.nanoTime();
+            proxy.restore();
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+                    .until(() -> "8".equals(metaShards(business)));
+            System.out.printf("FIGURE nacos outage: change published while away applied %.1f s after the server was "
+                    + "reachable again%n", (System.nanoTime() - back) / 1e9);
+            assertThat(relay.output()).contains("Nacos server 127.0.0.1:18060 reachable: following data id '" + dataId);
+        }
+    }
 }
