@@ -37,7 +37,11 @@ public final class RelayProcess implements AutoCloseable {
             throws IOException {
         List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-XX:+UseSerialGC"));
         command.addAll(List.of(jvmOptions));
-        command.addAll(List.of("-jar", execJar().toString(), "--spring.main.banner-mode=off"));
+        command.addAll(List.of("-jar", execJar().toString()));
+        // A key given twice on the command line binds as "a,b": add these only when the caller did not.
+        if (!properties.containsKey("spring.main.banner-mode")) {
+            command.add("--spring.main.banner-mode=off");
+        }
         if (!web) {
             command.add("--spring.main.web-application-type=none");
         }
