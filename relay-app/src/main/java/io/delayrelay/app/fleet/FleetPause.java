@@ -13,15 +13,17 @@ import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.InitializingBean;
 import org.springframework.context.SmartLifecycle;
 
 /**
  * Pause that holds for the whole fleet and across restarts: an operator's pause lives in {@code K:meta}; every
  * instance reads it once per {@code max-idle} (the smallest of its businesses', within 50 ms..1 s) and pauses or
  * resumes its workers. Configuration's {@code paused} combines with it: a business is paused while either says so.
- * Starts before the engine, so a restarted instance comes up paused without popping a batch.
+ * The first read happens when the bean is initialized, before any lifecycle starts (Spring starts the engine this
+ * bean depends on before this bean's own start): a restarted instance comes up paused without popping a batch.
  */
-public class FleetPause implements SmartLifecycle {
+public class FleetPause implements SmartLifecycle, InitializingBean {
 
     private static final Logger log = LoggerFactory.getLogger(FleetPause.class);
     static final Duration MIN_INTERVAL = Duration.ofMillis(50);
@@ -131,12 +133,17 @@ public class FleetPause implements SmartLifecycle {
         return smallest.compareTo(MIN_INTERVAL) < 0 ? MIN_INTERVAL : smallest;
     }
 
+    /** Applies the stored operator pause before the engine starts its workers. */
+    @Override
+    public void afterPropertiesSet() {
+        follow();
+    }
+
     @Override
     public synchronized void start() {
         if (running) {
             return;
         }
-        follow();
         follower = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "relay-fleet-pause");
             t.setDaemon(true);
@@ -174,7 +181,7 @@ public class FleetPause implements SmartLifecycle {
         return running;
     }
 
-    /** Before the engine (it starts the workers), after it at shutdown. */
+    /** Follows from the engine's start on; stops after it at shutdown. */
     @Override
     public int getPhase() {
         return Integer.MAX_VALUE - 1100;
