@@ -1,12 +1,10 @@
 package io.delayrelay.app.config;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
-import io.delayrelay.app.fleet.FleetPause;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -27,16 +25,13 @@ public class RelayConfigReloader {
     private final ObjectProvider<AbstractDelayedMsgScanTrigger> triggers;
     private final RelayEngine engine;
     private final RelayEvents events;
-    /** Combines configuration's paused with the operator's fleet-wide pause, which survives reloads. */
-    private final FleetPause fleetPause;
 
     public RelayConfigReloader(Environment environment, ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
-            RelayEngine engine, RelayEvents events, FleetPause fleetPause) {
+            RelayEngine engine, RelayEvents events) {
         this.environment = environment;
         this.triggers = triggers;
         this.engine = engine;
         this.events = events;
-        this.fleetPause = fleetPause;
     }
 
     /** Called with the keys a refresh changed. */
@@ -51,11 +46,10 @@ public class RelayConfigReloader {
         BusinessSpecResolver.Resolution resolution =
                 BusinessSpecResolver.resolveAll(environment, triggers.orderedStream().toList());
         resolution.problems().forEach((business, problems) -> problems.forEach(problem -> reject(business, problem)));
-        List<BusinessSpec> specs = resolution.specs().stream()
-                .map(spec -> spec.withPaused(fleetPause.configured(spec))).toList();
+        List<BusinessSpec> specs = resolution.specs();
         List<String> engineProblems = engine.apply(specs, resolution.problems().keySet());
         engineProblems.forEach(problem -> reject(businessOf(problem), problem));
-        List<String> all = new ArrayList<>(resolution.allProblems());
+        List<String> all = new java.util.ArrayList<>(resolution.allProblems());
         all.addAll(engineProblems);
         if (all.isEmpty()) {
             log.info("relay configuration reloaded: {} business(es) {}", specs.size(),

@@ -2,8 +2,6 @@ package io.delayrelay.app.config;
 
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
-import io.delayrelay.app.fleet.FleetPause;
-import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -20,7 +18,7 @@ import org.springframework.core.env.Environment;
  * Hot reload of {@code relay.*} through Spring Cloud's refresh: Nacos (profile {@code nacos}) or any other config
  * source that publishes {@link EnvironmentChangeEvent}. Off with {@code relay.reload.enabled=false}.
  */
-@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayFleetAutoConfiguration.class})
+@AutoConfiguration(after = RelayAutoConfiguration.class)
 @ConditionalOnClass(EnvironmentChangeEvent.class)
 @ConditionalOnBean(RelayEngine.class)
 @ConditionalOnProperty(prefix = "relay.reload", name = "enabled", matchIfMissing = true)
@@ -29,9 +27,8 @@ public class RelayReloadAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public RelayConfigReloader relayConfigReloader(Environment environment,
-            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers, RelayEngine engine, RelayEvents events,
-            FleetPause fleetPause) {
-        return new RelayConfigReloader(environment, triggers, engine, events, fleetPause);
+            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers, RelayEngine engine, RelayEvents events) {
+        return new RelayConfigReloader(environment, triggers, engine, events);
     }
 
     @Bean

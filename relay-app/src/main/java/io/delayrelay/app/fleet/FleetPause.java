@@ -1,7 +1,6 @@
 package io.delayrelay.app.fleet;
 
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -9,6 +8,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -18,8 +18,9 @@ import org.springframework.context.SmartLifecycle;
 
 /**
  * Pause that holds for the whole fleet and across restarts: an operator's pause lives in {@code K:meta}; every
- * instance reads it once per {@code max-idle} (the smallest of its businesses', within 50 ms..1 s) and pauses or
- * resumes its workers. Configuration's {@code paused} combines with it: a business is paused while either says so.
+ * instance reads it once per {@code max-idle} (the smallest of its businesses', within 50 ms..1 s) and sets the
+ * operator pause of its {@link BusinessState}. Configuration's {@code paused} combines with it there: a business is
+ * paused while either says so.
  * The first read happens when the bean is initialized, before any lifecycle starts (Spring starts the engine this
  * bean depends on before this bean's own start): a restarted instance comes up paused without popping a batch.
  */
@@ -31,34 +32,20 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
 
     private final RelayEngine engine;
     private final OperatorPauseStore store;
-    /** What configuration last said, per business. */
-    private final Map<String, Boolean> configured = new ConcurrentHashMap<>();
     /** The operator pause last read from Redis, per business. */
     private final Map<String, OperatorPause> operator = new ConcurrentHashMap<>();
     private volatile boolean redisDown;
     private ScheduledExecutorService follower;
     private volatile boolean running;
 
-    public FleetPause(RelayEngine engine, OperatorPauseStore store, List<BusinessSpec> initial) {
+    public FleetPause(RelayEngine engine, OperatorPauseStore store) {
         this.engine = engine;
         this.store = store;
-        initial.forEach(spec -> configured.put(spec.name(), spec.paused()));
-    }
-
-    /**
-     * Configuration says {@code configPaused} for this business (start or reload). Returns the pause in force:
-     * configuration's or the operator's.
-     */
-    public boolean configured(BusinessSpec spec) {
-        configured.put(spec.name(), spec.paused());
-        OperatorPause op = operator.computeIfAbsent(spec.name(), name -> readOr(spec, OperatorPause.NONE));
-        return spec.paused() || op.paused();
     }
 
     /** Configuration's and the operator's pause of a business. */
-    public PauseState state(String business) {
-        return new PauseState(configured.getOrDefault(business, false),
-                operator.getOrDefault(business, OperatorPause.NONE));
+    public PauseState state(BusinessRelay relay) {
+        return new PauseState(relay.spec().paused(), operator.getOrDefault(relay.spec().name(), OperatorPause.NONE));
     }
 
     /** Pauses the business on every instance (this one at once, the others within their max-idle). */
@@ -67,7 +54,7 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         operator.put(relay.spec().name(), stored);
         apply(relay);
         log.info("business={}: paused for every relay instance by {}", relay.spec().name(), by);
-        return state(relay.spec().name());
+        return state(relay);
     }
 
     /** Lifts the operator's pause on every instance. */
@@ -76,8 +63,8 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         operator.put(relay.spec().name(), OperatorPause.NONE);
         apply(relay);
         log.info("business={}: resumed for every relay instance by {}{}", relay.spec().name(), by,
-                configured.getOrDefault(relay.spec().name(), false) ? " (configuration still says paused: true)" : "");
-        return state(relay.spec().name());
+                relay.spec().paused() ? " (configuration still says paused: true)" : "");
+        return state(relay);
     }
 
     /** Reads every business's operator pause and applies it; a Redis error keeps the last known state. */
@@ -110,14 +97,13 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
     }
 
     private void apply(BusinessRelay relay) {
-        BusinessSpec spec = relay.spec();
-        boolean effective = state(spec.name()).effective();
-        if (spec.paused() != effective) {
-            relay.setPaused(effective);
-            OperatorPause op = operator.getOrDefault(spec.name(), OperatorPause.NONE);
-            log.info("business={}: {} (configuration paused={}, operator paused={}{})", spec.name(),
-                    effective ? "paused" : "resumed", configured.getOrDefault(spec.name(), false), op.paused(),
-                    op.paused() ? " by " + op.by() : "");
+        BusinessState state = relay.state();
+        OperatorPause op = operator.getOrDefault(relay.spec().name(), OperatorPause.NONE);
+        if (state.operatorPaused() != op.paused()) {
+            state.setOperatorPaused(op.paused());
+            log.info("business={}: {} by {} (configuration paused={})", relay.spec().name(),
+                    op.paused() ? "paused for every instance" : "operator pause lifted", op.paused() ? op.by() : "an operator",
+                    relay.spec().paused());
         }
     }
 

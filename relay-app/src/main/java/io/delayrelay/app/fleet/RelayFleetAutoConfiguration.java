@@ -4,7 +4,6 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 
 import io.delayrelay.app.config.RelayAutoConfiguration;
-import io.delayrelay.app.config.RelayBusinesses;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.ShardStore;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -29,8 +28,8 @@ public class RelayFleetAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public FleetPause relayFleetPause(RelayEngine engine, OperatorPauseStore store, RelayBusinesses businesses) {
-        return new FleetPause(engine, store, businesses.specs());
+    public FleetPause relayFleetPause(RelayEngine engine, OperatorPauseStore store) {
+        return new FleetPause(engine, store);
     }
 
     @Bean
