@@ -46,8 +46,8 @@ public class RelayAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public ShardStore relayShardStore(RedisConnectionFactory redisConnectionFactory) {
-        return new ShardStore(redisConnectionFactory);
+    public ShardStore relayShardStore(RedisConnectionFactory redisConnectionFactory, RelayProperties properties) {
+        return new ShardStore(redisConnectionFactory, properties.getTopologyVersion());
     }
 
     @Bean

@@ -139,11 +139,9 @@ public final class BusinessRelay {
         BusinessSpec previous = spec;
         BusinessSpec merged = next.withDrainShards(Math.max(previous.drainShards(), next.shards()));
         if (next.shards() != previous.shards()) {
-            int width = next.shards();
-            for (int m : store.reshard(merged)) {
-                width = Math.max(width, m);
-            }
-            merged = merged.withDrainShards(Math.max(width, previous.drainShards()));
+            ShardStore.Reshard meta = store.reshard(merged);
+            warnIfNotApplied(merged, meta);
+            merged = merged.withDrainShards(Math.max(meta.scanWidth(next.shards()), previous.drainShards()));
             log.info("business={} shards {} -> {}; scanning {} shards until the retired ones are empty", next.name(),
                     previous.shards(), next.shards(), merged.drainShards());
         }
@@ -154,6 +152,15 @@ public final class BusinessRelay {
         }
         signal.wakeAll();
         return merged;
+    }
+
+    /** An instance whose configuration is older than the one that recorded K:meta's shard count says so. */
+    static void warnIfNotApplied(BusinessSpec s, ShardStore.Reshard meta) {
+        if (!meta.applied()) {
+            log.warn("business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
+                    + "recorded shards {}; following it (this instance scans {} shards)", s.name(), s.shards(),
+                    s.keys().meta(), meta.shards(), meta.scanWidth(s.shards()));
+        }
     }
 
     /** Sets how many shards are scanned (never below the shard count). */

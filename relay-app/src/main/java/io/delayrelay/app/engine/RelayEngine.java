@@ -89,11 +89,9 @@ public class RelayEngine implements SmartLifecycle {
 
     /** Records the shard count in K:meta and scans every shard count still draining. */
     private void adoptTopology(BusinessRelay relay) {
-        int width = relay.spec().shards();
-        for (int m : store.reshard(relay.spec())) {
-            width = Math.max(width, m);
-        }
-        relay.setDrainShards(width);
+        ShardStore.Reshard meta = store.reshard(relay.spec());
+        BusinessRelay.warnIfNotApplied(relay.spec(), meta);
+        relay.setDrainShards(meta.scanWidth(relay.spec().shards()));
     }
 
     private void prepareExchanges() {

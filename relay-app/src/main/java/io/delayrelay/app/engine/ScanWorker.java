@@ -186,7 +186,7 @@ final class ScanWorker implements Runnable {
         try {
             published = relay.publisher().publishAsync(spec, batch, relay.settler());
             published.handleAsync((outcomes, error) -> {
-                settle(spec, shard, batch, outcomes, error);
+                settle(spec, shard, popped.token(), batch, outcomes, error);
                 return null;
             }, relay.settler()).whenComplete((v, e) -> finish.run());
         } catch (RuntimeException | Error e) {
@@ -219,8 +219,9 @@ final class ScanWorker implements Runnable {
         }
     }
 
-    private void settle(BusinessSpec spec, int shard, List<DueMessage> batch, List<PublishOutcome> outcomes,
-            Throwable error) {
+    /** Acks, retries or dead-letters the batch's entries: only those still leased under the batch's {@code token}. */
+    private void settle(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
+            List<PublishOutcome> outcomes, Throwable error) {
         MDC.put("business", spec.name());
         MDC.put("shard", Integer.toString(shard));
         try {
@@ -254,22 +255,22 @@ final class ScanWorker implements Runnable {
                 }
             }
             if (!confirmed.isEmpty()) {
-                relay.store().ack(spec, shard, confirmed.stream().map(DueMessage::member).toList());
+                relay.store().ack(spec, shard, token, confirmed.stream().map(DueMessage::member).toList());
                 relay.reportRelayed(spec, shard, confirmed);
             }
             if (!returned.isEmpty()) {
-                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, returned, 1, returnReason);
+                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, token, returned, 1, returnReason);
                 relay.reportDead(spec, shard, returnReason, result.dead());
             }
             if (!notSent.isEmpty()) {
                 relay.reportPublishFailed(spec, shard, notSentReason, notSent.size());
-                relay.store().release(spec, shard, notSent);
+                relay.store().release(spec, shard, token, notSent);
             }
             if (!failed.isEmpty()) {
                 log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),
                         shard, failed.size(), batch.size(), failReason, spec.retryDelay());
                 relay.reportPublishFailed(spec, shard, failReason, failed.size());
-                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, failed, spec.maxAttempts(), failReason);
+                ShardStore.RequeueResult result = relay.store().requeue(spec, shard, token, failed, spec.maxAttempts(), failReason);
                 relay.reportDead(spec, shard, failReason, result.dead());
             }
         } catch (RuntimeException e) {

@@ -1,23 +1,29 @@
--- Takes members out of flight after a failed or expired delivery: back into the shard with a retry delay,
--- or, after too many attempts, into the dead set with a reason. Touches one Redis Cluster slot.
--- KEYS[1] K:i  KEYS[2] {K:i}:inflight  KEYS[3] {K:i}:attempts  KEYS[4] {K:i}:dead  KEYS[5] {K:i}:dead-reasons
--- {K:i}:attempts values are "<failed>:<original due>" (see pop.lua); the original due is kept.
--- ARGV[1] 'expired' (members whose lease ran out, at most ARGV[6]), 'members' (ARGV[7..]), or 'release'
---         (ARGV[7..] never reached the broker: back after the first retry delay, no attempt counted)
+-- Takes leased members out of flight after a failed or expired delivery: into {K:i}:retry, due after a retry
+-- delay, or, after too many attempts, into the dead set with a reason. Touches one Redis Cluster slot.
+-- A retry waits in the relay-owned {K:i}:retry, never in K:i: a producer's new schedule of the same member (in K:i)
+-- is a delivery of its own, so the failed copy is retried at its retry time and the new one at its own time.
+-- KEYS[1] {K:i}:inflight  KEYS[2] {K:i}:retry  KEYS[3] {K:i}:leases  KEYS[4] {K:i}:attempts (legacy, read once)
+-- KEYS[5] {K:i}:dead  KEYS[6] {K:i}:dead-reasons
+-- {K:i}:leases values are "<failed>:<original due>:<token>" (see pop.lua); the original due is kept.
+-- ARGV[1] 'expired' (members whose lease ran out, at most ARGV[6], whoever leased them), 'members' (ARGV[8..]),
+--         or 'release' (ARGV[8..] never reached the broker: retried after the first retry delay, no attempt
+--         counted). 'members' and 'release' act only on members still leased with token ARGV[7].
 -- ARGV[2] max attempts: a member whose failed attempts reach it is dead
 -- ARGV[3] retry delay in ms for the first failure; doubles per failed attempt
 -- ARGV[4] retry delay cap in ms
 -- ARGV[5] reason
 -- ARGV[6] limit for 'expired'
+-- ARGV[7] lease token for 'members' and 'release'
+-- The payload is never touched: a retry and a dead letter both still need it.
 -- Returns {requeued, deadCount, dead1, dead2, ...}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local members
 if ARGV[1] == 'expired' then
-  members = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))
+  members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[6]))
 else
   members = {}
-  for i = 7, #ARGV do
+  for i = 8, #ARGV do
     members[#members + 1] = ARGV[i]
   end
 end
@@ -26,49 +32,59 @@ if #members == 0 then
 end
 -- Before the first write, refuse keys of another type (written by another program): failing halfway would
 -- lose members.
-local expected = {'zset', 'zset', 'hash', 'zset', 'hash'}
+local expected = {'zset', 'zset', 'hash', 'hash', 'zset', 'hash'}
 for i = 1, #KEYS do
   local actual = redis.call('TYPE', KEYS[i]).ok
   if actual ~= 'none' and actual ~= expected[i] then
     return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. actual .. ', expected a ' .. expected[i])
   end
 end
+local records = redis.call('HMGET', KEYS[3], unpack(members))
+local legacy = redis.call('HMGET', KEYS[4], unpack(members))
+local leased = redis.call('ZMSCORE', KEYS[1], unpack(members))
 local maxAttempts = tonumber(ARGV[2])
 local base = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
+local release = ARGV[1] == 'release'
 local requeued, dead = 0, {}
-if ARGV[1] == 'release' then
-  local at = string.format('%d', now + base)
-  for _, m in ipairs(members) do
-    if redis.call('ZREM', KEYS[2], m) == 1 then
-      redis.call('ZADD', KEYS[1], 'NX', at, m)
-      requeued = requeued + 1
-    end
-  end
-  return {requeued, 0}
-end
-for _, m in ipairs(members) do
-  if redis.call('ZREM', KEYS[2], m) == 1 then
-    local mark = redis.call('HGET', KEYS[3], m)
-    local attempts, origin = 0, ''
+for i, m in ipairs(members) do
+  local failed, origin, owner
+  local r = records[i]
+  if r then
+    local f, o, tk = string.match(r, '^(%d+):([^:]*):(.*)$')
+    failed, origin, owner = tonumber(f) or 0, o or '', tk
+  else
+    -- leased by an earlier relay version: its mark is "<failed>:<original due>" in {K:i}:attempts
+    failed, origin = 0, ''
+    local mark = legacy[i]
     if mark then
       local f, o = string.match(mark, '^(%d+):(.*)$')
       if f then
-        attempts, origin = tonumber(f), o
+        failed, origin = tonumber(f), o
       else
-        attempts = tonumber(mark) or 0
+        failed = tonumber(mark) or 0
       end
     end
-    attempts = attempts + 1
-    if attempts >= maxAttempts then
-      redis.call('ZADD', KEYS[4], string.format('%d', now), m)
-      redis.call('HSET', KEYS[5], m, ARGV[5] .. ' (attempts: ' .. attempts .. ')')
+  end
+  local mine = leased[i] and (ARGV[1] == 'expired' or (owner ~= nil and owner == ARGV[7]))
+  if mine then
+    redis.call('ZREM', KEYS[1], m)
+    redis.call('HDEL', KEYS[4], m)
+    if not release then
+      failed = failed + 1
+    end
+    if not release and failed >= maxAttempts then
+      redis.call('ZADD', KEYS[5], string.format('%d', now), m)
+      redis.call('HSET', KEYS[6], m, ARGV[5] .. ' (attempts: ' .. failed .. ')')
       redis.call('HDEL', KEYS[3], m)
       dead[#dead + 1] = m
     else
-      redis.call('HSET', KEYS[3], m, attempts .. ':' .. origin)
-      local delay = math.min(base * math.pow(2, attempts - 1), cap)
-      redis.call('ZADD', KEYS[1], 'NX', string.format('%d', now + delay), m)
+      local delay = base
+      if not release then
+        delay = math.min(base * math.pow(2, failed - 1), cap)
+      end
+      redis.call('HSET', KEYS[3], m, failed .. ':' .. origin .. ':')
+      redis.call('ZADD', KEYS[2], string.format('%d', now + delay), m)
       requeued = requeued + 1
     end
   end
