@@ -11,9 +11,7 @@ import java.util.Objects;
  *   K:i              zset   member = message (or id), score = due epoch ms
  *   {K:i}:payloads   hash   id -> message, for entries scheduled by id
  *   {K:i}:inflight   zset   popped, not yet confirmed; score = lease deadline
- *   {K:i}:retry      zset   failed deliveries waiting for their retry; score = retry time
- *   {K:i}:leases     hash   member -> "<failed>:<original due>:<lease token>" while in inflight or retry
- *   {K:i}:attempts   hash   member -> failed delivery attempts (written by relays before 'leases'; read only)
+ *   {K:i}:attempts   hash   member -> failed delivery attempts
  *   {K:i}:dead       zset   dead letters; score = time of death
  *   {K:i}:dead-reasons hash member -> why it died
  *   K:meta           hash   shards, draining (shard counts still drained)
@@ -87,16 +85,6 @@ public final class DelayQueueKeys {
         return tagged(shard, "attempts");
     }
 
-    /** {@code {K:i}:retry}: relay-owned, failed deliveries waiting for their retry. */
-    public String retry(int shard) {
-        return tagged(shard, "retry");
-    }
-
-    /** {@code {K:i}:leases}: relay-owned, the delivery record of each member in inflight or retry. */
-    public String leases(int shard) {
-        return tagged(shard, "leases");
-    }
-
     /** {@code {K:i}:dead}. */
     public String dead(int shard) {
         return tagged(shard, "dead");
@@ -134,20 +122,15 @@ public final class DelayQueueKeys {
     public static final int DEAD = 4;
     /** Index of {@code {K:i}:dead-reasons} in {@link #shardKeyBytes}. */
     public static final int DEAD_REASONS = 5;
-    /** Index of {@code {K:i}:retry} in {@link #shardKeyBytes}. */
-    public static final int RETRY = 6;
-    /** Index of {@code {K:i}:leases} in {@link #shardKeyBytes}. */
-    public static final int LEASES = 7;
 
     /**
      * A shard's keys as UTF-8 bytes, built once and cached (the scripts run thousands of times a second): indexed
      * by {@link #SHARD}, {@link #PAYLOADS}, {@link #INFLIGHT}, {@link #ATTEMPTS}, {@link #DEAD},
-     * {@link #DEAD_REASONS}, {@link #RETRY}, {@link #LEASES}. Shared arrays: do not modify them.
+     * {@link #DEAD_REASONS}. Shared arrays: do not modify them.
      */
     public byte[][] shardKeyBytes(int shard) {
         return shardKeyCache.computeIfAbsent(checkShard(shard), i -> new byte[][] {
-            bytes(shard(i)), bytes(payloads(i)), bytes(inflight(i)), bytes(attempts(i)), bytes(dead(i)), bytes(deadReasons(i)),
-            bytes(retry(i)), bytes(leases(i))
+            bytes(shard(i)), bytes(payloads(i)), bytes(inflight(i)), bytes(attempts(i)), bytes(dead(i)), bytes(deadReasons(i))
         });
     }
 

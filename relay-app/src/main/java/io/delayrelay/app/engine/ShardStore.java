@@ -34,13 +34,13 @@ public class ShardStore {
 
     /** Keys of pop.lua, in its KEYS order. */
     private static final int[] POP_KEYS = {DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
-        DelayQueueKeys.ATTEMPTS, DelayQueueKeys.RETRY, DelayQueueKeys.LEASES};
+        DelayQueueKeys.ATTEMPTS};
     /** Keys of ack.lua, in its KEYS order. */
     private static final int[] ACK_KEYS = {DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
-        DelayQueueKeys.LEASES, DelayQueueKeys.RETRY, DelayQueueKeys.DEAD};
+        DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD};
     /** Keys of requeue.lua, in its KEYS order. */
-    private static final int[] REQUEUE_KEYS = {DelayQueueKeys.INFLIGHT, DelayQueueKeys.RETRY, DelayQueueKeys.LEASES,
-        DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS};
+    private static final int[] REQUEUE_KEYS = {DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD,
+        DelayQueueKeys.DEAD_REASONS};
 
     private final RedisTemplate<byte[], byte[]> redis;
     /** Lease tokens: unique per pop across instances (a random 64-bit prefix per store) and within one (a counter). */
@@ -63,7 +63,7 @@ public class ShardStore {
 
     /**
      * Leases up to batch-size due entries of the shard (due retries first, then due schedules whose member has no
-     * unsettled flight) under a new lease token.
+     * unsettled delivery) under a new lease token.
      */
     public PopResult pop(BusinessSpec spec, int shard) {
         DelayQueueKeys keys = spec.keys();
@@ -211,10 +211,9 @@ public class ShardStore {
         return ShardTopology.parseList(text(rest));
     }
 
-    /** Entries a shard still holds, scheduled plus in flight plus waiting for a retry (read atomically). */
+    /** Entries a shard still holds, scheduled plus in flight or waiting for a retry (read atomically). */
     public long shardSize(DelayQueueKeys keys, int shard) {
-        Long size = redis.execute(SHARD_SIZE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT,
-                DelayQueueKeys.RETRY));
+        Long size = redis.execute(SHARD_SIZE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT));
         return size == null ? 0 : size;
     }
 

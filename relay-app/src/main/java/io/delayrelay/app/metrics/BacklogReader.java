@@ -12,7 +12,7 @@ import org.springframework.data.redis.core.RedisTemplate;
 
 /**
  * Reads a business's backlog with cheap commands per shard (ZCOUNT -inf now, ZCARD, ZRANGE 0 0 WITHSCORES on
- * {@code K:i}; ZCARD on inflight, retry and dead) over shards 0..drainShards-1, against Redis time.
+ * {@code K:i}; ZCARD on inflight and dead) over shards 0..drainShards-1, against Redis time.
  */
 public final class BacklogReader {
 
@@ -46,9 +46,7 @@ public final class BacklogReader {
                     oldest = Math.min(oldest, score.longValue());
                 }
             }
-            // a failed delivery waiting for its retry is still the relay's unsettled delivery: counted in flight
             inflight += orZero(c.zSetCommands().zCard(bytes(keys.inflight(shard))));
-            inflight += orZero(c.zSetCommands().zCard(bytes(keys.retry(shard))));
             dead += orZero(c.zSetCommands().zCard(bytes(keys.dead(shard))));
         }
         long overdue = oldest <= now ? now - oldest : 0;

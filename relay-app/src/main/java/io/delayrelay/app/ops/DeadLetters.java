@@ -90,7 +90,7 @@ public class DeadLetters {
 
     /**
      * Replays one dead letter (any shard), or every dead letter when {@code member} is null, as a new delivery due
-     * now. A dead letter whose member is in flight or waiting for a retry stays dead (replay it once that settled).
+     * now. A dead letter whose member has an unsettled delivery (in flight or waiting for a retry) stays dead (replay it once that settled).
      * Returns how many were replayed.
      */
     public long replay(BusinessSpec spec, String member) {
@@ -106,8 +106,7 @@ public class DeadLetters {
         long total = 0;
         for (int shard = 0; shard < spec.drainShards(); shard++) {
             List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.RETRY,
-                    DelayQueueKeys.LEASES);
+                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
             if (member != null) {
                 total += orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member)));
                 continue;

@@ -1,20 +1,20 @@
 -- Acts on dead letters of one shard (one Redis Cluster slot): takes them out of the dead set, forgets the
 -- reason, and then
---   'replay': delivers each again as a new flight, due now (Redis time): it waits in {K:i}:retry, so a schedule
---             of the same member in K:i is not touched and still fires at its own time. A dead letter whose member
---             has a flight already (in flight or waiting for a retry) is left dead and not counted: replay it once
---             that flight settled. Its payload, kept since it died, is published as usual;
---   'purge':  deletes its payload unless the member is still scheduled or in a flight (K:i, inflight, retry).
+--   'replay': delivers each again as a new delivery due now (Redis time), waiting in {K:i}:inflight like a retry
+--             (see pop.lua), so a schedule of the same member in K:i is not touched and still fires at its own
+--             time. A dead letter whose member has an unsettled delivery (in {K:i}:inflight) is left dead and not
+--             counted: replay it once that settled. Its payload, kept since it died, is published as usual;
+--   'purge':  deletes its payload unless the member is still scheduled or being delivered (K:i, inflight).
 -- Payload invariant: {K:i}:payloads[id] is deleted only by a script that leaves the id in none of K:i,
--- {K:i}:inflight, {K:i}:retry and {K:i}:dead.
+-- {K:i}:inflight and {K:i}:dead.
 -- KEYS[1] K:i  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:dead  KEYS[5] {K:i}:dead-reasons
--- KEYS[6] {K:i}:retry  KEYS[7] {K:i}:leases
+-- KEYS[6] {K:i}:attempts
 -- ARGV[1] 'replay' or 'purge'
 -- ARGV[2] 'oldest' (the oldest ARGV[3] dead letters) or 'members' (ARGV[3..])
 -- Returns how many dead letters were acted on.
 -- Every key's type is checked before the first write: Lua writes are not rolled back, so a dead entry removed
 -- before a write that then fails (a key of the wrong type) would be lost.
-local expected = {'zset', 'hash', 'zset', 'zset', 'hash', 'zset', 'hash'}
+local expected = {'zset', 'hash', 'zset', 'zset', 'hash', 'hash'}
 for i = 1, #KEYS do
   local actual = redis.call('TYPE', KEYS[i]).ok
   if actual ~= 'none' and actual ~= expected[i] then
@@ -35,14 +35,14 @@ local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]
 local done = 0
 for _, m in ipairs(members) do
   if redis.call('ZSCORE', KEYS[4], m) then
-    local inFlight = redis.call('ZSCORE', KEYS[3], m) or redis.call('ZSCORE', KEYS[6], m)
+    local inFlight = redis.call('ZSCORE', KEYS[3], m)
     if ARGV[1] == 'replay' then
       if not inFlight then
         redis.call('ZREM', KEYS[4], m)
         redis.call('HDEL', KEYS[5], m)
-        -- a new flight: no failed attempts, its own due time (and so its own AMQP message id)
-        redis.call('HSET', KEYS[7], m, '0:' .. now .. ':')
-        redis.call('ZADD', KEYS[6], now, m)
+        -- a new delivery: no failed attempts, its own due time (and so its own AMQP message id), no lease yet
+        redis.call('HSET', KEYS[6], m, '0:' .. now .. ':')
+        redis.call('ZADD', KEYS[3], now, m)
         done = done + 1
       end
     else

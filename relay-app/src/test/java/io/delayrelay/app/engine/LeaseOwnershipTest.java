@@ -68,7 +68,8 @@ class LeaseOwnershipTest {
         assertThat(text(third.entries().get(0).payload())).isEqualTo("v2");
         // the second delivery fails to publish: it waits for a retry, nothing is lost
         store.release(spec, shard, third.token(), members());
-        assertThat(score(keys.retry(shard))).isNotNull();
+        assertThat(score(keys.inflight(shard))).as("waiting in inflight for its retry").isNotNull();
+        assertThat(record()).as("no lease holder while it waits").endsWith(":");
         assertThat(payload()).isEqualTo("v2");
     }
 
@@ -89,7 +90,7 @@ class LeaseOwnershipTest {
 
         assertThat(store.ack(spec, shard, second.token(), members())).isEqualTo(1);
         assertThat(kit.keysOf(business)).as("everything settled, nothing left behind")
-                .noneMatch(k -> k.endsWith(":payloads") || k.endsWith(":inflight") || k.endsWith(":leases"));
+                .noneMatch(k -> k.endsWith(":payloads") || k.endsWith(":inflight") || k.endsWith(":attempts"));
     }
 
     @Test
@@ -103,7 +104,7 @@ class LeaseOwnershipTest {
         store.requeue(spec, shard, first.token(), members(), spec.maxAttempts(), "nack");
 
         assertThat(score(keys.shard(shard))).as("the new schedule keeps its time").isEqualTo((double) later);
-        Double retryAt = score(keys.retry(shard));
+        Double retryAt = score(keys.inflight(shard));
         assertThat(retryAt).as("the failed copy waits for its own retry").isNotNull().isLessThan((double) later);
         PopResult retried = await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(spec, shard),
                 p -> !p.isEmpty());
@@ -181,6 +182,12 @@ class LeaseOwnershipTest {
     private Double score(String key) {
         try (RedisConnection c = kit.redis()) {
             return c.zSetCommands().zScore(bytes(key), bytes(ID));
+        }
+    }
+
+    private String record() {
+        try (RedisConnection c = kit.redis()) {
+            return text(c.hashCommands().hGet(bytes(keys.attempts(shard)), bytes(ID)));
         }
     }
 
