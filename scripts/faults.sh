@@ -15,6 +15,8 @@ sent, delivered, duplicates, lost and max lag per scenario. Extra arguments go t
   3 Redis (own redis-server with AOF on port 6390) kill -9 + restart (RedisRestartTest)
   4 nacks (x-overflow=reject-publish) and confirm timeouts            (NacksAndConfirmTimeoutsTest)
   5 bad entries written by other programs                            (BadEntriesTest)
+  6 20,000 ids by id + re-schedules while the relay JVM is killed -9
+    twice and restarted: latest payload of every id, stable ids       (ChurnKillNineTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server and rabbitmqctl. Takes
 about 6-8 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log.
