@@ -46,8 +46,8 @@ public class RelayAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public ShardStore relayShardStore(RedisConnectionFactory redisConnectionFactory, RelayProperties properties) {
-        return new ShardStore(redisConnectionFactory, properties.getTopologyVersion());
+    public ShardStore relayShardStore(RedisConnectionFactory redisConnectionFactory) {
+        return new ShardStore(redisConnectionFactory);
     }
 
     @Bean
@@ -71,6 +71,6 @@ public class RelayAutoConfiguration {
             RelayProperties properties) {
         return new RelayEngine(businesses.specs(), store, publisher, events, clock, redisConnectionFactory,
                 new RelayEngine.Settings(properties.getReaperInterval(), properties.getShutdownTimeout(),
-                        properties.isVerifyExchanges(), properties.getReshardGrace()));
+                        properties.isVerifyExchanges(), properties.getReshardGrace(), properties.getTopologyVersion()));
     }
 }

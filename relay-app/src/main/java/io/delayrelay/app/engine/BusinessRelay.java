@@ -135,11 +135,11 @@ public final class BusinessRelay {
      * Applies new settings at runtime (hot reload). The scan width only grows here: retired shards keep being
      * drained until the topology keeper finds them empty. Returns the spec now in force.
      */
-    synchronized BusinessSpec update(BusinessSpec next) {
+    synchronized BusinessSpec update(BusinessSpec next, long topologyVersion) {
         BusinessSpec previous = spec;
         BusinessSpec merged = next.withDrainShards(Math.max(previous.drainShards(), next.shards()));
         if (next.shards() != previous.shards()) {
-            ShardStore.Reshard meta = store.reshard(merged);
+            ShardStore.Reshard meta = store.reshard(merged, topologyVersion);
             warnIfNotApplied(merged, meta);
             merged = merged.withDrainShards(Math.max(meta.scanWidth(next.shards()), previous.drainShards()));
             log.info("business={} shards {} -> {}; scanning {} shards until the retired ones are empty", next.name(),

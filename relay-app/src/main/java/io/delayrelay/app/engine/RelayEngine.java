@@ -43,9 +43,10 @@ public class RelayEngine implements SmartLifecycle {
      * @param shutdownTimeout longest wait for running batches at stop
      * @param verifyExchanges whether a missing exchange fails start-up
      * @param reshardGrace    how long after a shard count change retired shards are drained at least
+     * @param topologyVersion version of this configuration's shard counts: never written over a higher one
      */
     public record Settings(Duration reaperInterval, Duration shutdownTimeout, boolean verifyExchanges,
-            Duration reshardGrace) {
+            Duration reshardGrace, long topologyVersion) {
     }
 
     public RelayEngine(List<BusinessSpec> specs, ShardStore store, BatchPublisher publisher, RelayEvents events,
@@ -89,7 +90,7 @@ public class RelayEngine implements SmartLifecycle {
 
     /** Records the shard count in K:meta and scans every shard count still draining. */
     private void adoptTopology(BusinessRelay relay) {
-        ShardStore.Reshard meta = store.reshard(relay.spec());
+        ShardStore.Reshard meta = store.reshard(relay.spec(), settings.topologyVersion());
         BusinessRelay.warnIfNotApplied(relay.spec(), meta);
         relay.setDrainShards(meta.scanWidth(relay.spec().shards()));
     }
@@ -175,7 +176,7 @@ public class RelayEngine implements SmartLifecycle {
                     continue;
                 }
             }
-            current.update(next);
+            current.update(next, settings.topologyVersion());
         }
         return problems;
     }

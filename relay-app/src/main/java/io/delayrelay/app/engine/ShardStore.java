@@ -46,19 +46,9 @@ public class ShardStore {
     /** Lease tokens: unique per pop across instances (a random 64-bit prefix per store) and within one (a counter). */
     private final String tokenPrefix = Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-";
     private final AtomicLong tokens = new AtomicLong();
-    private final long topologyVersion;
 
     public ShardStore(RedisConnectionFactory connectionFactory) {
-        this(connectionFactory, 0);
-    }
-
-    /**
-     * @param topologyVersion {@code relay.topology-version}: {@link #reshard} never writes over a shard count that a
-     *                        configuration with a higher version recorded
-     */
-    public ShardStore(RedisConnectionFactory connectionFactory, long topologyVersion) {
         this.redis = ByteRedisTemplates.create(connectionFactory);
-        this.topologyVersion = topologyVersion;
     }
 
     /**
@@ -158,9 +148,10 @@ public class ShardStore {
 
     /**
      * Records the business's shard count in {@code K:meta} unless a configuration with a higher topology version
-     * recorded its own; a different earlier count joins the draining list. Returns what {@code K:meta} says now.
+     * ({@code relay.topology-version}) recorded its own; a different earlier count joins the draining list. Returns
+     * what {@code K:meta} says now.
      */
-    public Reshard reshard(BusinessSpec spec) {
+    public Reshard reshard(BusinessSpec spec, long topologyVersion) {
         List<?> reply = redis.execute(RESHARD, keys(spec.keys().meta()), num(spec.shards()), num(topologyVersion));
         return new Reshard(asLong(reply.get(0)) == 1, (int) asLong(reply.get(1)),
                 ShardTopology.parseList(text((byte[]) reply.get(2))));

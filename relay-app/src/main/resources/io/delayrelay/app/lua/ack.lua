@@ -12,10 +12,11 @@ local members = {}
 for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
 if #members == 0 then return 0 end
 -- reads first: a key of the wrong type fails the script before anything changed
-for _, k in ipairs({{KEYS[2], 'hash'}, {KEYS[3], 'zset'}}) do
-  local actual = redis.call('TYPE', k[1]).ok
-  if actual ~= 'none' and actual ~= k[2] then
-    return redis.error_reply('WRONGTYPE ' .. k[1] .. ' is a ' .. actual .. ', expected a ' .. k[2])
+local expected = {[2] = 'hash', [3] = 'zset'}
+for i = 2, 3 do
+  local actual = redis.call('TYPE', KEYS[i]).ok
+  if actual ~= 'none' and actual ~= expected[i] then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. actual .. ', expected a ' .. expected[i])
   end
 end
 local records = redis.call('HMGET', KEYS[4], unpack(members))

@@ -41,7 +41,7 @@ class LeaseOwnershipTest {
 
     @BeforeEach
     void recordShardCount() {
-        store.reshard(spec); // producers hash into the count K:meta records
+        store.reshard(spec, 0); // producers hash into the count K:meta records
     }
 
     @AfterEach

@@ -25,11 +25,12 @@ import org.springframework.mock.env.MockEnvironment;
 class ShardTopologyAcrossInstancesTest {
 
     private static final Duration GRACE = Duration.ofSeconds(30);
+    private static final long OLD_VERSION = 0;
+    private static final long NEW_VERSION = 1;
 
     private final RelayTestKit kit = new RelayTestKit();
     private final String business = kit.business("topology");
-    private final ShardStore oldStore = new ShardStore(kit.redisFactory(), 0);
-    private final ShardStore newStore = new ShardStore(kit.redisFactory(), 1);
+    private final ShardStore store = new ShardStore(kit.redisFactory());
     private final BusinessSpec oldSpec = spec(business, 16);
     private final BusinessSpec newSpec = spec(business, 8);
     private final AtomicLong nanos = new AtomicLong();
@@ -41,13 +42,13 @@ class ShardTopologyAcrossInstancesTest {
 
     @Test
     void anInstanceWithAnOlderConfigurationCannotWriteItsShardCountBack() {
-        assertThat(oldStore.reshard(oldSpec).applied()).isTrue();
-        ShardStore.Reshard rolled = newStore.reshard(newSpec);
+        assertThat(store.reshard(oldSpec, OLD_VERSION).applied()).isTrue();
+        ShardStore.Reshard rolled = store.reshard(newSpec, NEW_VERSION);
         assertThat(rolled.applied()).isTrue();
         assertThat(rolled.draining()).containsExactly(16);
 
         // an old instance restarting mid-rollout (or reloading its old configuration)
-        ShardStore.Reshard stale = oldStore.reshard(oldSpec);
+        ShardStore.Reshard stale = store.reshard(oldSpec, OLD_VERSION);
         assertThat(stale.applied()).isFalse();
         assertThat(stale.shards()).isEqualTo(8);
         assertThat(stale.scanWidth(16)).isEqualTo(16);
@@ -58,14 +59,14 @@ class ShardTopologyAcrossInstancesTest {
 
     @Test
     void anInstanceConfiguredWithTheDrainingCountDoesNotRetireItWhileItsShardsHoldEntries() {
-        oldStore.reshard(oldSpec);
-        newStore.reshard(newSpec);
+        store.reshard(oldSpec, OLD_VERSION);
+        store.reshard(newSpec, NEW_VERSION);
         long due = kit.redisNowMs() + 3_600_000;
         try (RedisConnection c = kit.redis()) {
             c.zSetCommands().zAdd(bytes(oldSpec.keys().shard(12)), due, bytes("written under 16 shards"));
         }
-        BusinessRelay oldRelay = relay(oldSpec, oldStore);
-        BusinessRelay newRelay = relay(newSpec, newStore);
+        BusinessRelay oldRelay = relay(oldSpec, OLD_VERSION);
+        BusinessRelay newRelay = relay(newSpec, NEW_VERSION);
         TopologyKeeper oldKeeper = new TopologyKeeper(() -> List.of(oldRelay), GRACE, nanos::get);
         TopologyKeeper newKeeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get);
 
@@ -90,9 +91,9 @@ class ShardTopologyAcrossInstancesTest {
         assertThat(oldRelay.spec().drainShards()).as("the old instance still scans its own count").isEqualTo(16);
     }
 
-    private BusinessRelay relay(BusinessSpec spec, ShardStore store) {
+    private BusinessRelay relay(BusinessSpec spec, long topologyVersion) {
         BusinessRelay relay = new BusinessRelay(spec, store, null, RelayEvents.NOOP, new RedisClock());
-        relay.setDrainShards(store.reshard(spec).scanWidth(spec.shards()));
+        relay.setDrainShards(store.reshard(spec, topologyVersion).scanWidth(spec.shards()));
         return relay;
     }
 
