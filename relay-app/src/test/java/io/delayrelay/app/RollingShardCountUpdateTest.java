@@ -90,7 +90,7 @@ class RollingShardCountUpdateTest {
 
         BusinessRelay relay = fresh.getBean(RelayEngine.class).relays().get(business);
         await().atMost(Duration.ofSeconds(15)).until(() -> "".equals(meta(business, MetaFields.DRAINING)));
-        await().atMost(Duration.ofSeconds(5)).until(() -> relay.spec().drainShards() == NEW_SHARDS);
+        await().atMost(Duration.ofSeconds(5)).until(() -> relay.state().scanWidth() == NEW_SHARDS);
         assertThat(kit.countAll(business, "inflight")).isZero();
     }
 

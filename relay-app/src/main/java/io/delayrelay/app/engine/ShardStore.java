@@ -2,9 +2,11 @@ package io.delayrelay.app.engine;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
 
 import io.delayrelay.api.ByteRedisTemplates;
 import io.delayrelay.api.DelayQueueKeys;
@@ -165,6 +167,11 @@ public class ShardStore {
      * @param draining earlier shard counts still drained
      */
     public record Reshard(boolean applied, int shards, int[] draining) {
+
+        /** The shard counts {@code K:meta} records: the one in force, then those still draining. */
+        public int[] recorded() {
+            return IntStream.concat(IntStream.of(shards), Arrays.stream(draining)).toArray();
+        }
 
         /** Shards an instance configured with {@code ownShards} scans: the largest of it and every recorded count. */
         public int scanWidth(int ownShards) {

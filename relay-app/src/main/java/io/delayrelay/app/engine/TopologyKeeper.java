@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.stream.IntStream;
 
 import io.delayrelay.api.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -29,13 +30,16 @@ final class TopologyKeeper implements Runnable {
     private final Supplier<Collection<BusinessRelay>> relays;
     private final Duration grace;
     private final LongSupplier nanoClock;
+    private final EventReporter events;
     /** business -> draining count -> when this instance first saw it (nanos). */
     private final Map<String, Map<Integer, Long>> firstSeen = new HashMap<>();
     /** business -> draining counts found empty at the previous check. */
     private final Map<String, Map<Integer, Boolean>> emptyBefore = new HashMap<>();
 
-    TopologyKeeper(Supplier<Collection<BusinessRelay>> relays, Duration grace, LongSupplier nanoClock) {
+    TopologyKeeper(Supplier<Collection<BusinessRelay>> relays, Duration grace, LongSupplier nanoClock,
+            EventReporter events) {
         this.relays = relays;
+        this.events = events;
         this.grace = grace;
         this.nanoClock = nanoClock;
     }
@@ -47,13 +51,13 @@ final class TopologyKeeper implements Runnable {
             try {
                 keep(relay, spec);
             } catch (RuntimeException e) {
-                relay.reportError(spec, -1, e);
+                events.error(spec, -1, e);
                 log.warn("business={}: checking the shard topology failed: {}", spec.name(), AmqpBatchPublisher.rootMessage(e));
             }
         }
     }
 
-    void keep(BusinessRelay relay, BusinessSpec spec) {
+    private void keep(BusinessRelay relay, BusinessSpec spec) {
         ShardTopology meta = relay.store().topology(spec.keys(), spec.shards());
         int inForce = meta.shards();
         int[] draining = meta.draining();
@@ -77,11 +81,7 @@ final class TopologyKeeper implements Runnable {
             log.info("business={}: shards beyond {} are empty; stopped draining shard count(s) {}", spec.name(),
                     inForce, Arrays.toString(drained));
         }
-        int width = Math.max(spec.shards(), inForce);
-        for (int m : draining) {
-            width = Math.max(width, m);
-        }
-        relay.setDrainShards(width);
+        relay.state().followTopology(IntStream.concat(IntStream.of(inForce), Arrays.stream(draining)).toArray());
     }
 
     private static boolean shardsEmpty(BusinessRelay relay, BusinessSpec spec, int from, int upTo) {

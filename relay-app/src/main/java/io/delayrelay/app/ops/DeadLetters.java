@@ -40,11 +40,11 @@ public class DeadLetters {
     public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {
     }
 
-    /** The oldest {@code limit} dead letters over every scanned shard, oldest first. */
-    public List<DeadLetter> list(BusinessSpec spec, int limit) {
+    /** The oldest {@code limit} dead letters over shards 0..shards-1 (pass the scan width), oldest first. */
+    public List<DeadLetter> list(BusinessSpec spec, int shards, int limit) {
         DelayQueueKeys keys = spec.keys();
         List<DeadLetter> all = new ArrayList<>();
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             int s = shard;
             List<DeadLetter> found = redis.execute((RedisCallback<List<DeadLetter>>) c -> {
                 Set<Tuple> tuples = c.zSetCommands().zRangeWithScores(bytes(keys.dead(s)), 0, limit - 1);
@@ -69,11 +69,11 @@ public class DeadLetters {
         return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
     }
 
-    /** The next {@code limit} entries to fall due over every scanned shard, earliest first. */
-    public List<Entry> peek(BusinessSpec spec, int limit) {
+    /** The next {@code limit} entries to fall due over shards 0..shards-1 (pass the scan width), earliest first. */
+    public List<Entry> peek(BusinessSpec spec, int shards, int limit) {
         DelayQueueKeys keys = spec.keys();
         List<Entry> all = new ArrayList<>();
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             int s = shard;
             Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>) c ->
                     c.zSetCommands().zRangeWithScores(bytes(keys.shard(s)), 0, limit - 1));
@@ -89,22 +89,22 @@ public class DeadLetters {
     }
 
     /**
-     * Replays one dead letter (any shard), or every dead letter when {@code member} is null, as a new delivery due
-     * now. A dead letter whose member has an unsettled delivery (in flight or waiting for a retry) stays dead (replay it once that settled).
-     * Returns how many were replayed.
+     * Replays one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null, as a new
+     * delivery due now. A dead letter whose member has an unsettled delivery (in flight or waiting for a retry) stays
+     * dead (replay it once that settled). Returns how many were replayed.
      */
-    public long replay(BusinessSpec spec, String member) {
-        return forEachShard(spec, member, "replay");
+    public long replay(BusinessSpec spec, int shards, String member) {
+        return forEachShard(spec, shards, member, "replay");
     }
 
-    /** Purges one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
-    public long purge(BusinessSpec spec, String member) {
-        return forEachShard(spec, member, "purge");
+    /** Purges one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null. Returns how many. */
+    public long purge(BusinessSpec spec, int shards, String member) {
+        return forEachShard(spec, shards, member, "purge");
     }
 
-    private long forEachShard(BusinessSpec spec, String member, String action) {
+    private long forEachShard(BusinessSpec spec, int shards, String member, String action) {
         long total = 0;
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
                     DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
             if (member != null) {

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.metrics.Backlog;
 import io.delayrelay.app.metrics.BacklogReader;
@@ -61,7 +62,7 @@ public class RelayOpsEndpoint {
     public Map<String, Object> businesses() {
         Map<String, Object> businesses = new LinkedHashMap<>();
         for (BusinessRelay relay : engine.relays().values()) {
-            businesses.put(relay.spec().name(), view(relay.spec()));
+            businesses.put(relay.spec().name(), view(relay));
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("running", engine.isRunning());
@@ -73,7 +74,7 @@ public class RelayOpsEndpoint {
     @ReadOperation
     public WebEndpointResponse<Object> business(@Selector String business) {
         BusinessRelay relay = engine.relays().get(business);
-        return relay == null ? unknown(business) : ok(view(relay.spec()));
+        return relay == null ? unknown(business) : ok(view(relay));
     }
 
     @ReadOperation
@@ -84,10 +85,10 @@ public class RelayOpsEndpoint {
             return unknown(business);
         }
         return switch (what) {
-            case "peek" -> validLimit(limit) ? ok(deadOrPeek(relay.spec(), "entries",
-                    deadLetters.peek(relay.spec(), limit == null ? DEFAULT_PEEK : limit))) : badLimit(limit);
-            case "dead" -> validLimit(limit) ? ok(deadOrPeek(relay.spec(), "deadLetters",
-                    deadLetters.list(relay.spec(), limit == null ? DEFAULT_DEAD : limit))) : badLimit(limit);
+            case "peek" -> validLimit(limit) ? ok(deadOrPeek(relay.spec(), "entries", deadLetters.peek(relay.spec(),
+                    relay.state().scanWidth(), limit == null ? DEFAULT_PEEK : limit))) : badLimit(limit);
+            case "dead" -> validLimit(limit) ? ok(deadOrPeek(relay.spec(), "deadLetters", deadLetters.list(relay.spec(),
+                    relay.state().scanWidth(), limit == null ? DEFAULT_DEAD : limit))) : badLimit(limit);
             default -> error(WebEndpointResponse.STATUS_NOT_FOUND,
                     "no such view '" + what + "' of business '" + business + "': use peek or dead");
         };
@@ -98,12 +99,12 @@ public class RelayOpsEndpoint {
             @Selector String action, @Nullable String member) {
         return asOperator(security, business, relay -> switch (action) {
             case "pause", "resume" -> {
-                relay.setPaused(action.equals("pause"));
+                relay.state().setOperatorPaused(action.equals("pause"));
                 log.info("business={}: {}d by the operator", business, action);
-                yield ok(view(relay.spec()));
+                yield ok(view(relay));
             }
             case "replay" -> {
-                long n = deadLetters.replay(relay.spec(), member);
+                long n = deadLetters.replay(relay.spec(), relay.state().scanWidth(), member);
                 log.info("business={}: {} dead letter(s) replayed by the operator", business, n);
                 yield ok(result(business, "replayed", n));
             }
@@ -119,7 +120,7 @@ public class RelayOpsEndpoint {
             if (!what.equals("dead")) {
                 return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
             }
-            long n = deadLetters.purge(relay.spec(), member);
+            long n = deadLetters.purge(relay.spec(), relay.state().scanWidth(), member);
             log.info("business={}: {} dead letter(s) purged by the operator", business, n);
             return ok(result(business, "purged", n));
         });
@@ -147,7 +148,9 @@ public class RelayOpsEndpoint {
         return null;
     }
 
-    private Map<String, Object> view(BusinessSpec spec) {
+    private Map<String, Object> view(BusinessRelay relay) {
+        BusinessSpec spec = relay.spec();
+        BusinessState state = relay.state();
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("sourceKey", spec.keys().sourceKey());
         config.put("exchange", spec.exchange());
@@ -166,12 +169,12 @@ public class RelayOpsEndpoint {
         Map<String, Object> view = new LinkedHashMap<>();
         view.put("name", spec.name());
         view.put("running", engine.isRunning());
-        view.put("paused", spec.paused());
+        view.put("paused", state.paused());
         view.put("shards", spec.shards());
-        view.put("drainShards", spec.drainShards());
+        view.put("drainShards", state.scanWidth());
         view.put("config", config);
         try {
-            Backlog b = backlog.read(spec);
+            Backlog b = backlog.read(spec, state.scanWidth());
             Map<String, Object> figures = new LinkedHashMap<>();
             figures.put("due", b.due());
             figures.put("scheduled", b.scheduled());

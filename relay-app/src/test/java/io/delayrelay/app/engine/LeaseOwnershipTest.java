@@ -132,8 +132,8 @@ class LeaseOwnershipTest {
         PopResult.Entry entry = again.entries().get(0);
         assertThat(entry.dueAtMs()).as("original due time kept, so the AMQP message id is").isEqualTo(originalDue);
         assertThat(entry.attempts()).isEqualTo(1);
-        assertThat(ScanWorker.messageId(business, entry.member(), entry.dueAtMs()))
-                .isEqualTo(ScanWorker.messageId(business, first.entries().get(0).member(), originalDue));
+        assertThat(DueBatch.messageId(business, entry.member(), entry.dueAtMs()))
+                .isEqualTo(DueBatch.messageId(business, first.entries().get(0).member(), originalDue));
     }
 
     @Test
@@ -148,7 +148,7 @@ class LeaseOwnershipTest {
         assertThat(payload()).as("the dead letter still needs its payload").isEqualTo("v2");
 
         DeadLetters deadLetters = new DeadLetters(store.template());
-        assertThat(deadLetters.replay(spec, ID)).isEqualTo(1);
+        assertThat(deadLetters.replay(spec, spec.shards(), ID)).isEqualTo(1);
         PopResult replayed = store.pop(spec, shard);
         assertThat(replayed.entries()).hasSize(1);
         assertThat(text(replayed.entries().get(0).payload())).as("replayed with its payload, not the bare id")
@@ -166,7 +166,7 @@ class LeaseOwnershipTest {
             c.stringCommands().set(bytes(keys.shard(shard)), bytes("written by someone else"));
         }
         DeadLetters deadLetters = new DeadLetters(store.template());
-        assertThatThrownBy(() -> deadLetters.replay(spec, ID)).rootCause().hasMessageContaining("WRONGTYPE");
+        assertThatThrownBy(() -> deadLetters.replay(spec, spec.shards(), ID)).rootCause().hasMessageContaining("WRONGTYPE");
         assertThat(score(keys.dead(shard))).as("still a dead letter").isNotNull();
         assertThat(payload()).isEqualTo("v1");
     }

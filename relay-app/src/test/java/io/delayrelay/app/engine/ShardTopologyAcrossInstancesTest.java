@@ -27,6 +27,7 @@ class ShardTopologyAcrossInstancesTest {
     private static final Duration GRACE = Duration.ofSeconds(30);
     private static final long OLD_VERSION = 0;
     private static final long NEW_VERSION = 1;
+    private static final EventReporter EVENTS = new EventReporter(RelayEvents.NOOP);
 
     private final RelayTestKit kit = new RelayTestKit();
     private final String business = kit.business("topology");
@@ -67,8 +68,8 @@ class ShardTopologyAcrossInstancesTest {
         }
         BusinessRelay oldRelay = relay(oldSpec, OLD_VERSION);
         BusinessRelay newRelay = relay(newSpec, NEW_VERSION);
-        TopologyKeeper oldKeeper = new TopologyKeeper(() -> List.of(oldRelay), GRACE, nanos::get);
-        TopologyKeeper newKeeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get);
+        TopologyKeeper oldKeeper = new TopologyKeeper(() -> List.of(oldRelay), GRACE, nanos::get, EVENTS);
+        TopologyKeeper newKeeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get, EVENTS);
 
         for (int i = 0; i < 3; i++) {
             oldKeeper.run();
@@ -76,7 +77,7 @@ class ShardTopologyAcrossInstancesTest {
             nanos.addAndGet(GRACE.toNanos());
         }
         assertThat(meta(MetaFields.DRAINING)).as("shard 12 still holds an entry").isEqualTo("16");
-        assertThat(newRelay.spec().drainShards()).isEqualTo(16);
+        assertThat(newRelay.state().scanWidth()).isEqualTo(16);
 
         try (RedisConnection c = kit.redis()) {
             c.keyCommands().del(bytes(oldSpec.keys().shard(12)));
@@ -87,13 +88,13 @@ class ShardTopologyAcrossInstancesTest {
         oldKeeper.run(); // second empty check, past the grace
         assertThat(meta(MetaFields.DRAINING)).isEmpty();
         newKeeper.run();
-        assertThat(newRelay.spec().drainShards()).isEqualTo(8);
-        assertThat(oldRelay.spec().drainShards()).as("the old instance still scans its own count").isEqualTo(16);
+        assertThat(newRelay.state().scanWidth()).isEqualTo(8);
+        assertThat(oldRelay.state().scanWidth()).as("the old instance still scans its own count").isEqualTo(16);
     }
 
     private BusinessRelay relay(BusinessSpec spec, long topologyVersion) {
-        BusinessRelay relay = new BusinessRelay(spec, store, null, RelayEvents.NOOP, new RedisClock());
-        relay.setDrainShards(store.reshard(spec, topologyVersion).scanWidth(spec.shards()));
+        BusinessRelay relay = new BusinessRelay(spec, store, null, EVENTS, new RedisClock());
+        relay.adoptTopology(topologyVersion);
         return relay;
     }
 
