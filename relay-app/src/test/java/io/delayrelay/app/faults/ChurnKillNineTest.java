@@ -121,7 +121,7 @@ class ChurnKillNineTest {
             }
             int duplicates = all.size() - firstIdOfSchedule.size();
             int sameBodyOtherSchedule = firstIdOfSchedule.size() - copies.size();
-            FaultFigures.report(new FaultFigures.Figures("6 churn: 20k by-id + re-schedules, 2x kill -9",
+            FaultFigures.report(new FaultFigures.Figures("7 churn: 20k by-id + re-schedules, 2x kill -9",
                     IDS, IDS - missingLatest(all, latest), duplicates, missingLatest(all, latest), -1,
                     String.format("reschedules=%d deliveries=%d redeliveriesOfASchedule=%d "
                             + "bodyRepublishedByAnEarlierFlightsRetry=%d messageIdMismatches=%d latestSeenAfterMs=%d",
