@@ -86,6 +86,7 @@ public class RelayEngine implements SmartLifecycle {
                 new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
         reaper.scheduleWithFixedDelay(leaseReaper, interval, interval, TimeUnit.MILLISECONDS);
         reaper.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
+        reaper.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
     }
@@ -189,6 +190,17 @@ public class RelayEngine implements SmartLifecycle {
     /** The business relays, by name. */
     public Map<String, BusinessRelay> relays() {
         return Map.copyOf(relays);
+    }
+
+    /** A scheduled task: must not throw, or its schedule ends. */
+    private void restartDeadWorkers() {
+        for (BusinessRelay relay : relays.values()) {
+            try {
+                relay.restartDeadWorkers();
+            } catch (RuntimeException e) {
+                log.warn("business={}: restarting dead workers failed: {}", relay.spec().name(), e.toString());
+            }
+        }
     }
 
     private Collection<BusinessRelay> businessRelays() {
