@@ -133,7 +133,7 @@ final class ScanWorker implements Runnable {
         empties = 0;
         deliver(spec, shard, popped);
         brokerFailures = 0;
-        if (popped.entries().size() >= spec.batchSize()) {
+        if (popped.moreDue()) {
             cursor.hint(shard);
         }
     }

@@ -34,6 +34,7 @@ final class EngineFixture implements AutoCloseable {
         int shards = 1;
         int threads = 1;
         int batchSize = 10;
+        long batchBytes = 16L << 20;
         Duration maxIdle = Duration.ofMillis(100);
         Duration lease = Duration.ofSeconds(30);
         Duration retryDelay = Duration.ofSeconds(1);
@@ -59,6 +60,11 @@ final class EngineFixture implements AutoCloseable {
             return this;
         }
 
+        Spec batchBytes(long n) {
+            batchBytes = n;
+            return this;
+        }
+
         Spec retryDelay(Duration d) {
             retryDelay = d;
             return this;
@@ -66,7 +72,7 @@ final class EngineFixture implements AutoCloseable {
 
         BusinessSpec build() {
             return new BusinessSpec(name, DelayQueueKeys.forBusiness(name), shards, threads, "relay-" + name + "-",
-                    "unused-exchange", "rk", "direct", false, batchSize, maxIdle, lease, 5, retryDelay,
+                    "unused-exchange", "rk", "direct", false, batchSize, batchBytes, maxIdle, lease, 5, retryDelay,
                     Duration.ofMinutes(1), publishTimeout, false, OutgoingMessages.DEFAULT);
         }
     }
