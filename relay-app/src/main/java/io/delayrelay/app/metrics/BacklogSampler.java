@@ -40,6 +40,7 @@ public class BacklogSampler implements SmartLifecycle {
         Map<String, BusinessRelay> relays = engine.relays();
         for (BusinessRelay relay : relays.values()) {
             events.register(relay.spec());
+            events.pausedSampled(relay.spec().name(), relay.state().paused());
         }
         for (String name : events.registered()) {
             if (!relays.containsKey(name)) {

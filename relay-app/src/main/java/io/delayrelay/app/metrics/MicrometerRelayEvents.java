@@ -97,6 +97,14 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.threads.set(spec.threads());
     }
 
+    /** Sets the paused gauge of a registered business: paused by configuration or an operator. */
+    public void pausedSampled(String business, boolean paused) {
+        BusinessMeters meters = businesses.get(business);
+        if (meters != null) {
+            meters.paused.set(paused ? 1 : 0);
+        }
+    }
+
     @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
         try {
@@ -181,6 +189,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong oldestOverdueMs = new AtomicLong();
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
+        final AtomicLong paused = new AtomicLong();
 
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED).description("Messages confirmed by the broker")
@@ -207,6 +216,9 @@ public class MicrometerRelayEvents implements RelayEvents {
             Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get).description("Shard count producers hash into")
                     .tag(TAG_BUSINESS, business).register(registry);
             Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get).description("Worker threads")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
+                    .description("1 while the business is paused (by configuration or an operator), else 0")
                     .tag(TAG_BUSINESS, business).register(registry);
         }
 

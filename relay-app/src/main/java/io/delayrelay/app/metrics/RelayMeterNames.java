@@ -30,6 +30,11 @@ public final class RelayMeterNames {
     public static final String SHARDS = "delay.relay.shards";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
     public static final String THREADS = "delay.relay.threads";
+    /**
+     * Gauge: 1 while the business is paused (configuration or a fleet-wide operator pause), else 0, sampled.
+     * Prometheus {@code delay_relay_paused}: lets overdue alerts leave paused businesses out.
+     */
+    public static final String PAUSED = "delay.relay.paused";
 
     /** Tag: business name (every relay meter has it). */
     public static final String TAG_BUSINESS = "business";

@@ -3,6 +3,9 @@ package io.delayrelay.app.ops;
 import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.fleet.FleetPause;
+import io.delayrelay.app.fleet.InstanceHeartbeat;
+import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
@@ -21,7 +24,8 @@ import org.springframework.context.annotation.Configuration;
  * Operations: the {@code relay} actuator endpoint (when actuator is present) and readiness that follows the engine.
  * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
  */
-@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class},
+@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class,
+        RelayFleetAutoConfiguration.class},
         afterName = "org.springframework.boot.autoconfigure.availability.ApplicationAvailabilityAutoConfiguration")
 @ConditionalOnProperty(prefix = "relay", name = "enabled", matchIfMissing = true)
 @ConditionalOnBean(RelayEngine.class)
@@ -50,8 +54,9 @@ public class RelayOpsAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         public RelayOpsEndpoint relayOpsEndpoint(RelayEngine engine, ShardStore store, DeadLetters deadLetters,
-                RelayOpsProperties properties) {
-            return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties);
+                RelayOpsProperties properties, FleetPause fleetPause, InstanceHeartbeat heartbeat) {
+            return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties,
+                    fleetPause, heartbeat);
         }
     }
 }

@@ -7,6 +7,10 @@ import java.util.Map;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.fleet.FleetPause;
+import io.delayrelay.app.fleet.InstanceHeartbeat;
+import io.delayrelay.app.fleet.PauseState;
+import io.delayrelay.app.fleet.RelayInstance;
 import io.delayrelay.app.metrics.Backlog;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -28,8 +32,9 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  *   GET    /actuator/relay/{business}               one business
  *   GET    /actuator/relay/{business}/peek?limit=N  the next N entries to fall due (default 20)
  *   GET    /actuator/relay/{business}/dead?limit=N  the oldest N dead letters with reason and time (default 100)
- *   POST   /actuator/relay/{business}/pause         stop popping (in-flight batches finish)
- *   POST   /actuator/relay/{business}/resume
+ *   POST   /actuator/relay/{business}/pause         stop popping on every instance (in-flight batches finish);
+ *                                                   body {"by": "..."} names the operator
+ *   POST   /actuator/relay/{business}/resume        lift the operator's pause on every instance
  *   POST   /actuator/relay/{business}/replay        every dead letter back into its shard, due now;
  *                                                   body {"member": "..."} replays one
  *   DELETE /actuator/relay/{business}/dead[?member=...]  purge dead letters (and their payloads)
@@ -49,13 +54,17 @@ public class RelayOpsEndpoint {
     private final BacklogReader backlog;
     private final DeadLetters deadLetters;
     private final RelayOpsProperties properties;
+    private final FleetPause fleetPause;
+    private final InstanceHeartbeat heartbeat;
 
     public RelayOpsEndpoint(RelayEngine engine, BacklogReader backlog, DeadLetters deadLetters,
-            RelayOpsProperties properties) {
+            RelayOpsProperties properties, FleetPause fleetPause, InstanceHeartbeat heartbeat) {
         this.engine = engine;
         this.backlog = backlog;
         this.deadLetters = deadLetters;
         this.properties = properties;
+        this.fleetPause = fleetPause;
+        this.heartbeat = heartbeat;
     }
 
     @ReadOperation
@@ -96,11 +105,15 @@ public class RelayOpsEndpoint {
 
     @WriteOperation
     public WebEndpointResponse<Object> write(SecurityContext security, @Selector String business,
-            @Selector String action, @Nullable String member) {
+            @Selector String action, @Nullable String member, @Nullable String by) {
         return asOperator(security, business, relay -> switch (action) {
             case "pause", "resume" -> {
-                relay.state().setOperatorPaused(action.equals("pause"));
-                log.info("business={}: {}d by the operator", business, action);
+                String who = by == null || by.isBlank() ? "ops endpoint of " + heartbeat.self().id() : by;
+                if (action.equals("pause")) {
+                    fleetPause.pause(relay, who);
+                } else {
+                    fleetPause.resume(relay, who);
+                }
                 yield ok(view(relay));
             }
             case "replay" -> {
@@ -170,7 +183,14 @@ public class RelayOpsEndpoint {
         Map<String, Object> view = new LinkedHashMap<>();
         view.put("name", spec.name());
         view.put("running", engine.isRunning());
+        PauseState pause = fleetPause.state(relay);
         view.put("paused", state.paused());
+        Map<String, Object> pauseView = new LinkedHashMap<>();
+        pauseView.put("config", pause.config());
+        pauseView.put("operator", state.operatorPaused());
+        pauseView.put("by", pause.operator().by());
+        pauseView.put("at", pause.operator().at());
+        view.put("pause", pauseView);
         view.put("shards", spec.shards());
         view.put("drainShards", state.scanWidth());
         view.put("config", config);
@@ -186,6 +206,21 @@ public class RelayOpsEndpoint {
         } catch (RuntimeException e) {
             view.put("backlog", Map.of("error", "Redis unavailable: " + e.getClass().getSimpleName()));
         }
+        try {
+            view.put("instances", heartbeat.live(spec.keys()).stream().map(RelayOpsEndpoint::instance).toList());
+        } catch (RuntimeException e) {
+            view.put("instances", List.of());
+        }
+        return view;
+    }
+
+    private static Map<String, Object> instance(RelayInstance i) {
+        Map<String, Object> view = new LinkedHashMap<>();
+        view.put("id", i.id());
+        view.put("host", i.host());
+        view.put("version", i.version());
+        view.put("startedAt", i.startedAt());
+        view.put("lastSeen", i.lastSeen());
         return view;
     }
 

@@ -32,6 +32,9 @@ final class WebRelay implements AutoCloseable {
         all.put("spring.config.name", io.delayrelay.app.DelayRelayApplication.CONFIG_NAME);
         all.put("server.port", 0);
         all.put("management.server.port", 0);
+        // delay-relay.yaml sets management.server.port=${MANAGEMENT_PORT:8081}, and a config file beats these
+        // default properties: without this every test relay would bind 8081 (and collide with any other on it).
+        all.put("MANAGEMENT_PORT", 0);
         context = new SpringApplicationBuilder(TestRelayApplication.class).web(WebApplicationType.SERVLET)
                 .properties(all).run();
         managementPort = Integer.parseInt(context.getEnvironment().getProperty("local.management.port"));
