@@ -172,7 +172,7 @@ final class ScanWorker implements Runnable {
             settled.run();
             throw e;
         }
-        List<PublishOutcome> immediate = settler.publish(spec, shard, batch, settled).getNow(null);
+        List<PublishOutcome> immediate = settler.publish(spec, shard, popped.token(), batch, settled).getNow(null);
         if (immediate != null && !immediate.isEmpty()
                 && immediate.stream().allMatch(o -> o.status() == PublishOutcome.Status.NOT_SENT)) {
             throw new BrokerUnavailableException(immediate.get(0).reason());

@@ -85,7 +85,7 @@ final class EngineFixture implements AutoCloseable {
 
     BusinessRelay start(BusinessSpec spec, BatchPublisher publisher, RelayEvents events) {
         BusinessRelay relay = new BusinessRelay(spec, store, publisher, new EventReporter(events), clock);
-        relay.adoptTopology();
+        relay.adoptTopology(0);
         relay.start();
         started.add(relay);
         return relay;

@@ -138,7 +138,7 @@ class ScanWorkerLoopTest {
         };
         ConfirmingPublisher publisher = new ConfirmingPublisher();
         RelayEngine engine = new RelayEngine(List.of(spec), f.store, publisher, events, f.clock, f.kit.redisFactory(),
-                new RelayEngine.Settings(Duration.ofMillis(100), Duration.ofMillis(500), false, Duration.ofSeconds(5)));
+                new RelayEngine.Settings(Duration.ofMillis(100), Duration.ofMillis(500), false, Duration.ofSeconds(5), 0));
         engine.start();
         try {
             // the restarted worker may deliver before the restart is counted: wait for both
