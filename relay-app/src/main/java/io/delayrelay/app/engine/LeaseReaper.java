@@ -12,8 +12,6 @@ import org.slf4j.LoggerFactory;
  * them: the entry waits in {@code {K:i}:inflight} for its retry (counted as a failed attempt, original due time and
  * so message id kept), or is dead-lettered once it reaches max-attempts. The former holder's late ack or retry then
  * finds its lease token gone and changes nothing. Runs every reaper-interval over every scanned shard.
- * Of several relay instances one reaps a business per round (the others find the round claimed), so the
- * reaper's Redis cost does not grow with the number of instances.
  */
 final class LeaseReaper implements Runnable {
 
@@ -22,29 +20,16 @@ final class LeaseReaper implements Runnable {
 
     private final Supplier<Collection<BusinessRelay>> relays;
     private final EventReporter events;
-    private final long intervalMs;
 
-    LeaseReaper(Supplier<Collection<BusinessRelay>> relays, EventReporter events, long intervalMs) {
+    LeaseReaper(Supplier<Collection<BusinessRelay>> relays, EventReporter events) {
         this.relays = relays;
         this.events = events;
-        this.intervalMs = intervalMs;
     }
 
     @Override
     public void run() {
         for (BusinessRelay relay : relays.get()) {
             BusinessSpec spec = relay.spec();
-            try {
-                // a little shorter than the interval, so that the instances' rounds do not drift into skipping one
-                if (!relay.store().claimRound(spec.keys(), "reap", intervalMs * 9 / 10)) {
-                    continue;
-                }
-            } catch (RuntimeException e) {
-                events.error(spec, -1, e);
-                log.warn("business={}: lease reaper could not claim its round: {}", spec.name(),
-                        AmqpBatchPublisher.rootMessage(e));
-                continue;
-            }
             for (int shard = 0; shard < relay.state().scanWidth(); shard++) {
                 try {
                     reapShard(relay, spec, shard);

@@ -89,7 +89,7 @@ public class RelayEngine implements SmartLifecycle {
             return t;
         });
         long interval = settings.reaperInterval().toMillis();
-        LeaseReaper leaseReaper = new LeaseReaper(this::businessRelays, events, interval);
+        LeaseReaper leaseReaper = new LeaseReaper(this::businessRelays, events);
         TopologyKeeper topologyKeeper =
                 new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
         reaper.scheduleWithFixedDelay(leaseReaper, interval, interval, TimeUnit.MILLISECONDS);
