@@ -5,6 +5,8 @@ import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -42,6 +44,12 @@ public class RelayOpsAutoConfiguration {
         return new DeadLetters(store.template());
     }
 
+    @Bean
+    @ConditionalOnMissingBean
+    public ScheduledEntries relayScheduledEntries(ShardStore store) {
+        return new ScheduledEntries(store.template());
+    }
+
     /** The endpoint, when actuator is on the classpath. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(Endpoint.class)
@@ -50,8 +58,9 @@ public class RelayOpsAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         public RelayOpsEndpoint relayOpsEndpoint(RelayEngine engine, ShardStore store, DeadLetters deadLetters,
-                RelayOpsProperties properties) {
-            return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties);
+                RelayOpsProperties properties, ScheduledEntries scheduled, ObjectProvider<MeterRegistry> meters) {
+            return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties,
+                    scheduled, meters.getIfAvailable());
         }
     }
 }

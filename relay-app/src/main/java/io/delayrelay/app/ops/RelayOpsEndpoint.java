@@ -1,14 +1,23 @@
 package io.delayrelay.app.ops;
 
+import java.security.Principal;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Function;
 
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.metrics.Backlog;
 import io.delayrelay.app.metrics.BacklogReader;
+import io.delayrelay.app.ops.DeadLetters.DeadLetter;
+import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,14 +34,23 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  * <pre>
  *   GET    /actuator/relay                          every business: config in force, shards, backlog, paused
  *   GET    /actuator/relay/{business}               one business
- *   GET    /actuator/relay/{business}/peek?limit=N  the next N entries to fall due (default 20)
- *   GET    /actuator/relay/{business}/dead?limit=N  the oldest N dead letters with reason and time (default 100)
+ *   GET    /actuator/relay/{business}/peek?limit=N[&amp;search=prefix]
+ *                                                   the next N entries to fall due (default 20), or those whose
+ *                                                   member (id) starts with the prefix
+ *   GET    /actuator/relay/{business}/dead?limit=N[&amp;reason=text]
+ *                                                   the oldest N dead letters with reason, attempts and time of
+ *                                                   death (default 100), or those whose reason contains the text
  *   POST   /actuator/relay/{business}/pause         stop popping (in-flight batches finish)
  *   POST   /actuator/relay/{business}/resume
- *   POST   /actuator/relay/{business}/replay        every dead letter back into its shard, due now;
- *                                                   body {"member": "..."} replays one
+ *   POST   /actuator/relay/{business}/replay        dead letters back into their shard, due now: body
+ *                                                   {"member": ".."}, {"members": [..]}, {"limit": N} (the
+ *                                                   oldest N) or nothing (all)
+ *   POST   /actuator/relay/{business}/purge         delete dead letters (and their payloads), same body
+ *   POST   /actuator/relay/{business}/cancel        unschedule entries: {"member": ".."} or {"members": [..]}
+ *   POST   /actuator/relay/{business}/deliver-now   make scheduled entries due now: same body
  *   DELETE /actuator/relay/{business}/dead[?member=...]  purge dead letters (and their payloads)
  * </pre>
+ * Payload previews (of entries scheduled by id) are part of the answers only for requests with the operator token.
  * Writes need the operator token ({@code relay.ops.token}) in the {@value RelayOpsProperties#TOKEN_HEADER} header;
  * without a configured token they are disabled (403). Errors are JSON {@code {"status":..,"error":".."}}.
  */
@@ -43,18 +61,24 @@ public class RelayOpsEndpoint {
     static final int DEFAULT_PEEK = 20;
     static final int DEFAULT_DEAD = 100;
     static final int MAX_LIMIT = 10_000;
+    /** Members named in one write's log line; more are counted. */
+    static final int LOGGED_MEMBERS = 5;
 
     private final RelayEngine engine;
     private final BacklogReader backlog;
     private final DeadLetters deadLetters;
     private final RelayOpsProperties properties;
+    private final ScheduledEntries scheduled;
+    private final @Nullable LocalThroughput throughput;
 
     public RelayOpsEndpoint(RelayEngine engine, BacklogReader backlog, DeadLetters deadLetters,
-            RelayOpsProperties properties) {
+            RelayOpsProperties properties, ScheduledEntries scheduled, @Nullable MeterRegistry meters) {
         this.engine = engine;
         this.backlog = backlog;
         this.deadLetters = deadLetters;
         this.properties = properties;
+        this.scheduled = scheduled;
+        this.throughput = meters == null ? null : new LocalThroughput(meters);
     }
 
     @ReadOperation
@@ -77,17 +101,32 @@ public class RelayOpsEndpoint {
     }
 
     @ReadOperation
-    public WebEndpointResponse<Object> read(@Selector String business, @Selector String what,
-            @Nullable Integer limit) {
+    public WebEndpointResponse<Object> read(SecurityContext security, @Selector String business,
+            @Selector String what, @Nullable Integer limit, @Nullable String search, @Nullable String reason) {
         BusinessRelay relay = engine.relays().get(business);
         if (relay == null) {
             return unknown(business);
         }
+        if (!validLimit(limit)) {
+            return badLimit(limit);
+        }
+        boolean bodies = isOperator(security);
+        BusinessSpec spec = relay.spec();
         return switch (what) {
-            case "peek" -> validLimit(limit) ? ok(deadOrPeek(relay.spec(), "entries",
-                    deadLetters.peek(relay.spec(), limit == null ? DEFAULT_PEEK : limit))) : badLimit(limit);
-            case "dead" -> validLimit(limit) ? ok(deadOrPeek(relay.spec(), "deadLetters",
-                    deadLetters.list(relay.spec(), limit == null ? DEFAULT_DEAD : limit))) : badLimit(limit);
+            case "peek" -> {
+                int n = limit == null ? DEFAULT_PEEK : limit;
+                List<Entry> entries = search == null || search.isEmpty() ? deadLetters.peek(spec, n)
+                        : scheduled.search(spec, search, n);
+                yield ok(listing(spec, "entries", bodies, entries.stream().map(e -> entryView(e)).toList(),
+                        bodies ? previews(spec, entries.stream().map(e -> Map.entry(e.shard(), e.member())).toList())
+                                : Map.of()));
+            }
+            case "dead" -> {
+                List<DeadLetter> dead = deadLetters.list(spec, limit == null ? DEFAULT_DEAD : limit, reason);
+                yield ok(listing(spec, "deadLetters", bodies, dead.stream().map(d -> deadView(d)).toList(),
+                        bodies ? previews(spec, dead.stream().map(d -> Map.entry(d.shard(), d.member())).toList())
+                                : Map.of()));
+            }
             default -> error(WebEndpointResponse.STATUS_NOT_FOUND,
                     "no such view '" + what + "' of business '" + business + "': use peek or dead");
         };
@@ -95,20 +134,49 @@ public class RelayOpsEndpoint {
 
     @WriteOperation
     public WebEndpointResponse<Object> write(SecurityContext security, @Selector String business,
-            @Selector String action, @Nullable String member) {
-        return asOperator(security, business, relay -> switch (action) {
-            case "pause", "resume" -> {
-                relay.setPaused(action.equals("pause"));
-                log.info("business={}: {}d by the operator", business, action);
-                yield ok(view(relay.spec()));
+            @Selector String action, @Nullable String member, @Nullable List<Object> members,
+            @Nullable Integer limit) {
+        return asOperator(security, business, relay -> {
+            BusinessSpec spec = relay.spec();
+            String by = operator(security);
+            List<String> named = named(member, members);
+            if (!validLimit(limit)) {
+                return badLimit(limit);
             }
-            case "replay" -> {
-                long n = deadLetters.replay(relay.spec(), member);
-                log.info("business={}: {} dead letter(s) replayed by the operator", business, n);
-                yield ok(result(business, "replayed", n));
-            }
-            default -> error(WebEndpointResponse.STATUS_NOT_FOUND,
-                    "no such action '" + action + "': use pause, resume or replay");
+            return switch (action) {
+                case "pause", "resume" -> {
+                    relay.setPaused(action.equals("pause"));
+                    log.info("business={}: {}d by {}", business, action, by);
+                    yield ok(view(relay.spec()));
+                }
+                case "replay" -> {
+                    long n = named.isEmpty() ? (limit == null ? deadLetters.replay(spec, (String) null)
+                            : deadLetters.replayOldest(spec, limit)) : deadLetters.replay(spec, named);
+                    log.info("business={}: {} dead letter(s) replayed ({}) by {}", business, n,
+                            selection(named, limit), by);
+                    yield ok(result(business, "replayed", n));
+                }
+                case "purge" -> {
+                    long n = named.isEmpty() ? (limit == null ? deadLetters.purge(spec, (String) null)
+                            : deadLetters.purgeOldest(spec, limit)) : deadLetters.purge(spec, named);
+                    log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
+                            selection(named, limit), by);
+                    yield ok(result(business, "purged", n));
+                }
+                case "cancel", "deliver-now" -> {
+                    if (named.isEmpty()) {
+                        yield error(WebEndpointResponse.STATUS_BAD_REQUEST,
+                                action + " needs \"member\" or \"members\" in the body");
+                    }
+                    boolean cancel = action.equals("cancel");
+                    long n = cancel ? scheduled.cancel(spec, named) : scheduled.deliverNow(spec, named);
+                    log.info("business={}: {} scheduled entr(y/ies) {} ({}) by {}", business, n,
+                            cancel ? "cancelled" : "made due now", selection(named, null), by);
+                    yield ok(result(business, cancel ? "cancelled" : "dueNow", n));
+                }
+                default -> error(WebEndpointResponse.STATUS_NOT_FOUND, "no such action '" + action
+                        + "': use pause, resume, replay, purge, cancel or deliver-now");
+            };
         });
     }
 
@@ -120,14 +188,15 @@ public class RelayOpsEndpoint {
                 return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
             }
             long n = deadLetters.purge(relay.spec(), member);
-            log.info("business={}: {} dead letter(s) purged by the operator", business, n);
+            log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
+                    selection(named(member, null), null), operator(security));
             return ok(result(business, "purged", n));
         });
     }
 
     /** Runs a write operation on a known business for an operator; refuses (401/403) or answers 404 otherwise. */
     private WebEndpointResponse<Object> asOperator(SecurityContext security, String business,
-            java.util.function.Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
+            Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
         WebEndpointResponse<Object> refused = refuseUnlessOperator(security);
         if (refused != null) {
             return refused;
@@ -140,11 +209,69 @@ public class RelayOpsEndpoint {
         if (!properties.hasToken()) {
             return error(403, "relay write operations are disabled: set relay.ops.token to enable them");
         }
-        if (security == null || !security.isUserInRole(RelayOpsTokenFilter.ROLE)) {
+        if (!isOperator(security)) {
             return error(401, "relay write operations need the operator token in the "
                     + RelayOpsProperties.TOKEN_HEADER + " header");
         }
         return null;
+    }
+
+    private static boolean isOperator(SecurityContext security) {
+        return security != null && security.isUserInRole(RelayOpsTokenFilter.ROLE);
+    }
+
+    /** Who did a write, for its log line: the operator's origin (see {@link RelayOpsTokenFilter}). */
+    private static String operator(SecurityContext security) {
+        Principal principal = security == null ? null : security.getPrincipal();
+        return principal == null ? "an operator" : principal.getName();
+    }
+
+    /** The member and members of a write's body, as text, without duplicates. */
+    private static List<String> named(@Nullable String member, @Nullable List<Object> members) {
+        Set<String> named = new LinkedHashSet<>();
+        if (member != null) {
+            named.add(member);
+        }
+        if (members != null) {
+            members.stream().filter(Objects::nonNull).map(String::valueOf).forEach(named::add);
+        }
+        return List.copyOf(named);
+    }
+
+    /** What a write chose, for its log line: a few members, the oldest N, or all. */
+    private static String selection(List<String> named, @Nullable Integer limit) {
+        if (!named.isEmpty()) {
+            return named.size() <= LOGGED_MEMBERS ? "members " + named
+                    : named.size() + " members, first " + named.subList(0, LOGGED_MEMBERS);
+        }
+        return limit == null ? "all" : "oldest " + limit;
+    }
+
+    private static Map<String, Object> entryView(Entry e) {
+        Map<String, Object> view = new LinkedHashMap<>();
+        view.put("shard", e.shard());
+        view.put("member", e.member());
+        view.put("dueAtMs", e.dueAtMs());
+        view.put("dueAt", e.dueAt());
+        return view;
+    }
+
+    private static Map<String, Object> deadView(DeadLetter d) {
+        Map<String, Object> view = new LinkedHashMap<>();
+        view.put("shard", d.shard());
+        view.put("member", d.member());
+        view.put("reason", d.reason());
+        view.put("attempts", DeadLetters.attempts(d.reason()));
+        view.put("deadAtMs", d.deadAtMs());
+        view.put("deadAt", d.deadAt());
+        return view;
+    }
+
+    /** Payload previews keyed by {@link ScheduledEntries#previewKey}. */
+    private Map<String, String> previews(BusinessSpec spec, List<Map.Entry<Integer, String>> members) {
+        Map<Integer, List<String>> byShard = new LinkedHashMap<>();
+        members.forEach(m -> byShard.computeIfAbsent(m.getKey(), k -> new ArrayList<>()).add(m.getValue()));
+        return scheduled.previews(spec, byShard);
     }
 
     private Map<String, Object> view(BusinessSpec spec) {
@@ -170,6 +297,9 @@ public class RelayOpsEndpoint {
         view.put("shards", spec.shards());
         view.put("drainShards", spec.drainShards());
         view.put("config", config);
+        if (throughput != null) {
+            view.put("local", throughput.read(spec.name()));
+        }
         try {
             Backlog b = backlog.read(spec);
             Map<String, Object> figures = new LinkedHashMap<>();
@@ -185,10 +315,20 @@ public class RelayOpsEndpoint {
         return view;
     }
 
-    private static Map<String, Object> deadOrPeek(BusinessSpec spec, String field, List<?> items) {
+    /**
+     * A listing of entries or dead letters; with {@code bodies} (operator requests) each item carries the
+     * {@code payload} preview stored under its member (null for entries whose member is the message).
+     */
+    private static Map<String, Object> listing(BusinessSpec spec, String field, boolean bodies,
+            List<Map<String, Object>> items, Map<String, String> previews) {
+        if (bodies) {
+            items.forEach(i -> i.put("payload", previews.get(
+                    ScheduledEntries.previewKey((Integer) i.get("shard"), (String) i.get("member")))));
+        }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("business", spec.name());
         body.put("count", items.size());
+        body.put("bodies", bodies);
         body.put(field, items);
         return body;
     }

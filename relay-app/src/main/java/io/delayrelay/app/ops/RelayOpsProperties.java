@@ -23,6 +23,12 @@ public class RelayOpsProperties {
     /** How often readiness checks that the relay's workers run. */
     private Duration readinessCheckInterval = DEFAULT_READINESS_CHECK_INTERVAL;
 
+    /**
+     * Whether the operator console is served at /relay-console on the management port. It reads through the relay
+     * endpoint; writes and message bodies need the token.
+     */
+    private boolean consoleEnabled = true;
+
     public String getToken() {
         return token;
     }
@@ -41,6 +47,14 @@ public class RelayOpsProperties {
 
     public void setReadinessCheckInterval(Duration readinessCheckInterval) {
         this.readinessCheckInterval = readinessCheckInterval;
+    }
+
+    public boolean isConsoleEnabled() {
+        return consoleEnabled;
+    }
+
+    public void setConsoleEnabled(boolean consoleEnabled) {
+        this.consoleEnabled = consoleEnabled;
     }
 
     @Override

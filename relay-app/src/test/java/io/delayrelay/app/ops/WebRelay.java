@@ -30,10 +30,9 @@ final class WebRelay implements AutoCloseable {
     WebRelay(Map<String, Object> properties) {
         Map<String, Object> all = new java.util.LinkedHashMap<>(properties);
         all.put("spring.config.name", io.delayrelay.app.DelayRelayApplication.CONFIG_NAME);
-        all.put("server.port", 0);
-        all.put("management.server.port", 0);
+        // random ports as arguments: builder properties are defaults, below delay-relay.yaml's 8080/8081
         context = new SpringApplicationBuilder(TestRelayApplication.class).web(WebApplicationType.SERVLET)
-                .properties(all).run();
+                .properties(all).run("--server.port=0", "--management.server.port=0");
         managementPort = Integer.parseInt(context.getEnvironment().getProperty("local.management.port"));
     }
 
