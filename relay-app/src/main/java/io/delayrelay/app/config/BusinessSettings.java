@@ -18,6 +18,8 @@ public class BusinessSettings {
     public static final Duration DEFAULT_RETRY_DELAY_MAX = Duration.ofMinutes(5);
     public static final Duration DEFAULT_PUBLISH_TIMEOUT = Duration.ofSeconds(10);
     public static final String DEFAULT_EXCHANGE_TYPE = "direct";
+    public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
+    public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
 
     /** Source key K of the business's shards; default {@code delayqueue:<business>}. No '{' or '}'. */
     private String sourceKey;
@@ -66,6 +68,12 @@ public class BusinessSettings {
 
     /** Whether the business's workers are paused (nothing is popped). */
     private boolean paused;
+
+    /** Most dead letters kept over all shards; past it the oldest are trimmed (with their payloads). */
+    private int deadMaxSize = DEFAULT_DEAD_MAX_SIZE;
+
+    /** How long a dead letter is kept; older ones are trimmed (with their payloads). */
+    private Duration deadMaxAge = DEFAULT_DEAD_MAX_AGE;
 
     public String getSourceKey() {
         return sourceKey;
@@ -193,5 +201,21 @@ public class BusinessSettings {
 
     public void setPaused(boolean paused) {
         this.paused = paused;
+    }
+
+    public int getDeadMaxSize() {
+        return deadMaxSize;
+    }
+
+    public void setDeadMaxSize(int deadMaxSize) {
+        this.deadMaxSize = deadMaxSize;
+    }
+
+    public Duration getDeadMaxAge() {
+        return deadMaxAge;
+    }
+
+    public void setDeadMaxAge(Duration deadMaxAge) {
+        this.deadMaxAge = deadMaxAge;
     }
 }

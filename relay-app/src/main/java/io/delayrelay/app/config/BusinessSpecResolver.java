@@ -146,6 +146,8 @@ public final class BusinessSpecResolver {
         range(problems, prefix + "threads", s.getThreads(), 1, MAX_THREADS);
         range(problems, prefix + "batch-size", s.getBatchSize(), 1, MAX_BATCH_SIZE);
         range(problems, prefix + "max-attempts", s.getMaxAttempts(), 1, 1000);
+        range(problems, prefix + "dead-max-size", s.getDeadMaxSize(), 1, Integer.MAX_VALUE);
+        positive(problems, prefix + "dead-max-age", s.getDeadMaxAge());
         required(problems, prefix + "exchange", s.getExchange());
         required(problems, prefix + "routing-key", s.getRoutingKey());
         if (s.getExchangeType() == null || !EXCHANGE_TYPES.contains(s.getExchangeType())) {

@@ -123,6 +123,17 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void deadTrimmed(BusinessSpec spec, String bound, long count) {
+        try {
+            meters(spec);
+            Counter.builder(RelayMeterNames.DEAD_TRIMMED).tag(TAG_BUSINESS, spec.name())
+                    .tag(RelayMeterNames.TAG_BOUND, bound).register(registry).increment(count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording trimmed dead letters failed", spec.name(), e);
+        }
+    }
+
+    @Override
     public void leaseExpired(BusinessSpec spec, int shard, int count) {
         try {
             meters(spec).redeliveries.increment(count);
@@ -184,6 +195,11 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .tag(TAG_BUSINESS, business).register(registry);
             errors = Counter.builder(RelayMeterNames.ERRORS).description("Failed worker or reaper iterations")
                     .tag(TAG_BUSINESS, business).register(registry);
+            // registered at 0, so the first trim moves increase()
+            for (String bound : List.of(RelayMeterNames.BOUND_MAX_SIZE, RelayMeterNames.BOUND_MAX_AGE)) {
+                Counter.builder(RelayMeterNames.DEAD_TRIMMED).description("Dead letters removed by the dead-set bounds")
+                        .tag(TAG_BUSINESS, business).tag(RelayMeterNames.TAG_BOUND, bound).register(registry);
+            }
             backlog(registry, business, RelayMeterNames.STATE_DUE, due);
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
             backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);

@@ -47,19 +47,19 @@ public class DeadLetters {
     public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {
     }
 
-    /** The oldest {@code limit} dead letters over every scanned shard, oldest first. */
-    public List<DeadLetter> list(BusinessSpec spec, int limit) {
-        return list(spec, limit, null);
+    /** The oldest {@code limit} dead letters over shards 0..shards-1 (pass the scan width), oldest first. */
+    public List<DeadLetter> list(BusinessSpec spec, int shards, int limit) {
+        return list(spec, shards, limit, null);
     }
 
     /**
-     * The oldest {@code limit} dead letters over every scanned shard whose reason contains {@code reasonFilter}
+     * The oldest {@code limit} dead letters over shards 0..shards-1 whose reason contains {@code reasonFilter}
      * (case-insensitive; null: every reason), oldest first.
      */
-    public List<DeadLetter> list(BusinessSpec spec, int limit, String reasonFilter) {
+    public List<DeadLetter> list(BusinessSpec spec, int shards, int limit, String reasonFilter) {
         String filter = reasonFilter == null || reasonFilter.isBlank() ? null : reasonFilter.toLowerCase(Locale.ROOT);
         List<DeadLetter> all = new ArrayList<>();
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             // a filter may skip many: read the shard's dead set in pages until enough matched
             int before = all.size();
             for (long from = 0; ; from += CHUNK) {
@@ -107,11 +107,11 @@ public class DeadLetters {
         return m.find() ? Integer.valueOf(m.group(1)) : null;
     }
 
-    /** The next {@code limit} entries to fall due over every scanned shard, earliest first. */
-    public List<Entry> peek(BusinessSpec spec, int limit) {
+    /** The next {@code limit} entries to fall due over shards 0..shards-1 (pass the scan width), earliest first. */
+    public List<Entry> peek(BusinessSpec spec, int shards, int limit) {
         DelayQueueKeys keys = spec.keys();
         List<Entry> all = new ArrayList<>();
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             int s = shard;
             Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>) c ->
                     c.zSetCommands().zRangeWithScores(bytes(keys.shard(s)), 0, limit - 1));
@@ -126,42 +126,42 @@ public class DeadLetters {
         return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
     }
 
-    /** Replays one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
-    public long replay(BusinessSpec spec, String member) {
-        return forEachShard(spec, member, "replay");
+    /** Replays one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null. Returns how many. */
+    public long replay(BusinessSpec spec, int shards, String member) {
+        return forEachShard(spec, shards, member, "replay");
     }
 
-    /** Purges one dead letter (any shard), or every dead letter when {@code member} is null. Returns how many. */
-    public long purge(BusinessSpec spec, String member) {
-        return forEachShard(spec, member, "purge");
+    /** Purges one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null. Returns how many. */
+    public long purge(BusinessSpec spec, int shards, String member) {
+        return forEachShard(spec, shards, member, "purge");
     }
 
-    /** Replays the listed dead letters (any shard). Returns how many were dead. */
-    public long replay(BusinessSpec spec, Collection<String> members) {
-        return members(spec, members, "replay");
+    /** Replays the listed dead letters (any of shards 0..shards-1). Returns how many were dead. */
+    public long replay(BusinessSpec spec, int shards, Collection<String> members) {
+        return members(spec, shards, members, "replay");
     }
 
-    /** Purges the listed dead letters (any shard). Returns how many were dead. */
-    public long purge(BusinessSpec spec, Collection<String> members) {
-        return members(spec, members, "purge");
+    /** Purges the listed dead letters (any of shards 0..shards-1). Returns how many were dead. */
+    public long purge(BusinessSpec spec, int shards, Collection<String> members) {
+        return members(spec, shards, members, "purge");
     }
 
-    /** Replays the oldest {@code limit} dead letters over every scanned shard. Returns how many. */
-    public long replayOldest(BusinessSpec spec, int limit) {
-        return replay(spec, list(spec, limit).stream().map(DeadLetter::member).toList());
+    /** Replays the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
+    public long replayOldest(BusinessSpec spec, int shards, int limit) {
+        return replay(spec, shards, list(spec, shards, limit).stream().map(DeadLetter::member).toList());
     }
 
-    /** Purges the oldest {@code limit} dead letters over every scanned shard. Returns how many. */
-    public long purgeOldest(BusinessSpec spec, int limit) {
-        return purge(spec, list(spec, limit).stream().map(DeadLetter::member).toList());
+    /** Purges the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
+    public long purgeOldest(BusinessSpec spec, int shards, int limit) {
+        return purge(spec, shards, list(spec, shards, limit).stream().map(DeadLetter::member).toList());
     }
 
-    private long members(BusinessSpec spec, Collection<String> members, String action) {
+    private long members(BusinessSpec spec, int shards, Collection<String> members, String action) {
         if (members.isEmpty()) {
             return 0;
         }
         long total = 0;
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
                     DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
             List<byte[]> args = new ArrayList<>(members.size() + 2);
@@ -173,9 +173,9 @@ public class DeadLetters {
         return total;
     }
 
-    private long forEachShard(BusinessSpec spec, String member, String action) {
+    private long forEachShard(BusinessSpec spec, int shards, String member, String action) {
         long total = 0;
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
                     DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
             if (member != null) {

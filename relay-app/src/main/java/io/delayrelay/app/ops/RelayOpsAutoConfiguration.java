@@ -2,6 +2,7 @@ package io.delayrelay.app.ops;
 
 import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
@@ -18,9 +19,11 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 
 /**
- * Operations: the {@code relay} actuator endpoint (when actuator is present) and readiness that follows the engine.
+ * Operations: the {@code relay} actuator endpoint (when actuator is present), readiness that follows the engine,
+ * and the dead-set trimmer.
  * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
  */
 @AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class},
@@ -42,6 +45,14 @@ public class RelayOpsAutoConfiguration {
     @ConditionalOnMissingBean
     public DeadLetters relayDeadLetters(ShardStore store) {
         return new DeadLetters(store.template());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public DeadSetTrimmer relayDeadSetTrimmer(RelayEngine engine, ShardStore store, Environment environment,
+            ObjectProvider<RelayEvents> events, RelayOpsProperties properties) {
+        return new DeadSetTrimmer(engine, store.template(), environment, events.getIfAvailable(() -> RelayEvents.NOOP),
+                properties.getDeadTrimInterval());
     }
 
     @Bean

@@ -112,17 +112,18 @@ public class RelayOpsEndpoint {
         }
         boolean bodies = isOperator(security);
         BusinessSpec spec = relay.spec();
+        int width = scanWidth(relay);
         return switch (what) {
             case "peek" -> {
                 int n = limit == null ? DEFAULT_PEEK : limit;
-                List<Entry> entries = search == null || search.isEmpty() ? deadLetters.peek(spec, n)
-                        : scheduled.search(spec, search, n);
+                List<Entry> entries = search == null || search.isEmpty() ? deadLetters.peek(spec, width, n)
+                        : scheduled.search(spec, width, search, n);
                 yield ok(listing(spec, "entries", bodies, entries.stream().map(e -> entryView(e)).toList(),
                         bodies ? previews(spec, entries.stream().map(e -> Map.entry(e.shard(), e.member())).toList())
                                 : Map.of()));
             }
             case "dead" -> {
-                List<DeadLetter> dead = deadLetters.list(spec, limit == null ? DEFAULT_DEAD : limit, reason);
+                List<DeadLetter> dead = deadLetters.list(spec, width, limit == null ? DEFAULT_DEAD : limit, reason);
                 yield ok(listing(spec, "deadLetters", bodies, dead.stream().map(d -> deadView(d)).toList(),
                         bodies ? previews(spec, dead.stream().map(d -> Map.entry(d.shard(), d.member())).toList())
                                 : Map.of()));
@@ -138,6 +139,7 @@ public class RelayOpsEndpoint {
             @Nullable Integer limit) {
         return asOperator(security, business, relay -> {
             BusinessSpec spec = relay.spec();
+            int width = scanWidth(relay);
             String by = operator(security);
             List<String> named = named(member, members);
             if (!validLimit(limit)) {
@@ -150,15 +152,15 @@ public class RelayOpsEndpoint {
                     yield ok(view(relay.spec()));
                 }
                 case "replay" -> {
-                    long n = named.isEmpty() ? (limit == null ? deadLetters.replay(spec, (String) null)
-                            : deadLetters.replayOldest(spec, limit)) : deadLetters.replay(spec, named);
+                    long n = named.isEmpty() ? (limit == null ? deadLetters.replay(spec, width, (String) null)
+                            : deadLetters.replayOldest(spec, width, limit)) : deadLetters.replay(spec, width, named);
                     log.info("business={}: {} dead letter(s) replayed ({}) by {}", business, n,
                             selection(named, limit), by);
                     yield ok(result(business, "replayed", n));
                 }
                 case "purge" -> {
-                    long n = named.isEmpty() ? (limit == null ? deadLetters.purge(spec, (String) null)
-                            : deadLetters.purgeOldest(spec, limit)) : deadLetters.purge(spec, named);
+                    long n = named.isEmpty() ? (limit == null ? deadLetters.purge(spec, width, (String) null)
+                            : deadLetters.purgeOldest(spec, width, limit)) : deadLetters.purge(spec, width, named);
                     log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
                             selection(named, limit), by);
                     yield ok(result(business, "purged", n));
@@ -169,7 +171,7 @@ public class RelayOpsEndpoint {
                                 action + " needs \"member\" or \"members\" in the body");
                     }
                     boolean cancel = action.equals("cancel");
-                    long n = cancel ? scheduled.cancel(spec, named) : scheduled.deliverNow(spec, named);
+                    long n = cancel ? scheduled.cancel(spec, width, named) : scheduled.deliverNow(spec, width, named);
                     log.info("business={}: {} scheduled entr(y/ies) {} ({}) by {}", business, n,
                             cancel ? "cancelled" : "made due now", selection(named, null), by);
                     yield ok(result(business, cancel ? "cancelled" : "dueNow", n));
@@ -187,7 +189,7 @@ public class RelayOpsEndpoint {
             if (!what.equals("dead")) {
                 return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
             }
-            long n = deadLetters.purge(relay.spec(), member);
+            long n = deadLetters.purge(relay.spec(), scanWidth(relay), member);
             log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
                     selection(named(member, null), null), operator(security));
             return ok(result(business, "purged", n));
@@ -214,6 +216,11 @@ public class RelayOpsEndpoint {
                     + RelayOpsProperties.TOKEN_HEADER + " header");
         }
         return null;
+    }
+
+    /** Shards the relay scans: its shard count, more while retired shards drain. */
+    private static int scanWidth(BusinessRelay relay) {
+        return relay.spec().drainShards();
     }
 
     private static boolean isOperator(SecurityContext security) {

@@ -11,6 +11,9 @@ public class RelayOpsProperties {
     /** Header that carries the ops token. {@code Authorization: Bearer <token>} is accepted too. */
     public static final String TOKEN_HEADER = "X-Relay-Token";
 
+    /** Default of {@link #getDeadTrimInterval()}. */
+    public static final Duration DEFAULT_DEAD_TRIM_INTERVAL = Duration.ofMinutes(1);
+
     /** Default of {@link #getReadinessCheckInterval()}. */
     public static final Duration DEFAULT_READINESS_CHECK_INTERVAL = Duration.ofSeconds(1);
 
@@ -22,6 +25,9 @@ public class RelayOpsProperties {
 
     /** How often readiness checks that the relay's workers run. */
     private Duration readinessCheckInterval = DEFAULT_READINESS_CHECK_INTERVAL;
+
+    /** How often each business's dead set is trimmed to its dead-max-size and dead-max-age. */
+    private Duration deadTrimInterval = DEFAULT_DEAD_TRIM_INTERVAL;
 
     /**
      * Whether the operator console is served at /relay-console on the management port. It reads through the relay
@@ -49,6 +55,14 @@ public class RelayOpsProperties {
         this.readinessCheckInterval = readinessCheckInterval;
     }
 
+    public Duration getDeadTrimInterval() {
+        return deadTrimInterval;
+    }
+
+    public void setDeadTrimInterval(Duration deadTrimInterval) {
+        this.deadTrimInterval = deadTrimInterval;
+    }
+
     public boolean isConsoleEnabled() {
         return consoleEnabled;
     }
@@ -60,6 +74,6 @@ public class RelayOpsProperties {
     @Override
     public String toString() {
         return "RelayOpsProperties[token=" + (hasToken() ? "******" : "<none>") + ", readinessCheckInterval="
-                + readinessCheckInterval + "]";
+                + readinessCheckInterval + ", deadTrimInterval=" + deadTrimInterval + ", consoleEnabled=" + consoleEnabled + "]";
     }
 }

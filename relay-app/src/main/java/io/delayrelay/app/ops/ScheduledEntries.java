@@ -42,12 +42,12 @@ public class ScheduledEntries {
 
     /**
      * Up to {@code limit} scheduled entries whose member starts with {@code prefix} (an id is its own prefix),
-     * over every scanned shard, earliest due first.
+     * over shards 0..shards-1 (pass the scan width), earliest due first.
      */
-    public List<Entry> search(BusinessSpec spec, String prefix, int limit) {
+    public List<Entry> search(BusinessSpec spec, int shards, String prefix, int limit) {
         byte[] pattern = DelayQueueKeys.bytes(globEscape(prefix) + "*");
         List<Entry> all = new ArrayList<>();
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             int s = shard;
             byte[] key = DelayQueueKeys.bytes(spec.keys().shard(s));
             all.addAll(redis.execute((RedisCallback<List<Entry>>) c -> {
@@ -67,14 +67,14 @@ public class ScheduledEntries {
         return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
     }
 
-    /** Removes the members from every scanned shard (a member in flight is still delivered). Returns how many. */
-    public long cancel(BusinessSpec spec, Collection<String> members) {
-        return onEveryShard(spec, "cancel", members);
+    /** Removes the members from shards 0..shards-1 (a member in flight is still delivered). Returns how many. */
+    public long cancel(BusinessSpec spec, int shards, Collection<String> members) {
+        return onEveryShard(spec, shards, "cancel", members);
     }
 
-    /** Makes the members that are still scheduled due now. Returns how many. */
-    public long deliverNow(BusinessSpec spec, Collection<String> members) {
-        return onEveryShard(spec, "now", members);
+    /** Makes the members still scheduled in shards 0..shards-1 due now. Returns how many. */
+    public long deliverNow(BusinessSpec spec, int shards, Collection<String> members) {
+        return onEveryShard(spec, shards, "now", members);
     }
 
     /**
@@ -104,12 +104,12 @@ public class ScheduledEntries {
         return shard + ":" + member;
     }
 
-    private long onEveryShard(BusinessSpec spec, String action, Collection<String> members) {
+    private long onEveryShard(BusinessSpec spec, int shards, String action, Collection<String> members) {
         if (members.isEmpty()) {
             return 0;
         }
         long total = 0;
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             List<byte[]> keys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
                     DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.ATTEMPTS);
             List<byte[]> args = new ArrayList<>(members.size() + 3);

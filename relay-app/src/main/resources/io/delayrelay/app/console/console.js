@@ -77,12 +77,22 @@ function duration(ms) {
   return Math.floor(s / 86400) + 'd ' + Math.round((s % 86400) / 3600) + 'h';
 }
 
+// 2026-11-23 09:14:06 in the browser's time zone: sortable, no AM/PM
+function localTime(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' + p(d.getHours()) + ':' +
+    p(d.getMinutes()) + ':' + p(d.getSeconds());
+}
+
+// a dead letter's reason without the attempt count, which has its own column
+function bareReason(reason) { return (reason || '').replace(/\s*\(attempts: \d+\)$/, ''); }
+
 function when(ms) {
   if (ms === undefined || ms === null) return el('span', { class: 'muted' }, '—');
   const d = new Date(ms);
   const delta = ms - Date.now();
   const relative = Math.abs(delta) < 1000 ? 'now' : delta > 0 ? 'in ' + duration(delta) : duration(-delta) + ' ago';
-  return el('span', { title: d.toISOString() }, d.toLocaleString(), el('div', { class: 'sub' }, relative));
+  return el('span', { title: d.toISOString() }, localTime(d), el('div', { class: 'sub' }, relative));
 }
 
 function num(n, cls) {
@@ -209,7 +219,7 @@ function renderOverview(data) {
 
   renderBusinessSelects(businesses.map((b) => b.name));
   renderInstances(businesses);
-  $('#footer').textContent = 'Updated ' + new Date().toLocaleTimeString() +
+  $('#footer').textContent = 'Updated ' + localTime(new Date()) +
     (data.writeEnabled ? '' : ' · write operations are disabled on this relay (no relay.ops.token)');
 }
 
@@ -270,7 +280,7 @@ async function loadScheduled() {
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: e.member, class: 'write', 'aria-label': 'select' })),
       el('td', { class: 'member' }, e.member),
       el('td', { class: 'num' }, String(e.shard)),
-      el('td', {}, when(e.dueAtMs)),
+      el('td', { class: 'when' }, when(e.dueAtMs)),
       payloadCell(e, data.bodies),
       el('td', { class: 'actions' },
         el('button', { class: 'write', onclick: () => act(business, 'deliver-now', { member: e.member }, null, loadScheduled) }, 'Deliver now'),
@@ -308,10 +318,10 @@ async function loadDead() {
     const rows = data.deadLetters.map((d) => el('tr', { 'data-member': d.member },
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: d.member, class: 'write', 'aria-label': 'select' })),
       el('td', { class: 'member' }, d.member),
-      el('td', {}, d.reason || '—'),
+      el('td', {}, bareReason(d.reason) || '—'),
       el('td', { class: 'num' }, d.attempts === null || d.attempts === undefined ? '—' : String(d.attempts)),
-      el('td', {}, when(d.originalDueMs)),
-      el('td', {}, when(d.deadAtMs)),
+      el('td', { class: 'when' }, when(d.originalDueMs)),
+      el('td', { class: 'when' }, when(d.deadAtMs)),
       payloadCell(d, data.bodies),
       el('td', { class: 'actions' },
         el('button', { class: 'write', onclick: () => act(business, 'replay', { member: d.member }, null, loadDead) }, 'Replay'),
@@ -327,7 +337,7 @@ async function loadDead() {
 // the reason filter offers the reasons seen, without the attempt count ("unroutable: 312 NO_ROUTE")
 function renderReasons(letters) {
   const select = $('#dead-reason');
-  const seen = new Set(letters.map((d) => (d.reason || '').replace(/\s*\(attempts: \d+\)$/, '')).filter((r) => r));
+  const seen = new Set(letters.map((d) => bareReason(d.reason)).filter((r) => r));
   const options = [el('option', { value: '' }, 'any')].concat(Array.from(seen).sort().map((r) => el('option', { value: r }, r)));
   select.replaceChildren(...options);
 }
