@@ -6,7 +6,6 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
 
@@ -43,10 +42,10 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  *   POST   /actuator/relay/{business}/pause         stop popping (in-flight batches finish)
  *   POST   /actuator/relay/{business}/resume
  *   POST   /actuator/relay/{business}/replay        dead letters back into their shard, due now: body
- *                                                   {"member": ".."}, {"members": [..]}, {"limit": N} (the
- *                                                   oldest N) or nothing (all)
+ *                                                   {"member": ".."}, {"members": "..\n.."} (one a line),
+ *                                                   {"limit": N} (the oldest N) or nothing (all)
  *   POST   /actuator/relay/{business}/purge         delete dead letters (and their payloads), same body
- *   POST   /actuator/relay/{business}/cancel        unschedule entries: {"member": ".."} or {"members": [..]}
+ *   POST   /actuator/relay/{business}/cancel        unschedule entries: {"member": ".."} or {"members": ".."}
  *   POST   /actuator/relay/{business}/deliver-now   make scheduled entries due now: same body
  *   DELETE /actuator/relay/{business}/dead[?member=...]  purge dead letters (and their payloads)
  * </pre>
@@ -135,7 +134,7 @@ public class RelayOpsEndpoint {
 
     @WriteOperation
     public WebEndpointResponse<Object> write(SecurityContext security, @Selector String business,
-            @Selector String action, @Nullable String member, @Nullable List<Object> members,
+            @Selector String action, @Nullable String member, @Nullable String members,
             @Nullable Integer limit) {
         return asOperator(security, business, relay -> {
             BusinessSpec spec = relay.spec();
@@ -233,14 +232,17 @@ public class RelayOpsEndpoint {
         return principal == null ? "an operator" : principal.getName();
     }
 
-    /** The member and members of a write's body, as text, without duplicates. */
-    private static List<String> named(@Nullable String member, @Nullable List<Object> members) {
+    /**
+     * The member and members of a write's body, without duplicates. {@code members} holds one member per line:
+     * actuator reads a write's JSON body as text values, so a JSON array cannot be passed.
+     */
+    private static List<String> named(@Nullable String member, @Nullable String members) {
         Set<String> named = new LinkedHashSet<>();
         if (member != null) {
             named.add(member);
         }
         if (members != null) {
-            members.stream().filter(Objects::nonNull).map(String::valueOf).forEach(named::add);
+            members.lines().filter(m -> !m.isEmpty()).forEach(named::add);
         }
         return List.copyOf(named);
     }

@@ -297,11 +297,11 @@ $('#scheduled-form').addEventListener('submit', (e) => { e.preventDefault(); loa
 $('#scheduled-business').addEventListener('change', loadScheduled);
 $('#scheduled-now-selected').addEventListener('click', () => {
   const members = selected('scheduled');
-  if (members.length) act($('#scheduled-business').value, 'deliver-now', { members }, null, loadScheduled);
+  if (members.length) act($('#scheduled-business').value, 'deliver-now', { members: members.join('\n') }, null, loadScheduled);
 });
 $('#scheduled-cancel-selected').addEventListener('click', () => {
   const members = selected('scheduled');
-  if (members.length) act($('#scheduled-business').value, 'cancel', { members }, 'Cancel ' + members.length + ' entries?', loadScheduled);
+  if (members.length) act($('#scheduled-business').value, 'cancel', { members: members.join('\n') }, 'Cancel ' + members.length + ' entries?', loadScheduled);
 });
 
 // ---------- dead letters ----------
@@ -347,7 +347,7 @@ $('#dead-business').addEventListener('change', () => { $('#dead-reason').value =
 $('#dead-reason').addEventListener('change', loadDead);
 $('#dead-replay-selected').addEventListener('click', () => {
   const members = selected('dead');
-  if (members.length) act($('#dead-business').value, 'replay', { members }, null, loadDead);
+  if (members.length) act($('#dead-business').value, 'replay', { members: members.join('\n') }, null, loadDead);
 });
 $('#dead-replay-oldest').addEventListener('click', () => {
   const limit = parseInt($('#dead-replay-limit').value, 10);
@@ -355,7 +355,7 @@ $('#dead-replay-oldest').addEventListener('click', () => {
 });
 $('#dead-purge-selected').addEventListener('click', () => {
   const members = selected('dead');
-  if (members.length) act($('#dead-business').value, 'purge', { members }, 'Purge ' + members.length + ' dead letters for good?', loadDead);
+  if (members.length) act($('#dead-business').value, 'purge', { members: members.join('\n') }, 'Purge ' + members.length + ' dead letters for good?', loadDead);
 });
 $('#dead-purge-all').addEventListener('click', () => {
   const business = $('#dead-business').value;
