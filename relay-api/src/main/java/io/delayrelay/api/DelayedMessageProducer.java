@@ -25,7 +25,11 @@ public interface DelayedMessageProducer {
     /** Schedules the message after a delay counted from Redis server time. Returns the due time. */
     long scheduleAfter(String business, byte[] message, Duration delay);
 
-    /** Schedules a message under an id, for an instant. Scheduling an existing id replaces its message and time. */
+    /**
+     * Schedules a message under an id, for an instant. Scheduling an existing id replaces its message and time, also
+     * when it was scheduled under an earlier shard count (one live entry per id), and starts afresh: a new AMQP message
+     * id. An earlier delivery of the id that is in flight still happens.
+     */
     long scheduleById(String business, String id, byte[] message, Instant dueAt);
 
     /** Schedules a message under an id, after a delay counted from Redis server time. */
@@ -34,7 +38,11 @@ public interface DelayedMessageProducer {
     /** Removes a scheduled message. False when it was not scheduled (never was, already relayed, or in flight). */
     boolean cancel(String business, byte[] message);
 
-    /** Removes a message scheduled by id, with its payload. False when the id was not scheduled. */
+    /**
+     * Removes a message scheduled by id, with its payload, from every shard it may be in (it may have been scheduled
+     * under several shard counts). False when the id was not scheduled. A payload that an in-flight delivery or a dead
+     * letter of the id still needs is kept.
+     */
     boolean cancelById(String business, String id);
 
     /** Moves a scheduled message to a new instant. False when it was not scheduled. */

@@ -15,12 +15,10 @@ import java.util.function.LongSupplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import io.delayrelay.api.support.LuaScripts;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 
 /**
  * {@link DelayedMessageProducer} on Spring Data Redis. Every write is one Lua script on one shard (one cluster
@@ -31,13 +29,6 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     private static final Logger log = LoggerFactory.getLogger(RedisDelayedMessageProducer.class);
 
-    private static final RedisScript<Long> SCHEDULE =
-            LuaScripts.load("io/delayrelay/api/lua/schedule.lua", Long.class);
-    private static final RedisScript<Long> CANCEL =
-            LuaScripts.load("io/delayrelay/api/lua/cancel.lua", Long.class);
-    private static final byte[] ONE = {'1'};
-    private static final byte[] ZERO = {'0'};
-    private static final byte[] EMPTY = {};
 
     private final RedisTemplate<byte[], byte[]> redis;
     private final Function<String, DelayQueueKeys> keysFor;
@@ -72,32 +63,32 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     @Override
     public long schedule(String business, byte[] message, Instant dueAt) {
-        return write(business, requireMessage(message), "at", dueAt.toEpochMilli(), false, null);
+        return write(business, requireMessage(message), ProducerScripts.AT, dueAt.toEpochMilli(), null);
     }
 
     @Override
     public long scheduleAfter(String business, byte[] message, Duration delay) {
-        return write(business, requireMessage(message), "after", requireDelay(delay), false, null);
+        return write(business, requireMessage(message), ProducerScripts.AFTER, requireDelay(delay), null);
     }
 
     @Override
     public long scheduleById(String business, String id, byte[] message, Instant dueAt) {
-        return write(business, idBytes(id), "at", dueAt.toEpochMilli(), false, requireMessage(message));
+        return write(business, idBytes(id), ProducerScripts.AT, dueAt.toEpochMilli(), requireMessage(message));
     }
 
     @Override
     public long scheduleByIdAfter(String business, String id, byte[] message, Duration delay) {
-        return write(business, idBytes(id), "after", requireDelay(delay), false, requireMessage(message));
+        return write(business, idBytes(id), ProducerScripts.AFTER, requireDelay(delay), requireMessage(message));
     }
 
     @Override
     public boolean cancel(String business, byte[] message) {
-        return remove(business, requireMessage(message), false);
+        return remove(business, requireMessage(message));
     }
 
     @Override
     public boolean cancelById(String business, String id) {
-        return remove(business, idBytes(id), true);
+        return remove(business, idBytes(id));
     }
 
     @Override
@@ -207,42 +198,63 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
         return field == null ? null : new String(field, StandardCharsets.UTF_8);
     }
 
-    private long write(String business, byte[] member, String mode, long millis, boolean mustExist, byte[] payload) {
+    /**
+     * Schedules into the shard the member hashes to now, then removes copies of it from the shards it hashed to
+     * under earlier shard counts: scheduling an existing member (by id or by message) after a shard-count change
+     * replaces it instead of adding a second live entry. New copy first, old ones after: an interruption in between
+     * leaves one copy too many (delivered at least once), never none.
+     */
+    private long write(String business, byte[] member, byte[] mode, long millis, byte[] payload) {
         DelayQueueKeys keys = keysFor.apply(business);
-        int shard = ShardSelector.shardOf(member, topology(business, keys).shards());
-        Long due = redis.execute(SCHEDULE, scriptKeys(keys, shard),
-                member, bytes(mode), bytes(Long.toString(millis)), mustExist ? ONE : ZERO,
-                payload != null ? ONE : ZERO, payload != null ? payload : EMPTY,
-                bytes(keys.wake()), bytes(Integer.toString(shard)));
+        ShardTopology topology = topology(business, keys);
+        int shard = ShardSelector.shardOf(member, topology.shards());
+        Long due = payload == null
+                ? redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard),
+                        member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard)))
+                : redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard),
+                        member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard)),
+                        payload);
+        for (int earlier : topology.candidateShards(member)) {
+            if (earlier != shard) {
+                cancelIn(keys, earlier, member);
+            }
+        }
         return due == null ? -1 : due;
     }
 
+    /**
+     * Moves the member in the first shard that holds it (now, then under earlier shard counts) and removes any
+     * other copy, so exactly one live entry remains.
+     */
     private boolean move(String business, byte[] member, Instant dueAt) {
         DelayQueueKeys keys = keysFor.apply(business);
+        boolean moved = false;
         for (int shard : topology(business, keys).candidateShards(member)) {
-            Long due = redis.execute(SCHEDULE, scriptKeys(keys, shard),
-                    member, bytes("at"), bytes(Long.toString(dueAt.toEpochMilli())), ONE, ZERO, EMPTY,
-                    bytes(keys.wake()), bytes(Integer.toString(shard)));
-            if (due != null && due >= 0) {
-                return true;
+            if (moved) {
+                cancelIn(keys, shard, member);
+                continue;
             }
+            Long due = redis.execute(ProducerScripts.RESCHEDULE, ProducerScripts.keys(keys, shard),
+                    member, ProducerScripts.AT, bytes(Long.toString(dueAt.toEpochMilli())), bytes(keys.wake()),
+                    bytes(Integer.toString(shard)));
+            moved = due != null && due >= 0;
         }
-        return false;
+        return moved;
     }
 
-    private boolean remove(String business, byte[] member, boolean byId) {
+    /** Removes the member from every shard it may be in: it may have been scheduled under several shard counts. */
+    private boolean remove(String business, byte[] member) {
         DelayQueueKeys keys = keysFor.apply(business);
+        boolean removed = false;
         for (int shard : topology(business, keys).candidateShards(member)) {
-            Long removed = redis.execute(CANCEL, scriptKeys(keys, shard), member, byId ? ONE : ZERO);
-            if (removed != null && removed > 0) {
-                return true;
-            }
+            removed |= cancelIn(keys, shard, member);
         }
-        return false;
+        return removed;
     }
 
-    private static List<byte[]> scriptKeys(DelayQueueKeys keys, int shard) {
-        return keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.ATTEMPTS);
+    private boolean cancelIn(DelayQueueKeys keys, int shard, byte[] member) {
+        Long removed = redis.execute(ProducerScripts.CANCEL, ProducerScripts.keys(keys, shard), member);
+        return removed != null && removed > 0;
     }
 
     private static byte[] bytes(String s) {

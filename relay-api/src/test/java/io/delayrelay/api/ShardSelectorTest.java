@@ -15,6 +15,7 @@ class ShardSelectorTest {
         "hello            | 907060870 | 6  | 2",
         "order-1001       | 230890041 | 9  | 4",
         "user:42:reminder | 416469919 | 15 | 5",
+        "order-1003       | 3821894421 | 5 | 2",
         "héllo wörld      | 354246585 | 9  | 0",
     })
     void matchesThePublishedVectors(String key, long crc, int shardOf16, int shardOf7) {

@@ -116,7 +116,7 @@ class RedisClusterEndToEndTest {
     void luaScriptsOnlyTouchKeysPassedInKeys() throws IOException {
         Pattern call = Pattern.compile("redis\\.call\\('([A-Z]+)'(?:,\\s*([^,)]+))?");
         List<Path> dirs = List.of(Path.of("src/main/resources/io/delayrelay/app/lua"),
-                Path.of("../relay-api/src/main/resources/io/delayrelay/api/lua"));
+                Path.of("../contract"));
         int calls = 0;
         for (Path dir : dirs) {
             try (Stream<Path> files = Files.list(dir)) {

@@ -1,0 +1,47 @@
+-- delay-relay producer contract v1: reschedule.lua
+-- Moves an entry that is scheduled (waiting in K:i) to a new due time, and wakes the relay when it became the
+-- shard's earliest entry. Its payload (when scheduled by id) is kept. An entry not scheduled (never was, already
+-- relayed, in flight, dead) is left alone.
+-- Any client may load it (SCRIPT LOAD, then EVALSHA); the Java producer (relay-api) runs this very file.
+--
+-- KEYS: the same five keys of shard i as schedule.lua, in the same order:
+--   KEYS[1] K:i   KEYS[2] {K:i}:payloads   KEYS[3] {K:i}:inflight   KEYS[4] {K:i}:attempts   KEYS[5] {K:i}:dead
+-- ARGV:
+--   ARGV[1] member: the message, or the id it was scheduled under
+--   ARGV[2] 'at' (ARGV[3] is the due time, epoch ms) or 'after' (ARGV[3] is a delay added to Redis TIME)
+--   ARGV[3] milliseconds (integer)
+--   ARGV[4] wake channel K:wake
+--   ARGV[5] shard index i, sent on the wake channel as "<i>:<due>"
+-- Returns the new due time, epoch ms, or -1 when the member was not scheduled in this shard.
+--
+-- Like a new schedule it clears the attempts mark (new due time, new AMQP message id), unless the member is also
+-- in flight (see schedule.lua).
+local member, mode, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if ms == nil or ms ~= math.floor(ms) then
+  return redis.error_reply('ERR delay-relay reschedule.lua: ARGV[3] must be integer milliseconds, was ' .. tostring(ARGV[3]))
+end
+local due
+if mode == 'after' then
+  local t = redis.call('TIME')
+  due = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ms
+elseif mode == 'at' then
+  due = ms
+else
+  return redis.error_reply("ERR delay-relay reschedule.lua: ARGV[2] must be 'at' or 'after', was " .. tostring(mode))
+end
+if not redis.call('ZSCORE', KEYS[1], member) then
+  return -1
+end
+-- reads first: a key of the wrong type fails the script before anything is written
+local inFlight = redis.call('ZSCORE', KEYS[3], member)
+redis.call('HMGET', KEYS[4], member)
+local dueText = string.format('%d', due)
+redis.call('ZADD', KEYS[1], 'XX', dueText, member)
+if not inFlight then
+  redis.call('HDEL', KEYS[4], member)
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+if first[1] == member then
+  redis.call('PUBLISH', ARGV[4], ARGV[5] .. ':' .. dueText)
+end
+return due
