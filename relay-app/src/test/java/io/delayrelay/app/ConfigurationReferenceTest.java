@@ -82,6 +82,12 @@ class ConfigurationReferenceTest {
     static String format(Object value) {
         if (value instanceof Duration d) {
             long ms = d.toMillis();
+            if (ms % 86_400_000 == 0) {
+                return ms / 86_400_000 + "d";
+            }
+            if (ms % 3_600_000 == 0) {
+                return ms / 3_600_000 + "h";
+            }
             if (ms % 60_000 == 0) {
                 return ms / 60_000 + "m";
             }
