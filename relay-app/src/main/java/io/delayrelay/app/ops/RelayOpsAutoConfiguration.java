@@ -23,7 +23,7 @@ import org.springframework.core.env.Environment;
 
 /**
  * Operations: the {@code relay} actuator endpoint (when actuator is present), readiness that follows the engine,
- * and the dead-set trimmer.
+ * the dead-set trimmer, and the start-up check of Redis' eviction policy and persistence.
  * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
  */
 @AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class},
@@ -45,6 +45,12 @@ public class RelayOpsAutoConfiguration {
     @ConditionalOnMissingBean
     public DeadLetters relayDeadLetters(ShardStore store) {
         return new DeadLetters(store.template());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public RedisGuardrails relayRedisGuardrails(ShardStore store) {
+        return new RedisGuardrails(store.template());
     }
 
     @Bean
