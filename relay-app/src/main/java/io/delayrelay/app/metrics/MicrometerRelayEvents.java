@@ -51,6 +51,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         BusinessMeters meters = meters(spec);
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+        meters.paused.set(spec.paused() ? 1 : 0);
     }
 
     private BusinessMeters meters(BusinessSpec spec) {
@@ -95,6 +96,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.oldestOverdueMs.set(backlog.oldestOverdueMs());
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+        meters.paused.set(spec.paused() ? 1 : 0);
     }
 
     @Override
@@ -182,6 +184,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong oldestOverdueMs = new AtomicLong();
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
+        final AtomicLong paused = new AtomicLong();
 
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED).description("Messages confirmed by the broker")
@@ -195,11 +198,25 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .tag(TAG_BUSINESS, business).register(registry);
             errors = Counter.builder(RelayMeterNames.ERRORS).description("Failed worker or reaper iterations")
                     .tag(TAG_BUSINESS, business).register(registry);
-            // registered at 0, so the first trim moves increase()
+            // counters with bounded tags are registered at 0: with several replicas, a series that appears at 1 on
+            // its first event is invisible to increase(), and the first dead letter would never alert
             for (String bound : List.of(RelayMeterNames.BOUND_MAX_SIZE, RelayMeterNames.BOUND_MAX_AGE)) {
                 Counter.builder(RelayMeterNames.DEAD_TRIMMED).description("Dead letters removed by the dead-set bounds")
                         .tag(TAG_BUSINESS, business).tag(RelayMeterNames.TAG_BOUND, bound).register(registry);
             }
+            for (String reason : ReasonCategories.DEAD_REASONS) {
+                Counter.builder(RelayMeterNames.DEAD_LETTERED).tag(TAG_BUSINESS, business)
+                        .tag(RelayMeterNames.TAG_REASON, reason).register(registry);
+            }
+            for (String cause : ReasonCategories.PUBLISH_CAUSES) {
+                Counter.builder(RelayMeterNames.PUBLISH_FAILURES).tag(TAG_BUSINESS, business)
+                        .tag(RelayMeterNames.TAG_CAUSE, cause).register(registry);
+            }
+            Counter.builder(RelayMeterNames.CONFIG_REJECTED).description("Reloaded settings rejected")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
+                    .description("1 while the business's workers are paused").tag(TAG_BUSINESS, business)
+                    .register(registry);
             backlog(registry, business, RelayMeterNames.STATE_DUE, due);
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
             backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);

@@ -31,6 +31,8 @@ public final class RelayMeterNames {
     public static final String OLDEST_OVERDUE = "delay.relay.oldest.overdue";
     /** Gauge: current shard count M. Prometheus {@code delay_relay_shards}. */
     public static final String SHARDS = "delay.relay.shards";
+    /** Gauge: 1 while the business's workers are paused, else 0. Prometheus {@code delay_relay_paused}. */
+    public static final String PAUSED = "delay.relay.paused";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
     public static final String THREADS = "delay.relay.threads";
 
