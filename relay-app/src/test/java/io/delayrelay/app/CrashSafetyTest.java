@@ -35,7 +35,10 @@ class CrashSafetyTest {
         kit.close();
     }
 
-    /** Stands for a process that dies right after popping: the worker thread ends before publishing anything. */
+    /**
+     * Stands for a process that dies right after popping: nothing of the batch is published or settled. (A worker
+     * survives the error and pops again, crashing the same way, until the relay is closed.)
+     */
     static final class SimulatedCrash extends Error {
         SimulatedCrash() {
             super("simulated crash between pop and confirm", null, false, false);
@@ -79,7 +82,7 @@ class CrashSafetyTest {
         POPPED_BEFORE_CRASH.set(0);
         CRASHED_WORKERS.set(0);
         ConfigurableApplicationContext crashed = kit.startRelay(props, CrashingPublisherConfig.class);
-        await().atMost(Duration.ofSeconds(10)).until(() -> CRASHED_WORKERS.get() == 2);
+        await().atMost(Duration.ofSeconds(10)).until(() -> CRASHED_WORKERS.get() >= 2);
         crashed.close();
         int popped = POPPED_BEFORE_CRASH.get();
         assertThat(popped).isPositive();

@@ -117,7 +117,7 @@ class HotReloadTest {
                 Files.writeString(file, business(name, exchange, "shards=2, threads=2, batch-size=50"));
                 refresh(context);
                 assertThat(relay.spec().shards()).isEqualTo(2);
-                assertThat(relay.spec().drainShards()).as("retired shards still scanned").isEqualTo(16);
+                assertThat(relay.state().scanWidth()).as("retired shards still scanned").isEqualTo(16);
             }
             String message = "m-" + i;
             if (i % 10 == 0) {
@@ -132,7 +132,7 @@ class HotReloadTest {
                 .forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
         assertThat(deliveries).hasSize(18_000);
         assertThat(far).allSatisfy(m -> assertThat(deliveries).doesNotContainKey(m));
-        assertThat(relay.spec().drainShards()).as("far entries keep retired shards scanned").isEqualTo(16);
+        assertThat(relay.state().scanWidth()).as("far entries keep retired shards scanned").isEqualTo(16);
 
         Instant now = Instant.ofEpochMilli(kit.redisNowMs());
         for (String message : far) {
@@ -143,7 +143,7 @@ class HotReloadTest {
         assertThat(deliveries).hasSize(20_000);
         assertThat(deliveries.values()).as("each exactly once").allMatch(n -> n == 1);
 
-        await().atMost(Duration.ofSeconds(15)).until(() -> relay.spec().drainShards() == 2);
+        await().atMost(Duration.ofSeconds(15)).until(() -> relay.state().scanWidth() == 2);
         assertThat(kit.scheduled(name)).isZero();
         assertThat(kit.countAll(name, "inflight")).isZero();
         try (RedisConnection c = kit.redis()) {

@@ -168,7 +168,7 @@ public final class BusinessSpecResolver {
         }
         String threadNamePrefix = s.getThreadNamePrefix() != null ? s.getThreadNamePrefix() : "relay-" + name + "-";
         OutgoingMessages outgoing = trigger != null ? trigger : OutgoingMessages.DEFAULT;
-        return new BusinessSpec(name, keys, s.getShards(), s.getShards(), s.getThreads(), threadNamePrefix,
+        return new BusinessSpec(name, keys, s.getShards(), s.getThreads(), threadNamePrefix,
                 s.getExchange(), s.getRoutingKey(), s.getExchangeType(), s.isDeclareExchange(), s.getBatchSize(),
                 s.getMaxIdle(), s.getLease(), s.getMaxAttempts(), s.getRetryDelay(), s.getRetryDelayMax(),
                 s.getPublishTimeout(), s.isPaused(), outgoing);

@@ -1,8 +1,6 @@
 package io.delayrelay.app.config;
 
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 import io.delayrelay.app.engine.RelayEngine;
@@ -27,16 +25,13 @@ public class RelayConfigReloader {
     private final ObjectProvider<AbstractDelayedMsgScanTrigger> triggers;
     private final RelayEngine engine;
     private final RelayEvents events;
-    /** The paused flag configuration last said, per business: pause/resume by an operator survives reloads. */
-    private final Map<String, Boolean> configuredPaused = new HashMap<>();
 
     public RelayConfigReloader(Environment environment, ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
-            RelayEngine engine, RelayEvents events, List<BusinessSpec> initial) {
+            RelayEngine engine, RelayEvents events) {
         this.environment = environment;
         this.triggers = triggers;
         this.engine = engine;
         this.events = events;
-        initial.forEach(spec -> configuredPaused.put(spec.name(), spec.paused()));
     }
 
     /** Called with the keys a refresh changed. */
@@ -51,7 +46,7 @@ public class RelayConfigReloader {
         BusinessSpecResolver.Resolution resolution =
                 BusinessSpecResolver.resolveAll(environment, triggers.orderedStream().toList());
         resolution.problems().forEach((business, problems) -> problems.forEach(problem -> reject(business, problem)));
-        List<BusinessSpec> specs = resolution.specs().stream().map(this::keepOperatorPause).toList();
+        List<BusinessSpec> specs = resolution.specs();
         List<String> engineProblems = engine.apply(specs, resolution.problems().keySet());
         engineProblems.forEach(problem -> reject(businessOf(problem), problem));
         List<String> all = new java.util.ArrayList<>(resolution.allProblems());
@@ -61,15 +56,6 @@ public class RelayConfigReloader {
                     specs.stream().map(BusinessSpec::name).toList());
         }
         return all;
-    }
-
-    private BusinessSpec keepOperatorPause(BusinessSpec next) {
-        Boolean before = configuredPaused.put(next.name(), next.paused());
-        var running = engine.relays().get(next.name());
-        if (running != null && before != null && before == next.paused()) {
-            return next.withPaused(running.spec().paused());
-        }
-        return next;
     }
 
     private void reject(String business, String problem) {

@@ -27,9 +27,8 @@ public class RelayReloadAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public RelayConfigReloader relayConfigReloader(Environment environment,
-            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers, RelayEngine engine, RelayEvents events,
-            RelayBusinesses businesses) {
-        return new RelayConfigReloader(environment, triggers, engine, events, businesses.specs());
+            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers, RelayEngine engine, RelayEvents events) {
+        return new RelayConfigReloader(environment, triggers, engine, events);
     }
 
     @Bean

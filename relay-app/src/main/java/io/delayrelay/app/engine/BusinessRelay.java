@@ -1,178 +1,90 @@
 package io.delayrelay.app.engine;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Set;
 
 import io.delayrelay.app.trigger.BusinessSpec;
-import io.delayrelay.app.trigger.DueMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** One business's worker threads, its wake signal and the reports its workers make. */
+/**
+ * One business in the engine: its state, its worker pool, its batch settler, and what its workers share (the wake
+ * signal, the known due times). Starts, stops and re-configures them together.
+ */
 public final class BusinessRelay {
 
     private static final Logger log = LoggerFactory.getLogger(BusinessRelay.class);
 
     private final ShardStore store;
-    private final BatchPublisher publisher;
-    private final RelayEvents events;
-    private final RedisClock clock;
     private final WakeSignal signal = new WakeSignal();
     private final ShardSchedule schedule = new ShardSchedule();
-    private final List<Thread> workers = new ArrayList<>();
-    private final java.util.Map<Integer, Long> quarantinedUntil = new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.concurrent.ExecutorService settler;
-    private final Object settleMonitor = new Object();
-    private int batchesInFlight;
-    private volatile BusinessSpec spec;
-    private volatile boolean running;
+    private final BusinessState state;
+    private final BatchSettler settler;
+    private final WorkerPool workers;
 
-    BusinessRelay(BusinessSpec spec, ShardStore store, BatchPublisher publisher, RelayEvents events, RedisClock clock) {
-        this.spec = spec;
+    BusinessRelay(BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events,
+            RedisClock clock) {
         this.store = store;
-        this.publisher = publisher;
-        this.events = events;
-        this.clock = clock;
-        this.schedule.ensureWidth(spec.drainShards());
-        java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
-        this.settler = java.util.concurrent.Executors.newFixedThreadPool(2, r -> {
-            Thread t = new Thread(r, spec.threadNamePrefix() + "settle-" + n.getAndIncrement());
-            t.setDaemon(true);
-            return t;
-        });
+        this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
+        this.schedule.ensureWidth(state.scanWidth());
+        this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock);
+        this.workers = new WorkerPool(state, (index, keepRunning) -> new ScanWorker(keepRunning, state, store, signal,
+                schedule, settler, events, clock));
     }
 
-    synchronized void start() {
-        running = true;
-        adjustWorkers();
+    void start() {
+        workers.start();
+        BusinessSpec spec = state.spec();
         log.info("business={} started: {} threads, {} shards, exchange '{}', routing key '{}', source key '{}'",
                 spec.name(), spec.threads(), spec.shards(), spec.exchange(), spec.routingKey(), spec.keys().sourceKey());
     }
 
-    /** Stops popping; waits up to {@code timeout} for workers to finish their batch, then interrupts them. */
-    synchronized void stop(Duration timeout) {
-        running = false;
-        signal.wakeAll();
+    /** Stops popping; waits up to {@code timeout} for workers and published batches, then leaves them to the lease. */
+    void stop(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        for (Thread worker : workers) {
-            try {
-                long left = deadline - System.nanoTime();
-                if (left > 0) {
-                    worker.join(Math.max(1, left / 1_000_000));
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
-        }
-        for (Thread worker : workers) {
-            if (worker.isAlive()) {
-                log.warn("business={}: worker {} still busy after {}, interrupting; its batch is left to the lease",
-                        spec.name(), worker.getName(), timeout);
-                worker.interrupt();
-            }
-        }
-        workers.clear();
-        awaitBatchesSettled(deadline);
-        settler.shutdown();
+        workers.stop(deadline, signal::wakeAll, timeout);
+        settler.shutdown(state.spec().name(), deadline);
     }
 
-    /** Waits until every published batch is settled (acked or put back), or the deadline passes. */
-    private void awaitBatchesSettled(long deadlineNanos) {
-        synchronized (settleMonitor) {
-            while (batchesInFlight > 0) {
-                long left = deadlineNanos - System.nanoTime();
-                if (left <= 0) {
-                    log.warn("business={}: {} published batch(es) still unconfirmed at shutdown; left to the lease",
-                            spec.name(), batchesInFlight);
-                    return;
-                }
-                try {
-                    settleMonitor.wait(Math.max(1, left / 1_000_000));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
-        }
-    }
-
-    void batchStarted() {
-        synchronized (settleMonitor) {
-            batchesInFlight++;
-        }
-    }
-
-    void batchSettled() {
-        synchronized (settleMonitor) {
-            batchesInFlight--;
-            settleMonitor.notifyAll();
-        }
-    }
-
-    java.util.concurrent.Executor settler() {
-        return settler;
-    }
-
-    /** Starts workers up to the spec's thread count; surplus workers notice on their own and exit. */
-    private void adjustWorkers() {
-        workers.removeIf(t -> !t.isAlive());
-        java.util.Set<String> names = new java.util.HashSet<>();
-        workers.forEach(t -> names.add(t.getName()));
-        for (int i = 0; i < spec.threads(); i++) {
-            String name = spec.threadNamePrefix() + i;
-            if (!names.contains(name)) {
-                Thread thread = new Thread(new ScanWorker(this, i), name);
-                workers.add(thread);
-                thread.start();
-            }
-        }
+    /** Records in {@code K:meta} the shard count and scans every shard count still draining. */
+    void adoptTopology() {
+        state.followTopology(store.reshard(state.spec()));
     }
 
     /**
-     * Applies new settings at runtime (hot reload). The scan width only grows here: retired shards keep being
-     * drained until the topology keeper finds them empty. Returns the spec now in force.
+     * Applies new settings at runtime (hot reload). A changed shard count is recorded in {@code K:meta}; retired
+     * shards keep being scanned until the topology keeper finds them empty.
      */
-    synchronized BusinessSpec update(BusinessSpec next) {
-        BusinessSpec previous = spec;
-        BusinessSpec merged = next.withDrainShards(Math.max(previous.drainShards(), next.shards()));
+    synchronized void update(BusinessSpec next) {
+        BusinessSpec previous = state.spec();
+        int[] draining = next.shards() != previous.shards() ? store.reshard(next) : new int[0];
+        state.apply(next, draining);
         if (next.shards() != previous.shards()) {
-            int width = next.shards();
-            for (int m : store.reshard(merged)) {
-                width = Math.max(width, m);
-            }
-            merged = merged.withDrainShards(Math.max(width, previous.drainShards()));
             log.info("business={} shards {} -> {}; scanning {} shards until the retired ones are empty", next.name(),
-                    previous.shards(), next.shards(), merged.drainShards());
+                    previous.shards(), next.shards(), state.scanWidth());
         }
-        spec = merged;
-        schedule.ensureWidth(merged.drainShards());
-        if (running) {
-            adjustWorkers();
-        }
+        workers.adjust();
         signal.wakeAll();
-        return merged;
     }
 
-    /** Sets how many shards are scanned (never below the shard count). */
-    synchronized void setDrainShards(int width) {
-        if (width != spec.drainShards()) {
-            spec = spec.withDrainShards(width);
-            schedule.ensureWidth(spec.drainShards());
-            signal.wakeAll();
-        }
-    }
-
+    /** The configuration in force. */
     public BusinessSpec spec() {
-        return spec;
+        return state.spec();
     }
 
-    /** Pauses or resumes the workers. */
-    public void setPaused(boolean paused) {
-        spec = spec.withPaused(paused);
-        signal.wakeAll();
+    /** Runtime state: scan width, pause, quarantined shards. */
+    public BusinessState state() {
+        return state;
+    }
+
+    /** Shards currently set aside because their keys hold unexpected data. */
+    public Set<Integer> quarantinedShards() {
+        return state.quarantinedShards();
+    }
+
+    /** Live worker threads. */
+    public int liveWorkers() {
+        return workers.live();
     }
 
     /** A producer announced an entry due at {@code dueMs} in {@code shard}. */
@@ -181,126 +93,13 @@ public final class BusinessRelay {
         signal.wake(shard, dueMs);
     }
 
-    ShardSchedule schedule() {
-        return schedule;
-    }
-
-    boolean isRunning() {
-        return running;
-    }
-
-    /** How long a shard whose keys hold the wrong data type is skipped before it is tried again. */
-    static final long QUARANTINE_MS = 30_000;
-
-    /**
-     * Sets a shard aside: its keys hold something the scripts cannot work on (written by another program). Its
-     * entries stay where they are; it is retried after {@link #QUARANTINE_MS} and logged each time.
-     */
-    void quarantine(BusinessSpec s, int shard, String cause) {
-        quarantinedUntil.put(shard, System.currentTimeMillis() + QUARANTINE_MS);
-        log.error("business={} shard={}: shard keys hold unexpected data ({}); skipping this shard for {} s. "
-                + "Fix or remove the offending key ({} must be a zset, {} a zset, {} a hash)", s.name(), shard, cause,
-                QUARANTINE_MS / 1000, s.keys().shard(shard), s.keys().inflight(shard), s.keys().payloads(shard));
-    }
-
-    boolean isQuarantined(int shard) {
-        Long until = quarantinedUntil.get(shard);
-        if (until == null) {
-            return false;
-        }
-        if (System.currentTimeMillis() >= until) {
-            quarantinedUntil.remove(shard, until);
-            return false;
-        }
-        return true;
-    }
-
-    /** Shards currently set aside because their keys hold unexpected data. */
-    public java.util.Set<Integer> quarantinedShards() {
-        return quarantinedUntil.keySet().stream().filter(this::isQuarantined).collect(java.util.stream.Collectors.toSet());
-    }
-
-    /** Whether worker {@code index} should keep running (false after a stop or a reload to fewer threads). */
-    boolean keepsWorker(int index) {
-        return running && index < spec.threads();
-    }
-
-    /** Live worker threads. */
-    public int liveWorkers() {
-        synchronized (this) {
-            return (int) workers.stream().filter(Thread::isAlive).count();
-        }
-    }
-
-    WakeSignal signal() {
-        return signal;
-    }
-
     ShardStore store() {
         return store;
     }
 
-    BatchPublisher publisher() {
-        return publisher;
-    }
-
-    RedisClock clock() {
-        return clock;
-    }
-
-    void reportRelayed(BusinessSpec s, int shard, List<DueMessage> confirmed) {
-        try {
-            events.relayed(s, shard, confirmed, clock.nowMs());
-        } catch (RuntimeException e) {
-            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
-        }
-    }
-
-    void reportPublishFailed(BusinessSpec s, int shard, String cause, int count) {
-        try {
-            events.publishFailed(s, shard, cause, count);
-        } catch (RuntimeException e) {
-            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
-        }
-    }
-
-    void reportDead(BusinessSpec s, int shard, String reason, List<byte[]> dead) {
-        if (dead.isEmpty()) {
-            return;
-        }
-        log.error("business={} shard={}: {} message(s) dead-lettered to {}: {}; first member: {}", s.name(), shard,
-                dead.size(), s.keys().dead(shard), reason, preview(dead.get(0)));
-        try {
-            events.deadLettered(s, shard, reason, dead.size());
-        } catch (RuntimeException e) {
-            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
-        }
-    }
-
-    void reportLeaseExpired(BusinessSpec s, int shard, int count) {
-        if (count == 0) {
-            return;
-        }
-        log.warn("business={} shard={}: {} entries' lease expired unconfirmed; put back for redelivery", s.name(),
-                shard, count);
-        try {
-            events.leaseExpired(s, shard, count);
-        } catch (RuntimeException e) {
-            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
-        }
-    }
-
-    void reportError(BusinessSpec s, int shard, Throwable error) {
-        try {
-            events.error(s, shard, error);
-        } catch (RuntimeException e) {
-            log.debug("business={} shard={}: relay event listener failed", s.name(), shard, e);
-        }
-    }
-
-    /** At most 64 characters of a member, for logs: members are data, never logged in full. */
-    static String preview(byte[] member) {
-        String text = new String(member, 0, Math.min(member.length, 64), StandardCharsets.UTF_8);
-        return "'" + text.replaceAll("\\p{Cntrl}", "?") + "'" + (member.length > 64 ? "... (" + member.length + " bytes)" : "");
+    /** Workers follow a new scan width or pause at once, even those asleep. */
+    private void stateChanged() {
+        schedule.ensureWidth(state.scanWidth());
+        signal.wakeAll();
     }
 }

@@ -17,20 +17,22 @@ final class LeaseReaper implements Runnable {
     static final int LIMIT = 500;
 
     private final Supplier<Collection<BusinessRelay>> relays;
+    private final EventReporter events;
 
-    LeaseReaper(Supplier<Collection<BusinessRelay>> relays) {
+    LeaseReaper(Supplier<Collection<BusinessRelay>> relays, EventReporter events) {
         this.relays = relays;
+        this.events = events;
     }
 
     @Override
     public void run() {
         for (BusinessRelay relay : relays.get()) {
             BusinessSpec spec = relay.spec();
-            for (int shard = 0; shard < spec.drainShards(); shard++) {
+            for (int shard = 0; shard < relay.state().scanWidth(); shard++) {
                 try {
                     reapShard(relay, spec, shard);
                 } catch (RuntimeException e) {
-                    relay.reportError(spec, shard, e);
+                    events.error(spec, shard, e);
                     log.warn("business={} shard={}: lease reaper failed: {}", spec.name(), shard,
                             AmqpBatchPublisher.rootMessage(e));
                 }
@@ -38,12 +40,12 @@ final class LeaseReaper implements Runnable {
         }
     }
 
-    private static void reapShard(BusinessRelay relay, BusinessSpec spec, int shard) {
+    private void reapShard(BusinessRelay relay, BusinessSpec spec, int shard) {
         ShardStore.RequeueResult result;
         do {
             result = relay.store().requeueExpired(spec, shard, LIMIT);
-            relay.reportLeaseExpired(spec, shard, result.requeued());
-            relay.reportDead(spec, shard, "lease expired", result.dead());
+            events.leaseExpired(spec, shard, result.requeued());
+            events.deadLettered(spec, shard, "lease expired", result.dead());
         } while (result.requeued() + result.dead().size() >= LIMIT);
     }
 }

@@ -6,6 +6,8 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -13,7 +15,6 @@ import java.util.concurrent.TimeUnit;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.amqp.AmqpConnectException;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 
@@ -27,11 +28,12 @@ public class RelayEngine implements SmartLifecycle {
 
     private final ShardStore store;
     private final BatchPublisher publisher;
-    private final RelayEvents events;
+    private final EventReporter events;
     private final RedisClock clock;
     private final RedisConnectionFactory redisConnectionFactory;
     private final Settings settings;
-    private final Map<String, BusinessRelay> relays = new java.util.concurrent.ConcurrentHashMap<>();
+    private final ExchangeCheck exchanges;
+    private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
     private WakeSubscriber wakeSubscriber;
     private ScheduledExecutorService reaper;
     private volatile boolean running;
@@ -52,12 +54,13 @@ public class RelayEngine implements SmartLifecycle {
             RedisClock clock, RedisConnectionFactory redisConnectionFactory, Settings settings) {
         this.store = store;
         this.publisher = publisher;
-        this.events = events;
+        this.events = new EventReporter(events);
         this.clock = clock;
         this.redisConnectionFactory = redisConnectionFactory;
         this.settings = settings;
+        this.exchanges = new ExchangeCheck(publisher, settings.verifyExchanges());
         for (BusinessSpec spec : specs) {
-            relays.put(spec.name(), new BusinessRelay(spec, store, publisher, events, clock));
+            relays.put(spec.name(), new BusinessRelay(spec, store, publisher, this.events, clock));
         }
     }
 
@@ -67,9 +70,7 @@ public class RelayEngine implements SmartLifecycle {
             return;
         }
         prepareExchanges();
-        for (BusinessRelay relay : relays.values()) {
-            adoptTopology(relay);
-        }
+        relays.values().forEach(BusinessRelay::adoptTopology);
         wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
         relays.values().forEach(wakeSubscriber::subscribe);
         wakeSubscriber.start();
@@ -80,26 +81,19 @@ public class RelayEngine implements SmartLifecycle {
             return t;
         });
         long interval = settings.reaperInterval().toMillis();
-        reaper.scheduleWithFixedDelay(new LeaseReaper(this::businessRelays), interval, interval, TimeUnit.MILLISECONDS);
-        reaper.scheduleWithFixedDelay(new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime),
-                interval, interval, TimeUnit.MILLISECONDS);
+        LeaseReaper leaseReaper = new LeaseReaper(this::businessRelays, events);
+        TopologyKeeper topologyKeeper =
+                new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
+        reaper.scheduleWithFixedDelay(leaseReaper, interval, interval, TimeUnit.MILLISECONDS);
+        reaper.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
-    }
-
-    /** Records the shard count in K:meta and scans every shard count still draining. */
-    private void adoptTopology(BusinessRelay relay) {
-        int width = relay.spec().shards();
-        for (int m : store.reshard(relay.spec())) {
-            width = Math.max(width, m);
-        }
-        relay.setDrainShards(width);
     }
 
     private void prepareExchanges() {
         List<String> missing = new ArrayList<>();
         for (BusinessRelay relay : relays.values()) {
-            String problem = prepareExchange(relay.spec());
+            String problem = exchanges.problem(relay.spec());
             if (problem != null) {
                 missing.add(problem);
             }
@@ -109,31 +103,12 @@ public class RelayEngine implements SmartLifecycle {
         }
     }
 
-    /** Checks (or declares) the business's exchange. Returns a problem when it is missing, else null. */
-    private String prepareExchange(BusinessSpec spec) {
-        try {
-            publisher.prepareExchange(spec);
-        } catch (AmqpConnectException e) {
-            log.warn("business={}: RabbitMQ is not reachable ({}); exchange '{}' not checked, "
-                    + "messages stay in Redis until the broker is back", spec.name(),
-                    AmqpBatchPublisher.rootMessage(e), spec.exchange());
-        } catch (RuntimeException e) {
-            String cause = AmqpBatchPublisher.rootMessage(e);
-            if (cause.contains("NOT_FOUND") && settings.verifyExchanges()) {
-                return "relay.businesses." + spec.name() + ".exchange=" + spec.exchange()
-                        + ": no such exchange on the broker (declare it, or set declare-exchange: true)";
-            }
-            log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
-        }
-        return null;
-    }
-
     /**
      * Applies reloaded settings: starts added businesses, stops removed ones (their running batch finishes) and
      * updates the others in place. {@code keep} names businesses whose reload was rejected: they keep running
      * with their previous settings. Returns problems that made a business's change be rejected here.
      */
-    public synchronized List<String> apply(List<BusinessSpec> specs, java.util.Set<String> keep) {
+    public synchronized List<String> apply(List<BusinessSpec> specs, Set<String> keep) {
         List<String> problems = new ArrayList<>();
         Map<String, BusinessSpec> wanted = new LinkedHashMap<>();
         specs.forEach(s -> wanted.put(s.name(), s));
@@ -150,7 +125,7 @@ public class RelayEngine implements SmartLifecycle {
         for (BusinessSpec next : wanted.values()) {
             BusinessRelay current = relays.get(next.name());
             if (current == null) {
-                String problem = prepareExchange(next);
+                String problem = exchanges.problem(next);
                 if (problem != null) {
                     problems.add(problem);
                     continue;
@@ -158,7 +133,7 @@ public class RelayEngine implements SmartLifecycle {
                 BusinessRelay added = new BusinessRelay(next, store, publisher, events, clock);
                 relays.put(next.name(), added);
                 if (running) {
-                    adoptTopology(added);
+                    added.adoptTopology();
                     wakeSubscriber.subscribe(added);
                     added.start();
                 }
@@ -171,7 +146,7 @@ public class RelayEngine implements SmartLifecycle {
                 continue;
             }
             if (!old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange()) {
-                String problem = prepareExchange(next);
+                String problem = exchanges.problem(next);
                 if (problem != null) {
                     problems.add(problem);
                     continue;

@@ -25,13 +25,16 @@ final class TopologyKeeper implements Runnable {
     private final Supplier<Collection<BusinessRelay>> relays;
     private final Duration grace;
     private final LongSupplier nanoClock;
+    private final EventReporter events;
     /** business -> draining count -> when this instance first saw it (nanos). */
     private final Map<String, Map<Integer, Long>> firstSeen = new HashMap<>();
     /** business -> draining counts found empty at the previous check. */
     private final Map<String, Map<Integer, Boolean>> emptyBefore = new HashMap<>();
 
-    TopologyKeeper(Supplier<Collection<BusinessRelay>> relays, Duration grace, LongSupplier nanoClock) {
+    TopologyKeeper(Supplier<Collection<BusinessRelay>> relays, Duration grace, LongSupplier nanoClock,
+            EventReporter events) {
         this.relays = relays;
+        this.events = events;
         this.grace = grace;
         this.nanoClock = nanoClock;
     }
@@ -43,7 +46,7 @@ final class TopologyKeeper implements Runnable {
             try {
                 keep(relay, spec);
             } catch (RuntimeException e) {
-                relay.reportError(spec, -1, e);
+                events.error(spec, -1, e);
                 log.warn("business={}: checking the shard topology failed: {}", spec.name(), AmqpBatchPublisher.rootMessage(e));
             }
         }
@@ -56,7 +59,6 @@ final class TopologyKeeper implements Runnable {
         Map<Integer, Boolean> wasEmpty = emptyBefore.computeIfAbsent(spec.name(), k -> new HashMap<>());
         seen.keySet().retainAll(Arrays.stream(draining).boxed().toList());
         wasEmpty.keySet().retainAll(seen.keySet());
-        int width = spec.shards();
         int[] drained = Arrays.stream(draining).filter(m -> {
             if (m <= spec.shards()) {
                 return true;
@@ -72,10 +74,7 @@ final class TopologyKeeper implements Runnable {
             log.info("business={}: shards beyond {} are empty; stopped draining shard count(s) {}", spec.name(),
                     spec.shards(), Arrays.toString(drained));
         }
-        for (int m : draining) {
-            width = Math.max(width, m);
-        }
-        relay.setDrainShards(width);
+        relay.state().followTopology(draining);
     }
 
     private static boolean extraShardsEmpty(BusinessRelay relay, BusinessSpec spec, int upTo) {

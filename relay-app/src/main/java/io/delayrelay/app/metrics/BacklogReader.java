@@ -12,7 +12,7 @@ import org.springframework.data.redis.core.RedisTemplate;
 
 /**
  * Reads a business's backlog with cheap commands per shard (ZCOUNT -inf now, ZCARD, ZRANGE 0 0 WITHSCORES on
- * {@code K:i}; ZCARD on inflight and dead) over shards 0..drainShards-1, against Redis time.
+ * {@code K:i}; ZCARD on inflight and dead) over shards 0..shards-1 (the scan width), against Redis time.
  */
 public final class BacklogReader {
 
@@ -23,11 +23,11 @@ public final class BacklogReader {
     }
 
     /** Reads the backlog now. */
-    public Backlog read(BusinessSpec spec) {
-        return redis.execute((RedisCallback<Backlog>) connection -> read(connection, spec));
+    public Backlog read(BusinessSpec spec, int shards) {
+        return redis.execute((RedisCallback<Backlog>) connection -> read(connection, spec, shards));
     }
 
-    private static Backlog read(RedisConnection c, BusinessSpec spec) {
+    private static Backlog read(RedisConnection c, BusinessSpec spec, int shards) {
         DelayQueueKeys keys = spec.keys();
         long now = c.serverCommands().time();
         long due = 0;
@@ -35,7 +35,7 @@ public final class BacklogReader {
         long inflight = 0;
         long dead = 0;
         long oldest = Long.MAX_VALUE;
-        for (int shard = 0; shard < spec.drainShards(); shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             byte[] key = bytes(keys.shard(shard));
             due += orZero(c.zSetCommands().zCount(key, Double.NEGATIVE_INFINITY, now));
             total += orZero(c.zSetCommands().zCard(key));

@@ -58,7 +58,8 @@ public class BacklogSampler implements SmartLifecycle {
         for (BusinessRelay relay : engine.relays().values()) {
             BusinessSpec spec = relay.spec();
             try {
-                events.backlogSampled(spec, reader.read(spec));
+                events.pausedSampled(spec.name(), relay.state().paused());
+                events.backlogSampled(spec, reader.read(spec, relay.state().scanWidth()));
             } catch (RuntimeException e) {
                 log.warn("business={}: backlog sample failed: {}", spec.name(), e.toString());
             }

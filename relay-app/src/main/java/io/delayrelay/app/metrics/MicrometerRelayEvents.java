@@ -51,7 +51,6 @@ public class MicrometerRelayEvents implements RelayEvents {
         BusinessMeters meters = meters(spec);
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
-        meters.paused.set(spec.paused() ? 1 : 0);
     }
 
     private BusinessMeters meters(BusinessSpec spec) {
@@ -96,7 +95,14 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.oldestOverdueMs.set(backlog.oldestOverdueMs());
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
-        meters.paused.set(spec.paused() ? 1 : 0);
+    }
+
+    /** Sets the paused gauge of a registered business (paused by configuration or by an operator). */
+    public void pausedSampled(String business, boolean paused) {
+        BusinessMeters meters = businesses.get(business);
+        if (meters != null) {
+            meters.paused.set(paused ? 1 : 0);
+        }
     }
 
     @Override

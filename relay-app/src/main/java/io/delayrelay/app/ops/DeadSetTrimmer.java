@@ -160,7 +160,7 @@ public class DeadSetTrimmer implements SmartLifecycle {
 
     /** Shards the relay scans: its shard count, more while retired shards drain. */
     private static int scanWidth(BusinessRelay relay) {
-        return relay.spec().drainShards();
+        return relay.state().scanWidth();
     }
 
     @Override

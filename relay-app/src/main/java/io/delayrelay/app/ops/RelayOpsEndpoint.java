@@ -10,6 +10,7 @@ import java.util.Set;
 import java.util.function.Function;
 
 import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.metrics.Backlog;
 import io.delayrelay.app.metrics.BacklogReader;
@@ -84,7 +85,7 @@ public class RelayOpsEndpoint {
     public Map<String, Object> businesses() {
         Map<String, Object> businesses = new LinkedHashMap<>();
         for (BusinessRelay relay : engine.relays().values()) {
-            businesses.put(relay.spec().name(), view(relay.spec()));
+            businesses.put(relay.spec().name(), view(relay));
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("running", engine.isRunning());
@@ -96,7 +97,7 @@ public class RelayOpsEndpoint {
     @ReadOperation
     public WebEndpointResponse<Object> business(@Selector String business) {
         BusinessRelay relay = engine.relays().get(business);
-        return relay == null ? unknown(business) : ok(view(relay.spec()));
+        return relay == null ? unknown(business) : ok(view(relay));
     }
 
     @ReadOperation
@@ -146,9 +147,9 @@ public class RelayOpsEndpoint {
             }
             return switch (action) {
                 case "pause", "resume" -> {
-                    relay.setPaused(action.equals("pause"));
+                    relay.state().setOperatorPaused(action.equals("pause"));
                     log.info("business={}: {}d by {}", business, action, by);
-                    yield ok(view(relay.spec()));
+                    yield ok(view(relay));
                 }
                 case "replay" -> {
                     long n = named.isEmpty() ? (limit == null ? deadLetters.replay(spec, width, (String) null)
@@ -219,7 +220,7 @@ public class RelayOpsEndpoint {
 
     /** Shards the relay scans: its shard count, more while retired shards drain. */
     private static int scanWidth(BusinessRelay relay) {
-        return relay.spec().drainShards();
+        return relay.state().scanWidth();
     }
 
     private static boolean isOperator(SecurityContext security) {
@@ -283,7 +284,9 @@ public class RelayOpsEndpoint {
         return scheduled.previews(spec, byShard);
     }
 
-    private Map<String, Object> view(BusinessSpec spec) {
+    private Map<String, Object> view(BusinessRelay relay) {
+        BusinessSpec spec = relay.spec();
+        BusinessState state = relay.state();
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("sourceKey", spec.keys().sourceKey());
         config.put("exchange", spec.exchange());
@@ -302,15 +305,15 @@ public class RelayOpsEndpoint {
         Map<String, Object> view = new LinkedHashMap<>();
         view.put("name", spec.name());
         view.put("running", engine.isRunning());
-        view.put("paused", spec.paused());
+        view.put("paused", state.paused());
         view.put("shards", spec.shards());
-        view.put("drainShards", spec.drainShards());
+        view.put("drainShards", state.scanWidth());
         view.put("config", config);
         if (throughput != null) {
             view.put("local", throughput.read(spec.name()));
         }
         try {
-            Backlog b = backlog.read(spec);
+            Backlog b = backlog.read(spec, state.scanWidth());
             Map<String, Object> figures = new LinkedHashMap<>();
             figures.put("due", b.due());
             figures.put("scheduled", b.scheduled());

@@ -5,12 +5,13 @@ import java.time.Duration;
 import io.delayrelay.api.DelayQueueKeys;
 
 /**
- * The settings in force for one business: immutable, validated when built from configuration.
+ * The configuration of one business: immutable, validated when built from configuration. What changes while the
+ * relay runs (how many shards are scanned, an operator's pause, quarantined shards) is runtime state, kept apart
+ * in the engine's {@code BusinessState}.
  *
  * @param name             business name
  * @param keys             its Redis keys
  * @param shards           shard count M producers hash into
- * @param drainShards      shard count still scanned (&gt;= shards while retired shards are drained)
  * @param threads          worker threads
  * @param threadNamePrefix worker thread name prefix
  * @param exchange         target exchange
@@ -24,23 +25,11 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param retryDelay       delay before the first retry of a failed delivery; doubles per attempt
  * @param retryDelayMax    cap of the retry delay
  * @param publishTimeout   longest wait for the broker's confirms of a batch
- * @param paused           whether workers are paused
+ * @param paused           whether configuration pauses the workers (an operator may pause them too)
  * @param outgoing         how entries become AMQP messages
  */
-public record BusinessSpec(String name, DelayQueueKeys keys, int shards, int drainShards, int threads,
-        String threadNamePrefix, String exchange, String routingKey, String exchangeType, boolean declareExchange,
-        int batchSize, Duration maxIdle, Duration lease, int maxAttempts, Duration retryDelay, Duration retryDelayMax,
+public record BusinessSpec(String name, DelayQueueKeys keys, int shards, int threads, String threadNamePrefix,
+        String exchange, String routingKey, String exchangeType, boolean declareExchange, int batchSize,
+        Duration maxIdle, Duration lease, int maxAttempts, Duration retryDelay, Duration retryDelayMax,
         Duration publishTimeout, boolean paused, OutgoingMessages outgoing) {
-
-    public BusinessSpec withPaused(boolean newPaused) {
-        return new BusinessSpec(name, keys, shards, drainShards, threads, threadNamePrefix, exchange, routingKey,
-                exchangeType, declareExchange, batchSize, maxIdle, lease, maxAttempts, retryDelay, retryDelayMax,
-                publishTimeout, newPaused, outgoing);
-    }
-
-    public BusinessSpec withDrainShards(int newDrainShards) {
-        return new BusinessSpec(name, keys, shards, Math.max(shards, newDrainShards), threads, threadNamePrefix,
-                exchange, routingKey, exchangeType, declareExchange, batchSize, maxIdle, lease, maxAttempts,
-                retryDelay, retryDelayMax, publishTimeout, paused, outgoing);
-    }
 }

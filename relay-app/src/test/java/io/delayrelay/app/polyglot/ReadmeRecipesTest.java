@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import io.delayrelay.api.DelayQueueKeys;
@@ -47,7 +49,8 @@ class ReadmeRecipesTest {
     private static final int SHARDS = 7;
     private static final String LATER_MS = "60000";
     /** Long enough that only a wake-up published by a recipe or the producer explains a prompt delivery. */
-    private static final String MAX_IDLE = "20s";
+    private static final String MAX_IDLE = "60s";
+    private static final Duration PROMPT = Duration.ofSeconds(10);
 
     private final RelayTestKit kit = new RelayTestKit();
     private final ReadmeRecipes readme = ReadmeRecipes.load();
@@ -121,8 +124,12 @@ class ReadmeRecipesTest {
         String body = "{\"order\":\"1001\",\"note\":\"naïve café ✓ $HOME \\\\ 'q' `x` %s\"}\nline 2 of " + language;
         String plain = body.formatted("plain");
 
+        // due now, while the relay's workers sleep up to max-idle: only the recipe's wake-up explains a prompt delivery
         long plainDue = Long.parseLong(recipe.run("schedule_plain", k, plain, "0"));
         assertThat(plainDue).isLessThanOrEqualTo(kit.redisNowMs());
+        assertPromptlyDelivered(language, plain, "");
+        recipe.run("schedule_by_id", k, "by-recipe-0", body.formatted("due now"), "0");
+        assertPromptlyDelivered(language, body.formatted("due now"), "by-recipe-0");
 
         recipe.run("schedule_plain", k, "plain, cancelled by Java", LATER_MS);
         assertThat(producer.cancel(business, "plain, cancelled by Java")).as("Java cancels a plain ZADD").isTrue();
@@ -151,7 +158,6 @@ class ReadmeRecipesTest {
         assertThat(recipe.run("cancel_by_id", k, "never-scheduled")).isEqualTo("0");
 
         Map<String, String> expected = new TreeMap<>(Map.of(
-                hex(plain), "",
                 hex(body.formatted("rescheduled by Java")), "by-recipe-2",
                 hex(body.formatted("rescheduled by " + language)), "by-java-4",
                 hex(body.formatted("version 2")), "by-recipe-5"));
@@ -205,15 +211,25 @@ class ReadmeRecipesTest {
                 .map(key -> key.substring(key.indexOf('}'))).toList();
         readme.recipes().forEach((language, code) -> {
             for (String suffix : suffixes) {
-                assertThat(code).as("%s recipe builds {K:i}%s", language, suffix.substring(1)).contains(suffix);
+                assertThat(code).as("%s recipe builds {K:i}%s", language, suffix.substring(1)).containsPattern(word(suffix));
             }
-            assertThat(code).as("%s recipe", language)
-                    .contains(keys.meta().substring(1), keys.wake().substring(1), MetaFields.SHARDS, MetaFields.HISTORY);
+            for (String name : List.of(keys.meta().substring(1), keys.wake().substring(1), MetaFields.SHARDS, MetaFields.HISTORY)) {
+                assertThat(code).as("%s recipe uses %s", language, name).containsPattern(word(name));
+            }
             for (String script : List.of("schedule", "reschedule", "cancel")) {
                 assertThat(code).as("%s recipe runs %s.lua", language, script).containsPattern("['\" ]" + script + "['\" ]");
                 assertThat(Files.isRegularFile(readme.root().resolve("contract/" + script + ".lua"))).isTrue();
             }
         });
+    }
+
+    private void assertPromptlyDelivered(String language, String body, String id) throws InterruptedException {
+        Received r = receivedOf.get(language).poll(PROMPT.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(r).as("delivered within %s (max-idle %s): woken by the wake-up", PROMPT, MAX_IDLE).isNotNull();
+        assertThat(hex(r.body())).as("byte for byte").isEqualTo(hex(body));
+        assertThat(id(r)).isEqualTo(id);
+        byte[] shardingKey = id.isEmpty() ? r.body() : id.getBytes(StandardCharsets.UTF_8);
+        assertThat(r.header(RelayHeaders.SHARD)).as("the recipe's shard is Java's").isEqualTo(ShardSelector.shardOf(shardingKey, SHARDS));
     }
 
     private Map<Integer, Long> copies(DelayQueueKeys keys, String member) {
@@ -257,6 +273,11 @@ class ReadmeRecipesTest {
 
     private static String hex(byte[] bytes) {
         return HexFormat.of().formatHex(bytes);
+    }
+
+    /** The text, not followed by more of a name (":payload" must not match ":payloads"). */
+    private static String word(String text) {
+        return Pattern.quote(text) + "(?![\\w-])";
     }
 
     private static String asciiOnly(String s) {

@@ -1,0 +1,171 @@
+package io.delayrelay.app.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * Publishes one business's batches and settles each on the business's settle threads once the broker answered:
+ * confirmed entries are acked, returned ones dead-lettered, failed ones retried (dead after max-attempts), entries
+ * that never reached the broker put back without counting an attempt. Counts batches published and not yet
+ * settled, so that shutdown can wait for them.
+ */
+final class BatchSettler {
+
+    private static final Logger log = LoggerFactory.getLogger(BatchSettler.class);
+    private static final int SETTLE_THREADS = 2;
+
+    private final ShardStore store;
+    private final BatchPublisher publisher;
+    private final EventReporter events;
+    private final RedisClock clock;
+    private final ExecutorService pool;
+    private final Object monitor = new Object();
+    private int batchesInFlight;
+
+    BatchSettler(String threadNamePrefix, ShardStore store, BatchPublisher publisher, EventReporter events,
+            RedisClock clock) {
+        this.store = store;
+        this.publisher = publisher;
+        this.events = events;
+        this.clock = clock;
+        AtomicInteger n = new AtomicInteger();
+        this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, r -> {
+            Thread t = new Thread(r, threadNamePrefix + "settle-" + n.getAndIncrement());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /**
+     * Publishes the batch now and settles it later; {@code onSettled} runs once it is settled (or settling failed).
+     * Returns the broker's outcomes, complete at once when the publisher knew them immediately.
+     */
+    CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, int shard, List<DueMessage> batch,
+            Runnable onSettled) {
+        synchronized (monitor) {
+            batchesInFlight++;
+        }
+        Runnable finish = () -> {
+            try {
+                onSettled.run();
+            } finally {
+                synchronized (monitor) {
+                    batchesInFlight--;
+                    monitor.notifyAll();
+                }
+            }
+        };
+        CompletableFuture<List<PublishOutcome>> published;
+        try {
+            published = publisher.publishAsync(spec, batch, pool);
+            published.handleAsync((outcomes, error) -> {
+                settle(spec, shard, batch, outcomes, error);
+                return null;
+            }, pool).whenComplete((v, e) -> finish.run());
+        } catch (RuntimeException | Error e) {
+            finish.run();
+            throw e;
+        }
+        return published;
+    }
+
+    /** Waits until every published batch is settled, or the deadline passes; then stops the settle threads. */
+    void shutdown(String business, long deadlineNanos) {
+        synchronized (monitor) {
+            while (batchesInFlight > 0) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    log.warn("business={}: {} published batch(es) still unconfirmed at shutdown; left to the lease",
+                            business, batchesInFlight);
+                    break;
+                }
+                try {
+                    monitor.wait(Math.max(1, left / 1_000_000));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        pool.shutdown();
+    }
+
+    private void settle(BusinessSpec spec, int shard, List<DueMessage> batch, List<PublishOutcome> outcomes,
+            Throwable error) {
+        MDC.put("business", spec.name());
+        MDC.put("shard", Integer.toString(shard));
+        try {
+            if (outcomes == null) {
+                String reason = "publish failed: " + (error == null ? "unknown" : AmqpBatchPublisher.rootMessage(error));
+                outcomes = batch.stream().map(m -> PublishOutcome.failed(reason)).toList();
+            }
+            apply(spec, shard, batch, outcomes);
+        } catch (RuntimeException e) {
+            events.error(spec, shard, e);
+            log.warn("business={} shard={}: settling a published batch failed ({}); its unsettled entries are "
+                    + "redelivered after the lease", spec.name(), shard, AmqpBatchPublisher.rootMessage(e));
+        } finally {
+            MDC.clear();
+        }
+    }
+
+    private void apply(BusinessSpec spec, int shard, List<DueMessage> batch, List<PublishOutcome> outcomes) {
+        List<DueMessage> confirmed = new ArrayList<>(batch.size());
+        List<byte[]> returned = new ArrayList<>();
+        List<byte[]> failed = new ArrayList<>();
+        List<byte[]> notSent = new ArrayList<>();
+        String notSentReason = null;
+        String returnReason = null;
+        String failReason = null;
+        for (int i = 0; i < batch.size(); i++) {
+            PublishOutcome outcome = outcomes.get(i);
+            switch (outcome.status()) {
+                case CONFIRMED -> confirmed.add(batch.get(i));
+                case RETURNED -> {
+                    returned.add(batch.get(i).member());
+                    returnReason = outcome.reason();
+                }
+                case FAILED -> {
+                    failed.add(batch.get(i).member());
+                    failReason = outcome.reason();
+                }
+                case NOT_SENT -> {
+                    notSent.add(batch.get(i).member());
+                    notSentReason = outcome.reason();
+                }
+            }
+        }
+        if (!confirmed.isEmpty()) {
+            store.ack(spec, shard, confirmed.stream().map(DueMessage::member).toList());
+            long confirmedAt = clock.nowMs();
+            events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
+        }
+        if (!returned.isEmpty()) {
+            ShardStore.RequeueResult result = store.requeue(spec, shard, returned, 1, returnReason);
+            events.deadLettered(spec, shard, returnReason, result.dead());
+        }
+        if (!notSent.isEmpty()) {
+            String reason = notSentReason;
+            events.emit(spec, shard, e -> e.publishFailed(spec, shard, reason, notSent.size()));
+            store.release(spec, shard, notSent);
+        }
+        if (!failed.isEmpty()) {
+            String reason = failReason;
+            log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),
+                    shard, failed.size(), batch.size(), reason, spec.retryDelay());
+            events.emit(spec, shard, e -> e.publishFailed(spec, shard, reason, failed.size()));
+            ShardStore.RequeueResult result = store.requeue(spec, shard, failed, spec.maxAttempts(), reason);
+            events.deadLettered(spec, shard, reason, result.dead());
+        }
+    }
+}

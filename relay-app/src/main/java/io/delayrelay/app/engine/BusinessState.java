@@ -1,0 +1,92 @@
+package io.delayrelay.app.engine;
+
+import java.util.Set;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+
+/**
+ * What one business runs with right now: the configuration in force, and the runtime state that configuration
+ * does not hold. The scan width (shards looked at: the shard count, or more while a larger count still drains)
+ * is computed here and nowhere else; pause is the configuration's or the operator's; quarantined shards are
+ * skipped for a while. Every change that workers must notice while asleep calls the change listener.
+ */
+public final class BusinessState {
+
+    private final ShardQuarantine quarantine;
+    private final Runnable onChange;
+    private volatile BusinessSpec spec;
+    private volatile int scanWidth;
+    private volatile boolean operatorPaused;
+
+    BusinessState(BusinessSpec spec, ShardQuarantine quarantine, Runnable onChange) {
+        this.spec = spec;
+        this.quarantine = quarantine;
+        this.onChange = onChange;
+        this.scanWidth = spec.shards();
+    }
+
+    /** The configuration in force. */
+    public BusinessSpec spec() {
+        return spec;
+    }
+
+    /** Shards scanned: 0 .. scanWidth-1. Never below the configured shard count. */
+    public int scanWidth() {
+        return scanWidth;
+    }
+
+    /** Whether the workers are paused: by configuration or by an operator. */
+    public boolean paused() {
+        return spec.paused() || operatorPaused;
+    }
+
+    /** Whether an operator paused the business (the configuration may pause it as well). */
+    public boolean operatorPaused() {
+        return operatorPaused;
+    }
+
+    /** Pauses or resumes on an operator's behalf; the configuration's {@code paused} still applies on its own. */
+    public void setOperatorPaused(boolean paused) {
+        operatorPaused = paused;
+        onChange.run();
+    }
+
+    /** Shards currently set aside because their keys hold unexpected data. */
+    public Set<Integer> quarantinedShards() {
+        return quarantine.shards();
+    }
+
+    ShardQuarantine quarantine() {
+        return quarantine;
+    }
+
+    /**
+     * Puts new configuration in force. The scan width only grows here: shards beyond the new count keep being
+     * scanned until {@link #followTopology} finds their counts retired.
+     */
+    synchronized void apply(BusinessSpec next, int[] draining) {
+        spec = next;
+        setScanWidth(Math.max(scanWidth, width(next.shards(), draining)));
+    }
+
+    /** Scans exactly what the shard count and the shard counts still draining (from {@code K:meta}) need. */
+    synchronized void followTopology(int[] draining) {
+        setScanWidth(width(spec.shards(), draining));
+    }
+
+    private void setScanWidth(int width) {
+        if (width != scanWidth) {
+            scanWidth = width;
+            onChange.run();
+        }
+    }
+
+    /** The one rule for the scan width: the shard count, or the largest count that still drains. */
+    private static int width(int shards, int[] draining) {
+        int width = shards;
+        for (int m : draining) {
+            width = Math.max(width, m);
+        }
+        return width;
+    }
+}

@@ -1,0 +1,42 @@
+package io.delayrelay.app.engine;
+
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.amqp.AmqpConnectException;
+
+/**
+ * Checks (or declares) a business's exchange before its workers start. A missing exchange is a configuration
+ * problem when exchanges are verified; an unreachable broker is not (messages wait in Redis until it is back).
+ */
+final class ExchangeCheck {
+
+    private static final Logger log = LoggerFactory.getLogger(ExchangeCheck.class);
+
+    private final BatchPublisher publisher;
+    private final boolean verifyExchanges;
+
+    ExchangeCheck(BatchPublisher publisher, boolean verifyExchanges) {
+        this.publisher = publisher;
+        this.verifyExchanges = verifyExchanges;
+    }
+
+    /** Returns the problem when the exchange is missing (and must exist), else null. */
+    String problem(BusinessSpec spec) {
+        try {
+            publisher.prepareExchange(spec);
+        } catch (AmqpConnectException e) {
+            log.warn("business={}: RabbitMQ is not reachable ({}); exchange '{}' not checked, "
+                    + "messages stay in Redis until the broker is back", spec.name(),
+                    AmqpBatchPublisher.rootMessage(e), spec.exchange());
+        } catch (RuntimeException e) {
+            String cause = AmqpBatchPublisher.rootMessage(e);
+            if (cause.contains("NOT_FOUND") && verifyExchanges) {
+                return "relay.businesses." + spec.name() + ".exchange=" + spec.exchange()
+                        + ": no such exchange on the broker (declare it, or set declare-exchange: true)";
+            }
+            log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
+        }
+        return null;
+    }
+}

@@ -1,0 +1,80 @@
+package io.delayrelay.app.engine;
+
+import java.util.function.IntPredicate;
+import java.util.function.LongSupplier;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.trigger.BusinessSpec;
+
+/**
+ * Picks the next shard one worker pops, in this order:
+ * <ol>
+ *   <li>the hinted shard: named by a producer's wake-up, the shard whose full batch suggests more is due, or the
+ *       earliest known shard a sleep was aimed at;</li>
+ *   <li>a shard the business's {@link ShardSchedule} knows to be due (claimed, so other workers look elsewhere);</li>
+ *   <li>the next shard of this worker's block of the shared cursor: {@code INCRBY K:cursor sweep} reserves
+ *       {@code sweep} consecutive positions at once (one Redis call per sweep, not per shard), taken mod the scan
+ *       width, so instances and workers spread over the shards.</li>
+ * </ol>
+ * Quarantined shards are passed over; so are shards with a batch of this worker still in flight, except a hinted
+ * one (a full batch's shard is drained on, in due order, once its previous batch settled). The block walk gives up
+ * skipping after one full turn. One instance per worker thread: not thread-safe.
+ */
+final class ShardCursor {
+
+    /** Reserves {@code n} consecutive cursor positions of a business and returns the last one. */
+    @FunctionalInterface
+    interface CursorSource {
+        long advance(DelayQueueKeys keys, int n);
+    }
+
+    private final ShardSchedule schedule;
+    private final CursorSource cursor;
+    private final LongSupplier redisNowMs;
+    private int hint = WakeSignal.NO_HINT;
+    /** This worker's reserved block of cursor positions: next to use, and one past the last. */
+    private long blockNext;
+    private long blockEnd;
+
+    ShardCursor(ShardSchedule schedule, CursorSource cursor, LongSupplier redisNowMs) {
+        this.schedule = schedule;
+        this.cursor = cursor;
+        this.redisNowMs = redisNowMs;
+    }
+
+    /** Looks at {@code shard} next (ignored when {@link WakeSignal#NO_HINT}). */
+    void hint(int shard) {
+        if (shard != WakeSignal.NO_HINT) {
+            hint = shard;
+        }
+    }
+
+    /** Shards one worker covers before it may sleep: its share of one sweep over every scanned shard. */
+    static int sweepLength(int width, int threads) {
+        return (width + threads - 1) / threads;
+    }
+
+    int next(BusinessSpec spec, int width, IntPredicate quarantined, IntPredicate busy) {
+        int hinted = hint;
+        hint = WakeSignal.NO_HINT;
+        if (hinted != WakeSignal.NO_HINT && hinted < width && !quarantined.test(hinted)) {
+            return hinted;
+        }
+        IntPredicate skip = quarantined.or(busy);
+        int due = schedule.claimDue(redisNowMs.getAsLong(), skip);
+        if (due >= 0 && due < width) {
+            return due;
+        }
+        for (int tries = 0; ; tries++) {
+            if (blockNext >= blockEnd) {
+                int block = sweepLength(width, spec.threads());
+                blockEnd = cursor.advance(spec.keys(), block) + 1;
+                blockNext = blockEnd - block;
+            }
+            int shard = (int) Math.floorMod(blockNext++, (long) width);
+            if (!skip.test(shard) || tries >= width) {
+                return shard;
+            }
+        }
+    }
+}
