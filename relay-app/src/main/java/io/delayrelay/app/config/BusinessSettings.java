@@ -21,7 +21,7 @@ public class BusinessSettings {
     public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
     public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
 
-    /** Source key K of the business's shards; default {@code delayqueue:<business>}. No '{' or '}'. */
+    /** Source key K of the business's shards; default delayqueue:<business>. No '{' or '}'. */
     private String sourceKey;
 
     /** Shard count M producers hash into (CRC32 of the sharding key mod M). */
@@ -30,7 +30,7 @@ public class BusinessSettings {
     /** Worker threads per relay instance. */
     private int threads = DEFAULT_THREADS;
 
-    /** Worker thread name prefix; default {@code relay-<business>-}. */
+    /** Worker thread name prefix; default relay-<business>-. */
     private String threadNamePrefix;
 
     /** Exchange the business's messages are published to. Required. */
@@ -39,7 +39,7 @@ public class BusinessSettings {
     /** Routing key of the published messages. Required. */
     private String routingKey;
 
-    /** Exchange type (direct, topic, fanout, headers), used when {@code declare-exchange} is true. */
+    /** Exchange type (direct, topic, fanout, headers), used when declare-exchange is true. */
     private String exchangeType = DEFAULT_EXCHANGE_TYPE;
 
     /** Whether the relay declares the exchange (durable) at start instead of only checking that it exists. */

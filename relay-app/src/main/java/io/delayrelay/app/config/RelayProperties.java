@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
 /**
  * The relay's settings under {@code relay}. Per-business settings are layered: {@code relay.defaults}, then what
@@ -28,7 +29,7 @@ public class RelayProperties {
 
     /**
      * After a business's shard count changes, retired shards are drained for at least this long, and until they
-     * are empty. Longer than producers' {@code relay.producer.meta-cache-ttl}.
+     * are empty. Longer than producers' relay.producer.meta-cache-ttl.
      */
     private Duration reshardGrace = DEFAULT_RESHARD_GRACE;
 
@@ -36,6 +37,7 @@ public class RelayProperties {
     private boolean verifyExchanges = true;
 
     /** Settings every business inherits. */
+    @NestedConfigurationProperty
     private BusinessSettings defaults = new BusinessSettings();
 
     /** Businesses declared by configuration, and overrides for trigger beans, by business name. */

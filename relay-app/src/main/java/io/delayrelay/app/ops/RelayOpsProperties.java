@@ -8,7 +8,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 @ConfigurationProperties("relay.ops")
 public class RelayOpsProperties {
 
-    /** Header that carries the ops token. {@code Authorization: Bearer <token>} is accepted too. */
+    /** Header that carries the ops token. Authorization: Bearer <token> is accepted too. */
     public static final String TOKEN_HEADER = "X-Relay-Token";
 
     /** Default of {@link #getDeadTrimInterval()}. */
@@ -19,7 +19,7 @@ public class RelayOpsProperties {
 
     /**
      * Token that write operations of the relay endpoint (pause, resume, replay, purge) require in the
-     * {@value #TOKEN_HEADER} header. Unset or blank: write operations are disabled (403).
+     * X-Relay-Token header. Unset or blank: write operations are disabled (403).
      */
     private String token;
 
