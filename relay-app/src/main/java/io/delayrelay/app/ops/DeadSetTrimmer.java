@@ -1,10 +1,11 @@
 package io.delayrelay.app.ops;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Set;
+import java.util.OptionalLong;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +21,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.env.Environment;
-import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -41,6 +41,9 @@ public class DeadSetTrimmer implements SmartLifecycle {
     static final int MAX_SIZE_STEPS = 100;
 
     private static final RedisScript<Long> TRIM = LuaScripts.load("io/delayrelay/app/lua/trim-dead.lua", Long.class);
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static final RedisScript<List<Object>> DEAD_OLDEST =
+            (RedisScript) LuaScripts.load("io/delayrelay/app/lua/dead-oldest.lua", List.class);
 
     private final RelayEngine engine;
     private final RedisTemplate<byte[], byte[]> redis;
@@ -80,11 +83,11 @@ public class DeadSetTrimmer implements SmartLifecycle {
         long tooOld = removeDiedBy(spec, shards, now - bounds.maxAge().toMillis());
         long overSize = 0;
         for (int step = 0; step < MAX_SIZE_STEPS; step++) {
-            long excess = size(spec, shards) - bounds.maxSize();
-            if (excess <= 0) {
+            OptionalLong cutoff = sizeCutoff(spec, shards, bounds.maxSize());
+            if (cutoff.isEmpty()) {
                 break;
             }
-            long removed = removeDiedBy(spec, shards, cutoff(spec, shards, (int) Math.min(excess, STEP)));
+            long removed = removeDiedBy(spec, shards, cutoff.getAsLong());
             overSize += removed;
             if (removed == 0) {
                 break;
@@ -125,29 +128,31 @@ public class DeadSetTrimmer implements SmartLifecycle {
         return total;
     }
 
-    /** Time of death of the {@code n}-th oldest dead letter over every shard. */
-    private long cutoff(BusinessSpec spec, int shards, int n) {
+    /**
+     * The time of death up to which dead letters are over the cap (at most {@link #STEP} of them), or empty when the
+     * dead sets are within it. Each shard's size and oldest entries are read together: then, while another replica
+     * trims, what this one sees is still "the oldest entries are gone", and its cutoff never passes the other's.
+     */
+    private OptionalLong sizeCutoff(BusinessSpec spec, int shards, int maxSize) {
+        long total = 0;
         List<Long> scores = new ArrayList<>();
+        byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
         for (int shard = 0; shard < shards; shard++) {
-            byte[] key = DelayQueueKeys.bytes(spec.keys().dead(shard));
-            Set<Tuple> oldest = redis.execute((RedisCallback<Set<Tuple>>) c ->
-                    c.zSetCommands().zRangeWithScores(key, 0, n - 1));
-            if (oldest != null) {
-                oldest.forEach(t -> scores.add(t.getScore().longValue()));
+            List<Object> read = redis.execute(DEAD_OLDEST, List.of(DelayQueueKeys.bytes(spec.keys().dead(shard))), step);
+            if (read == null || read.isEmpty()) {
+                continue;
+            }
+            total += (Long) read.get(0);
+            for (Object score : read.subList(1, read.size())) {
+                scores.add(Long.parseLong(new String((byte[]) score, StandardCharsets.UTF_8)));
             }
         }
-        Collections.sort(scores);
-        return scores.isEmpty() ? Long.MIN_VALUE : scores.get(Math.min(n, scores.size()) - 1);
-    }
-
-    private long size(BusinessSpec spec, int shards) {
-        long total = 0;
-        for (int shard = 0; shard < shards; shard++) {
-            byte[] key = DelayQueueKeys.bytes(spec.keys().dead(shard));
-            Long n = redis.execute((RedisCallback<Long>) c -> c.zSetCommands().zCard(key));
-            total += n == null ? 0 : n;
+        long excess = total - maxSize;
+        if (excess <= 0 || scores.isEmpty()) {
+            return OptionalLong.empty();
         }
-        return total;
+        Collections.sort(scores);
+        return OptionalLong.of(scores.get((int) Math.min(Math.min(excess, STEP), scores.size()) - 1));
     }
 
     private long redisNowMs() {
