@@ -60,7 +60,14 @@ they reach the container as environment variables from secretKeyRef (see deploym
 {{- if .Values.redis.username }}
 {{- $_ := set $redis "username" .Values.redis.username }}
 {{- end }}
-{{- $rabbit := dict "host" .Values.rabbitmq.host "port" .Values.rabbitmq.port "virtual-host" .Values.rabbitmq.virtualHost "ssl" (dict "enabled" .Values.rabbitmq.ssl) }}
+{{- $rabbit := dict "virtual-host" .Values.rabbitmq.virtualHost "ssl" (dict "enabled" .Values.rabbitmq.ssl) }}
+{{- if .Values.rabbitmq.addresses }}
+{{- /* A cluster: every node, tried in order; host and port would be ignored by Spring Boot anyway. */}}
+{{- $_ := set $rabbit "addresses" .Values.rabbitmq.addresses }}
+{{- else }}
+{{- $_ := set $rabbit "host" .Values.rabbitmq.host }}
+{{- $_ := set $rabbit "port" .Values.rabbitmq.port }}
+{{- end }}
 {{- $spring := dict "application" (dict "name" "delay-relay") "data" (dict "redis" $redis) "rabbitmq" $rabbit }}
 {{- if .Values.nacos.enabled }}
 {{- $nacosConfig := dict "server-addr" .Values.nacos.serverAddr "group" .Values.nacos.group "file-extension" "yaml" }}

@@ -6,6 +6,9 @@ import static io.delayrelay.helm.Chart.Nodes.map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -14,6 +17,7 @@ import java.util.stream.Stream;
 import com.marcnuri.helm.Helm;
 import io.delayrelay.helm.Chart.Manifests;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -112,6 +116,21 @@ class RenderedManifestsTest {
         assertThat(at(config, "logging", "level", "io.delayrelay")).isEqualTo("INFO");
         Map<String, Object> defaults = new Yaml().load(DEFAULTS.applicationYaml());
         assertThat(at(defaults, "spring", "data", "redis", "ssl", "enabled")).isEqualTo(false);
+    }
+
+    @Test
+    void rabbitmqAddressesReplaceHostAndPortForACluster(@TempDir Path work) throws IOException {
+        Path values = Files.writeString(work.resolve("cluster-values.yaml"), """
+                rabbitmq:
+                  addresses: rabbit-0:5672,rabbit-1:5672,rabbit-2:5672
+                """);
+
+        Map<String, Object> rabbit = map(at(new Yaml().load(Chart.template(values).applicationYaml()), "spring", "rabbitmq"));
+
+        assertThat(rabbit).containsEntry("addresses", "rabbit-0:5672,rabbit-1:5672,rabbit-2:5672")
+                .doesNotContainKeys("host", "port");
+        Map<String, Object> single = map(at(new Yaml().load(DEFAULTS.applicationYaml()), "spring", "rabbitmq"));
+        assertThat(single).containsEntry("host", "rabbitmq").containsEntry("port", 5672).doesNotContainKey("addresses");
     }
 
     @Test

@@ -91,7 +91,7 @@ final class RelayProcess implements AutoCloseable {
         try (Stream<Path> files = Files.list(target)) {
             jar = files.filter(f -> f.getFileName().toString().matches("relay-app-.*-exec\\.jar")).findFirst()
                     .orElseThrow(() -> new IllegalStateException("no relay-app-*-exec.jar in " + target.toAbsolutePath()
-                            + ": build it first (scripts/faults.sh does: ./mvnw -o package -DskipTests -f relay-app/pom.xml)"));
+                            + ": build it first (scripts/faults.sh does: ./mvnw package -DskipTests -pl relay-app -am)"));
         }
         long jarTime = jar.toFile().lastModified();
         try (Stream<Path> classes = Files.walk(target.resolve("classes"))) {
