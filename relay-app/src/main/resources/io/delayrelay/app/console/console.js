@@ -268,14 +268,19 @@ function selected(table) {
   return $$('#' + table + ' tbody input[type=checkbox]:checked').map((c) => c.value);
 }
 
+// a table shows the answer to the latest request only: an earlier, slower answer must not overwrite it
+const latest = { scheduled: 0, dead: 0 };
+
 async function loadScheduled() {
   const business = $('#scheduled-business').value;
   if (!business) return;
+  const request = ++latest.scheduled;
   const params = new URLSearchParams({ limit: $('#scheduled-limit').value || '50' });
   const search = $('#scheduled-search').value.trim();
   if (search) params.set('search', search);
   try {
     const data = await call('GET', '/' + encodeURIComponent(business) + '/peek?' + params);
+    if (request !== latest.scheduled) return;
     const rows = data.entries.map((e) => el('tr', { 'data-member': e.member },
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: e.member, class: 'write', 'aria-label': 'select' })),
       el('td', { class: 'member' }, e.member),
@@ -309,11 +314,13 @@ $('#scheduled-cancel-selected').addEventListener('click', () => {
 async function loadDead() {
   const business = $('#dead-business').value;
   if (!business) return;
+  const request = ++latest.dead;
   const params = new URLSearchParams({ limit: $('#dead-limit').value || '100' });
   const reason = $('#dead-reason').value;
   if (reason) params.set('reason', reason);
   try {
     const data = await call('GET', '/' + encodeURIComponent(business) + '/dead?' + params);
+    if (request !== latest.dead) return;
     if (!reason) renderReasons(data.deadLetters);
     const rows = data.deadLetters.map((d) => el('tr', { 'data-member': d.member },
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: d.member, class: 'write', 'aria-label': 'select' })),
