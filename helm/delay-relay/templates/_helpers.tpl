@@ -69,6 +69,8 @@ they reach the container as environment variables from secretKeyRef (see deploym
 {{- $_ := set $rabbit "port" .Values.rabbitmq.port }}
 {{- end }}
 {{- $spring := dict "application" (dict "name" "delay-relay") "data" (dict "redis" $redis) "rabbitmq" $rabbit }}
+{{- $config := dict }}
+{{- $relay := deepCopy .Values.relay }}
 {{- if .Values.nacos.enabled }}
 {{- $nacosConfig := dict "server-addr" .Values.nacos.serverAddr "group" .Values.nacos.group "file-extension" "yaml" }}
 {{- if .Values.nacos.namespace }}
@@ -76,6 +78,8 @@ they reach the container as environment variables from secretKeyRef (see deploym
 {{- end }}
 {{- $_ := set $spring "cloud" (dict "nacos" (dict "server-addr" .Values.nacos.serverAddr "config" $nacosConfig)) }}
 {{- $_ := set $spring "config" (dict "import" (printf "optional:nacos:%s?group=%s&refreshEnabled=true" .Values.nacos.dataId .Values.nacos.group)) }}
+{{- $_ := set $config "logging" (dict "level" (dict "com.alibaba.nacos.common.remote.client" "off")) }}
+{{- $_ := set $relay "nacos" (mustMergeOverwrite (dict "optional" .Values.nacos.optional) (default (dict) (get $relay "nacos"))) }}
 {{- else }}
 {{- /* Inert without the Nacos starter; with it, keeps the relay from requiring a Nacos import. */}}
 {{- $_ := set $spring "cloud" (dict "nacos" (dict "config" (dict "enabled" false "import-check" (dict "enabled" false)))) }}
@@ -84,7 +88,10 @@ they reach the container as environment variables from secretKeyRef (see deploym
       "server" (dict "port" .Values.ports.management)
       "endpoints" (dict "web" (dict "exposure" (dict "include" "health,info,prometheus,relay")))
       "endpoint" (dict "health" (dict "probes" (dict "enabled" true))) }}
-{{- $config := dict "spring" $spring "server" (dict "port" .Values.ports.http "shutdown" "graceful") "management" $management "relay" (deepCopy .Values.relay) }}
+{{- $_ := set $config "spring" $spring }}
+{{- $_ := set $config "server" (dict "port" .Values.ports.http "shutdown" "graceful") }}
+{{- $_ := set $config "management" $management }}
+{{- $_ := set $config "relay" $relay }}
 {{- $config = mustMergeOverwrite $config (deepCopy .Values.extraConfig) }}
 {{- toYaml $config }}
 {{- end }}

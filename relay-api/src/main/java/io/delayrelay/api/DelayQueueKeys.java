@@ -14,8 +14,9 @@ import java.util.Objects;
  *   {K:i}:attempts   hash   member -> failed delivery attempts
  *   {K:i}:dead       zset   dead letters; score = time of death
  *   {K:i}:dead-reasons hash member -> why it died
- *   K:meta           hash   shards, draining (shard counts still drained)
+ *   K:meta           hash   shards, draining (shard counts still drained), paused (operator pause)
  *   K:cursor         string INCR counter picking the next shard
+ *   K:instances      hash   relay instance id -> heartbeat (host, version, started-at, last-seen)
  *   K:wake           channel "shard:due" published when a new earliest entry is added
  * </pre>
  * {@code K:i} and {@code {K:i}:...} hash to the same Redis Cluster slot, so every script touches one slot.
@@ -103,6 +104,11 @@ public final class DelayQueueKeys {
     /** {@code K:cursor}. */
     public String cursor() {
         return sourceKey + ":cursor";
+    }
+
+    /** {@code K:instances}: heartbeats of the relay instances running the business. */
+    public String instances() {
+        return sourceKey + ":instances";
     }
 
     /** {@code K:wake}: pub/sub channel. */

@@ -19,6 +19,18 @@ public final class MetaFields {
      */
     public static final String HISTORY = "history";
 
+    /**
+     * {@code "1"} while an operator has paused the business for the whole fleet (ops endpoint); absent otherwise.
+     * Every relay instance follows it within the business's {@code max-idle}; it survives restarts.
+     */
+    public static final String PAUSED = "paused";
+
+    /** Who paused the business (free text the operator gave, or the instance that took the request). */
+    public static final String PAUSED_BY = "paused-by";
+
+    /** When the business was paused, epoch ms (Redis time). */
+    public static final String PAUSED_AT = "paused-at";
+
     private MetaFields() {
     }
 }

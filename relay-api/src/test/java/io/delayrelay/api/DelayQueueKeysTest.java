@@ -21,6 +21,7 @@ class DelayQueueKeysTest {
         assertThat(keys.meta()).isEqualTo("delayqueue:order-cancel:meta");
         assertThat(keys.cursor()).isEqualTo("delayqueue:order-cancel:cursor");
         assertThat(keys.wake()).isEqualTo("delayqueue:order-cancel:wake");
+        assertThat(keys.instances()).isEqualTo("delayqueue:order-cancel:instances");
     }
 
     @Test

@@ -19,6 +19,8 @@ import java.util.regex.Pattern;
 import io.delayrelay.api.autoconfigure.DelayRelayProducerProperties;
 import io.delayrelay.app.config.BusinessSettings;
 import io.delayrelay.app.config.RelayProperties;
+import io.delayrelay.app.config.nacos.RelayNacosProperties;
+import io.delayrelay.app.fleet.RelayFleetProperties;
 import io.delayrelay.app.metrics.RelayMetricsProperties;
 import io.delayrelay.app.ops.RelayOpsProperties;
 import org.junit.jupiter.api.Test;
@@ -41,6 +43,8 @@ class ConfigurationReferenceTest {
         check(problems, documented, "relay.", new RelayProperties());
         check(problems, documented, "relay.metrics.", new RelayMetricsProperties());
         check(problems, documented, "relay.ops.", new RelayOpsProperties());
+        check(problems, documented, "relay.nacos.", new RelayNacosProperties());
+        check(problems, documented, "relay.fleet.", new RelayFleetProperties());
         check(problems, documented, "relay.producer.", new DelayRelayProducerProperties());
         assertThat(problems).isEmpty();
     }

@@ -1,86 +1,89 @@
 package io.delayrelay.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import java.util.stream.StreamSupport;
 
 import com.alibaba.cloud.nacos.NacosConfigProperties;
-import com.alibaba.nacos.api.NacosFactory;
-import com.alibaba.nacos.api.config.ConfigService;
+import io.delayrelay.app.config.nacos.ConfigCenterUnavailableException;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.TestRelayApplication;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.core.env.PropertySource;
 
 /**
- * The {@code nacos} profile: without a server (none runs here) the context still starts and binds Nacos's
- * settings; with NACOS_ADDR pointing at a real server, a change published there reaches the running relay.
+ * The {@code nacos} profile without a reachable server, in-process: start-up fails with one line naming server and
+ * data id, or with {@code relay.nacos.optional=true} starts on local configuration after a WARN naming them. The
+ * same against a real server, with the exec jar as a process: {@code daemon.NacosReloadIT}.
+ * (Both tests use the same unreachable address: the Nacos client is a JVM-wide singleton.)
  */
+@ExtendWith(OutputCaptureExtension.class)
 class NacosWiringTest {
 
+    private static final String NO_SERVER = "127.0.0.1:1";
+
     private final RelayTestKit kit = new RelayTestKit();
+    private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
 
     @AfterEach
     void cleanUp() {
+        contexts.forEach(ConfigurableApplicationContext::close);
         kit.close();
     }
 
-    @Test
-    void nacosProfileStartsAndBindsTheNacosConfigSource() {
-        String name = kit.business("nacos");
+    private Map<String, Object> nacosProfile(String name, String dataId) {
         Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), name, kit.exchange("nacos"), "due");
         props.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);
         props.put("spring.profiles.active", "nacos");
-        props.put("NACOS_ADDR", "127.0.0.1:1");
+        props.put("NACOS_DATA_ID", dataId);
         props.put("spring.cloud.nacos.config.timeout", "500");
-        ConfigurableApplicationContext context = kit.startRelay(props);
+        return props;
+    }
 
-        NacosConfigProperties nacos = context.getBean(NacosConfigProperties.class);
-        assertThat(nacos.getServerAddr()).isEqualTo("127.0.0.1:1");
-        assertThat(nacos.getFileExtension()).isEqualTo("yaml");
-        assertThat(context.getEnvironment().getProperty("spring.config.import"))
-                .startsWith("optional:nacos:");
-        assertThat(context.getBean(RelayEngine.class).relays()).containsKey(name);
+    /** NACOS_ADDR as a command-line argument: it beats an NACOS_ADDR environment variable of the build. */
+    private ConfigurableApplicationContext start(Map<String, Object> props) {
+        ConfigurableApplicationContext context = new SpringApplicationBuilder(TestRelayApplication.class)
+                .web(WebApplicationType.NONE).properties(props).run("--NACOS_ADDR=" + NO_SERVER);
+        contexts.add(context);
+        return context;
     }
 
     @Test
-    @EnabledIfEnvironmentVariable(named = "NACOS_ADDR", matches = ".+",
-            disabledReason = "needs a Nacos server: set NACOS_ADDR=host:8848 (none is available in this workplace)")
-    void aChangePublishedInNacosReachesTheRunningRelay() throws Exception {
-        String addr = System.getenv("NACOS_ADDR");
-        String name = kit.business("nacos-live");
-        String exchange = kit.exchange("nacos-live");
-        String dataId = "delay-relay-test-" + name + ".yaml";
-        Properties nacosProps = new Properties();
-        nacosProps.put("serverAddr", addr);
-        ConfigService configService = NacosFactory.createConfigService(nacosProps);
-        try {
-            String yaml = "relay:\n  businesses:\n    " + name + ":\n      exchange: " + exchange
-                    + "\n      routing-key: due\n      shards: %d\n";
-            assertThat(configService.publishConfig(dataId, "DEFAULT_GROUP", yaml.formatted(4), "yaml")).isTrue();
-            Map<String, Object> props = kit.baseProperties();
-            props.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);
-            props.put("spring.profiles.active", "nacos");
-            props.put("NACOS_ADDR", addr);
-            props.put("NACOS_DATA_ID", dataId);
-            ConfigurableApplicationContext context = kit.startRelay(props);
-            RelayEngine engine = context.getBean(RelayEngine.class);
-            assertThat(engine.relays().get(name).spec().shards()).isEqualTo(4);
+    void withOptionalTheRelayStartsOnLocalConfigurationAndWarnsNamingServerAndDataId(CapturedOutput output) {
+        String name = kit.business("nacos");
+        Map<String, Object> props = nacosProfile(name, "wiring-" + name + ".yaml");
+        props.put("relay.nacos.optional", "true");
+        ConfigurableApplicationContext context = start(props);
 
-            assertThat(configService.publishConfig(dataId, "DEFAULT_GROUP", yaml.formatted(8), "yaml")).isTrue();
-            await().atMost(Duration.ofSeconds(30)).until(() -> engine.relays().get(name).spec().shards() == 8);
-            assertThat(StreamSupport.stream(context.getEnvironment().getPropertySources().spliterator(), false)
-                    .map(PropertySource::getName)).anyMatch(n -> n.contains(dataId));
-        } finally {
-            configService.removeConfig(dataId, "DEFAULT_GROUP");
-            configService.shutDown();
-        }
+        NacosConfigProperties nacos = context.getBean(NacosConfigProperties.class);
+        assertThat(nacos.getServerAddr()).isEqualTo(NO_SERVER);
+        assertThat(nacos.getFileExtension()).isEqualTo("yaml");
+        assertThat(context.getEnvironment().getProperty("spring.config.import")).startsWith("optional:nacos:");
+        assertThat(context.getBean(RelayEngine.class).relays()).containsKey(name);
+        assertThat(output.getOut().lines().filter(l -> l.contains(" WARN ") && l.contains(
+                "Nacos server " + NO_SERVER + " (namespace public) is unreachable: cannot load data id 'wiring-" + name
+                        + ".yaml' (group DEFAULT_GROUP); relay.nacos.optional=true: starting on local configuration"))
+                .count()).isEqualTo(1);
+    }
+
+    @Test
+    void withoutTheServerStartUpFailsWithOneLineNamingServerAndDataId() {
+        String name = kit.business("nacos-strict");
+        Map<String, Object> props = nacosProfile(name, "strict-" + name + ".yaml");
+
+        assertThatThrownBy(() -> start(props))
+                .isInstanceOf(ConfigCenterUnavailableException.class)
+                .hasMessage("Nacos server " + NO_SERVER + " (namespace public) is unreachable: cannot load data id 'strict-"
+                        + name + ".yaml' (group DEFAULT_GROUP)");
     }
 }

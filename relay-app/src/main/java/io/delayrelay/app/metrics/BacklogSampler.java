@@ -40,6 +40,7 @@ public class BacklogSampler implements SmartLifecycle {
         Map<String, BusinessRelay> relays = engine.relays();
         for (BusinessRelay relay : relays.values()) {
             events.register(relay.spec());
+            events.pausedSampled(relay.spec().name(), relay.state().paused());
         }
         for (String name : events.registered()) {
             if (!relays.containsKey(name)) {
@@ -58,7 +59,6 @@ public class BacklogSampler implements SmartLifecycle {
         for (BusinessRelay relay : engine.relays().values()) {
             BusinessSpec spec = relay.spec();
             try {
-                events.pausedSampled(spec.name(), relay.state().paused());
                 events.backlogSampled(spec, reader.read(spec, relay.state().scanWidth()));
             } catch (RuntimeException e) {
                 log.warn("business={}: backlog sample failed: {}", spec.name(), e.toString());

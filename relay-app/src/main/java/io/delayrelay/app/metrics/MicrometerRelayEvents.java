@@ -97,7 +97,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.threads.set(spec.threads());
     }
 
-    /** Sets the paused gauge of a registered business (paused by configuration or by an operator). */
+    /** Sets the paused gauge of a registered business: paused by configuration or an operator. */
     public void pausedSampled(String business, boolean paused) {
         BusinessMeters meters = businesses.get(business);
         if (meters != null) {
@@ -220,9 +220,6 @@ public class MicrometerRelayEvents implements RelayEvents {
             }
             Counter.builder(RelayMeterNames.CONFIG_REJECTED).description("Reloaded settings rejected")
                     .tag(TAG_BUSINESS, business).register(registry);
-            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
-                    .description("1 while the business's workers are paused").tag(TAG_BUSINESS, business)
-                    .register(registry);
             backlog(registry, business, RelayMeterNames.STATE_DUE, due);
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
             backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);
@@ -233,6 +230,9 @@ public class MicrometerRelayEvents implements RelayEvents {
             Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get).description("Shard count producers hash into")
                     .tag(TAG_BUSINESS, business).register(registry);
             Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get).description("Worker threads")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
+                    .description("1 while the business is paused (by configuration or an operator), else 0")
                     .tag(TAG_BUSINESS, business).register(registry);
         }
 

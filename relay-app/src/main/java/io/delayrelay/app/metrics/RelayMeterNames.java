@@ -31,10 +31,13 @@ public final class RelayMeterNames {
     public static final String OLDEST_OVERDUE = "delay.relay.oldest.overdue";
     /** Gauge: current shard count M. Prometheus {@code delay_relay_shards}. */
     public static final String SHARDS = "delay.relay.shards";
-    /** Gauge: 1 while the business's workers are paused, else 0. Prometheus {@code delay_relay_paused}. */
-    public static final String PAUSED = "delay.relay.paused";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
     public static final String THREADS = "delay.relay.threads";
+    /**
+     * Gauge: 1 while the business is paused (configuration or a fleet-wide operator pause), else 0, sampled.
+     * Prometheus {@code delay_relay_paused}: lets overdue alerts leave paused businesses out.
+     */
+    public static final String PAUSED = "delay.relay.paused";
 
     /** Tag: business name (every relay meter has it). */
     public static final String TAG_BUSINESS = "business";

@@ -4,6 +4,9 @@ import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.fleet.FleetPause;
+import io.delayrelay.app.fleet.InstanceHeartbeat;
+import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -26,7 +29,8 @@ import org.springframework.core.env.Environment;
  * the dead-set trimmer, and the start-up check of Redis' eviction policy and persistence.
  * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
  */
-@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class},
+@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class,
+        RelayFleetAutoConfiguration.class},
         afterName = "org.springframework.boot.autoconfigure.availability.ApplicationAvailabilityAutoConfiguration")
 @ConditionalOnProperty(prefix = "relay", name = "enabled", matchIfMissing = true)
 @ConditionalOnBean(RelayEngine.class)
@@ -75,9 +79,10 @@ public class RelayOpsAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         public RelayOpsEndpoint relayOpsEndpoint(RelayEngine engine, ShardStore store, DeadLetters deadLetters,
-                RelayOpsProperties properties, ScheduledEntries scheduled, ObjectProvider<MeterRegistry> meters) {
+                RelayOpsProperties properties, ScheduledEntries scheduled, ObjectProvider<MeterRegistry> meters,
+                FleetPause fleetPause, InstanceHeartbeat heartbeat) {
             return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties,
-                    scheduled, meters.getIfAvailable());
+                    scheduled, meters.getIfAvailable(), fleetPause, heartbeat);
         }
     }
 }

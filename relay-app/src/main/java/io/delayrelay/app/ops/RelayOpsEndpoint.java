@@ -12,6 +12,10 @@ import java.util.function.Function;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.fleet.FleetPause;
+import io.delayrelay.app.fleet.InstanceHeartbeat;
+import io.delayrelay.app.fleet.PauseState;
+import io.delayrelay.app.fleet.RelayInstance;
 import io.delayrelay.app.metrics.Backlog;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.ops.DeadLetters.DeadLetter;
@@ -40,8 +44,9 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  *   GET    /actuator/relay/{business}/dead?limit=N[&amp;reason=text]
  *                                                   the oldest N dead letters with reason, attempts and time of
  *                                                   death (default 100), or those whose reason contains the text
- *   POST   /actuator/relay/{business}/pause         stop popping (in-flight batches finish)
- *   POST   /actuator/relay/{business}/resume
+ *   POST   /actuator/relay/{business}/pause         stop popping on every instance (in-flight batches finish);
+ *                                                   body {"by": "..."} names the operator
+ *   POST   /actuator/relay/{business}/resume        lift the operator's pause on every instance
  *   POST   /actuator/relay/{business}/replay        dead letters back into their shard, due now: body
  *                                                   {"member": ".."}, {"members": "..\n.."} (one a line),
  *                                                   {"limit": N} (the oldest N) or nothing (all)
@@ -70,15 +75,20 @@ public class RelayOpsEndpoint {
     private final RelayOpsProperties properties;
     private final ScheduledEntries scheduled;
     private final @Nullable LocalThroughput throughput;
+    private final FleetPause fleetPause;
+    private final InstanceHeartbeat heartbeat;
 
     public RelayOpsEndpoint(RelayEngine engine, BacklogReader backlog, DeadLetters deadLetters,
-            RelayOpsProperties properties, ScheduledEntries scheduled, @Nullable MeterRegistry meters) {
+            RelayOpsProperties properties, ScheduledEntries scheduled, @Nullable MeterRegistry meters,
+            FleetPause fleetPause, InstanceHeartbeat heartbeat) {
         this.engine = engine;
         this.backlog = backlog;
         this.deadLetters = deadLetters;
         this.properties = properties;
         this.scheduled = scheduled;
         this.throughput = meters == null ? null : new LocalThroughput(meters);
+        this.fleetPause = fleetPause;
+        this.heartbeat = heartbeat;
     }
 
     @ReadOperation
@@ -136,33 +146,39 @@ public class RelayOpsEndpoint {
     @WriteOperation
     public WebEndpointResponse<Object> write(SecurityContext security, @Selector String business,
             @Selector String action, @Nullable String member, @Nullable String members,
-            @Nullable Integer limit) {
+            @Nullable Integer limit, @Nullable String by) {
         return asOperator(security, business, relay -> {
             BusinessSpec spec = relay.spec();
             int width = scanWidth(relay);
-            String by = operator(security);
+            String origin = operator(security);
             List<String> named = named(member, members);
             if (!validLimit(limit)) {
                 return badLimit(limit);
             }
             return switch (action) {
                 case "pause", "resume" -> {
-                    relay.state().setOperatorPaused(action.equals("pause"));
-                    log.info("business={}: {}d by {}", business, action, by);
-                    yield ok(view(relay));
+                    // the name stored with a fleet-wide pause: the operator's own, else where the request came from
+                    String who = by == null || by.isBlank() ? origin + " via ops endpoint of " + heartbeat.self().id()
+                            : by;
+                    if (action.equals("pause")) {
+                        fleetPause.pause(relay, who);
+                    } else {
+                        fleetPause.resume(relay, who);
+                    }
+                    yield ok(view(relay)); // FleetPause logs it, naming who
                 }
                 case "replay" -> {
                     long n = named.isEmpty() ? (limit == null ? deadLetters.replay(spec, width, (String) null)
                             : deadLetters.replayOldest(spec, width, limit)) : deadLetters.replay(spec, width, named);
                     log.info("business={}: {} dead letter(s) replayed ({}) by {}", business, n,
-                            selection(named, limit), by);
+                            selection(named, limit), origin);
                     yield ok(result(business, "replayed", n));
                 }
                 case "purge" -> {
                     long n = named.isEmpty() ? (limit == null ? deadLetters.purge(spec, width, (String) null)
                             : deadLetters.purgeOldest(spec, width, limit)) : deadLetters.purge(spec, width, named);
                     log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
-                            selection(named, limit), by);
+                            selection(named, limit), origin);
                     yield ok(result(business, "purged", n));
                 }
                 case "cancel", "deliver-now" -> {
@@ -173,7 +189,7 @@ public class RelayOpsEndpoint {
                     boolean cancel = action.equals("cancel");
                     long n = cancel ? scheduled.cancel(spec, width, named) : scheduled.deliverNow(spec, width, named);
                     log.info("business={}: {} scheduled entr(y/ies) {} ({}) by {}", business, n,
-                            cancel ? "cancelled" : "made due now", selection(named, null), by);
+                            cancel ? "cancelled" : "made due now", selection(named, null), origin);
                     yield ok(result(business, cancel ? "cancelled" : "dueNow", n));
                 }
                 default -> error(WebEndpointResponse.STATUS_NOT_FOUND, "no such action '" + action
@@ -305,7 +321,14 @@ public class RelayOpsEndpoint {
         Map<String, Object> view = new LinkedHashMap<>();
         view.put("name", spec.name());
         view.put("running", engine.isRunning());
+        PauseState pause = fleetPause.state(relay);
         view.put("paused", state.paused());
+        Map<String, Object> pauseView = new LinkedHashMap<>();
+        pauseView.put("config", pause.config());
+        pauseView.put("operator", state.operatorPaused());
+        pauseView.put("by", pause.operator().by());
+        pauseView.put("at", pause.operator().at());
+        view.put("pause", pauseView);
         view.put("shards", spec.shards());
         view.put("drainShards", state.scanWidth());
         view.put("config", config);
@@ -324,6 +347,21 @@ public class RelayOpsEndpoint {
         } catch (RuntimeException e) {
             view.put("backlog", Map.of("error", "Redis unavailable: " + e.getClass().getSimpleName()));
         }
+        try {
+            view.put("instances", heartbeat.live(spec.keys()).stream().map(RelayOpsEndpoint::instance).toList());
+        } catch (RuntimeException e) {
+            view.put("instances", List.of());
+        }
+        return view;
+    }
+
+    private static Map<String, Object> instance(RelayInstance i) {
+        Map<String, Object> view = new LinkedHashMap<>();
+        view.put("id", i.id());
+        view.put("host", i.host());
+        view.put("version", i.version());
+        view.put("startedAt", i.startedAt());
+        view.put("lastSeen", i.lastSeen());
         return view;
     }
 

@@ -14,7 +14,7 @@ import java.util.stream.Stream;
  * The relay as a real separate JVM: {@code java -jar relay-app/target/relay-app-*-exec.jar --k=v ...}, output to a
  * log file under target/faults. Can be killed with SIGKILL ({@code kill -9}) and reports its CPU time.
  */
-final class RelayProcess implements AutoCloseable {
+public final class RelayProcess implements AutoCloseable {
 
     private final Process process;
     private final Path log;
@@ -25,10 +25,26 @@ final class RelayProcess implements AutoCloseable {
     }
 
     /** Starts the exec jar with the given Spring properties (web off). */
-    static RelayProcess start(String name, Map<String, Object> properties) throws IOException {
-        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-XX:+UseSerialGC",
-                "-jar", execJar().toString(), "--spring.main.web-application-type=none",
-                "--spring.main.banner-mode=off"));
+    public static RelayProcess start(String name, Map<String, Object> properties) throws IOException {
+        return start(name, properties, false);
+    }
+
+    /**
+     * Starts the exec jar with the given Spring properties and extra JVM options; {@code web} keeps the servlet
+     * server (set {@code server.port} and {@code management.server.port}) for tests of the actuator endpoints.
+     */
+    public static RelayProcess start(String name, Map<String, Object> properties, boolean web, String... jvmOptions)
+            throws IOException {
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-XX:+UseSerialGC"));
+        command.addAll(List.of(jvmOptions));
+        command.addAll(List.of("-jar", execJar().toString()));
+        // A key given twice on the command line binds as "a,b": add these only when the caller did not.
+        if (!properties.containsKey("spring.main.banner-mode")) {
+            command.add("--spring.main.banner-mode=off");
+        }
+        if (!web) {
+            command.add("--spring.main.web-application-type=none");
+        }
         properties.forEach((k, v) -> command.add("--" + k + "=" + v));
         Path dir = Files.createDirectories(Path.of("target", "faults"));
         Path log = dir.resolve(name + ".log");
@@ -37,20 +53,30 @@ final class RelayProcess implements AutoCloseable {
         return new RelayProcess(process, log);
     }
 
-    long pid() {
+    public long pid() {
         return process.pid();
     }
 
-    boolean isAlive() {
+    public boolean isAlive() {
         return process.isAlive();
     }
 
-    Path log() {
+    public Path log() {
         return log;
     }
 
+    /** Everything the process printed so far. */
+    public String output() throws IOException {
+        return Files.exists(log) ? Files.readString(log) : "";
+    }
+
+    /** Waits for the process to end by itself; returns its exit code, or null if it still runs after the timeout. */
+    public Integer awaitExit(java.time.Duration timeout) throws InterruptedException {
+        return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS) ? process.exitValue() : null;
+    }
+
     /** Whether the log shows the relay started (its engine logged "delay-relay started"). */
-    boolean started() throws IOException {
+    public boolean started() throws IOException {
         return Files.exists(log) && Files.readString(log).contains("delay-relay started");
     }
 
@@ -85,7 +111,7 @@ final class RelayProcess implements AutoCloseable {
     }
 
     /** relay-app/target/relay-app-*-exec.jar; must be newer than the compiled classes (scripts/faults.sh builds it). */
-    static Path execJar() throws IOException {
+    public static Path execJar() throws IOException {
         Path target = Path.of("target");
         Path jar;
         try (Stream<Path> files = Files.list(target)) {

@@ -99,7 +99,10 @@ class RelayMetricsTest {
                 .isEqualTo(16.0);
         assertThat(registry.get(RelayMeterNames.THREADS).tag(RelayMeterNames.TAG_BUSINESS, business).gauge().value())
                 .isEqualTo(3.0);
+        assertThat(registry.get(RelayMeterNames.PAUSED).tag(RelayMeterNames.TAG_BUSINESS, business).gauge().value())
+                .as("paused: true in configuration").isEqualTo(1.0);
         assertThat(relay.getBean(PrometheusMeterRegistry.class).scrape())
+                .contains("delay_relay_paused{business=\"" + business + "\"} 1.0")
                 .contains("delay_relay_backlog_messages{business=\"" + business + "\",state=\"due\"} 3.0")
                 .contains("delay_relay_backlog_messages{business=\"" + business + "\",state=\"scheduled\"} 5.0")
                 .contains("delay_relay_oldest_overdue_seconds{business=\"" + business + "\"}");

@@ -30,9 +30,13 @@ final class WebRelay implements AutoCloseable {
     WebRelay(Map<String, Object> properties) {
         Map<String, Object> all = new java.util.LinkedHashMap<>(properties);
         all.put("spring.config.name", io.delayrelay.app.DelayRelayApplication.CONFIG_NAME);
-        // random ports as arguments: builder properties are defaults, below delay-relay.yaml's 8080/8081
+        all.put("server.port", 0);
+        all.put("management.server.port", 0);
+        // delay-relay.yaml sets management.server.port=${MANAGEMENT_PORT:8081}, and a config file beats these
+        // default properties: without this every test relay would bind 8081 (and collide with any other on it).
+        all.put("MANAGEMENT_PORT", 0);
         context = new SpringApplicationBuilder(TestRelayApplication.class).web(WebApplicationType.SERVLET)
-                .properties(all).run("--server.port=0", "--management.server.port=0");
+                .properties(all).run();
         managementPort = Integer.parseInt(context.getEnvironment().getProperty("local.management.port"));
     }
 

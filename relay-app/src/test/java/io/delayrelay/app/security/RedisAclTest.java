@@ -44,7 +44,7 @@ class RedisAclTest {
     /** The relay's rules (README "Scale-out, faults and security"): default source keys delayqueue:*. */
     static final String RELAY_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
             + " -@all +hello +ping +info +evalsha +eval +time +type +subscribe +unsubscribe +incrby"
-            + " +hget +hset +hmget +hdel +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore";
+            + " +hget +hset +hmget +hdel +hgetall +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore";
     /** A producer's rules: schedule, cancel, reschedule, count, peek. */
     static final String PRODUCER_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
             + " -@all +hello +ping +evalsha +eval +time +publish +hset +hdel +hmget +zadd +zrem +zscore +zcard +zrange";

@@ -1,0 +1,182 @@
+package io.delayrelay.app.fleet;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.RelayEngine;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+
+/**
+ * Each instance's heartbeat in {@code K:instances} of every business it runs (field = instance id, value = host,
+ * version, started-at, last-seen), every {@code interval}. An instance is live while its last heartbeat is at most
+ * {@value #LIVE_BEATS} intervals old; heartbeats older than {@value #FORGET_BEATS} intervals are deleted by any
+ * instance's heartbeat, and an instance deletes its own at shutdown.
+ */
+public class InstanceHeartbeat implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(InstanceHeartbeat.class);
+    /** Missed heartbeats after which an instance is no longer listed as live. */
+    static final int LIVE_BEATS = 3;
+    /** Missed heartbeats after which its entry is deleted. */
+    static final int FORGET_BEATS = 20;
+
+    private final RelayEngine engine;
+    private final RedisTemplate<byte[], byte[]> redis;
+    private final RelayInstance self;
+    private final Duration interval;
+    private ScheduledExecutorService beater;
+    private volatile boolean running;
+    private volatile boolean failing;
+
+    public InstanceHeartbeat(RelayEngine engine, RedisTemplate<byte[], byte[]> redis, RelayInstance self,
+            Duration interval) {
+        this.engine = engine;
+        this.redis = redis;
+        this.self = self;
+        this.interval = interval;
+    }
+
+    /** This instance. */
+    public RelayInstance self() {
+        return self;
+    }
+
+    /** Writes this instance's heartbeat for every business and forgets long-gone instances. */
+    public void beat() {
+        for (BusinessRelay relay : engine.relays().values()) {
+            DelayQueueKeys keys = relay.spec().keys();
+            try {
+                long now = redisNowMs();
+                redis.execute((RedisCallback<Object>) c -> c.hashCommands().hSet(bytes(keys.instances()),
+                        bytes(self.id()), bytes(self.seenAt(now).encode())));
+                List<byte[]> gone = new ArrayList<>();
+                read(keys).forEach(i -> {
+                    if (i.lastSeen() < now - interval.toMillis() * FORGET_BEATS) {
+                        gone.add(bytes(i.id()));
+                    }
+                });
+                if (!gone.isEmpty()) {
+                    redis.execute((RedisCallback<Object>) c -> c.hashCommands().hDel(bytes(keys.instances()),
+                            gone.toArray(new byte[0][])));
+                }
+                if (failing) {
+                    failing = false;
+                    log.info("instance heartbeat written again");
+                }
+            } catch (RuntimeException e) {
+                if (!failing) {
+                    failing = true;
+                    log.warn("business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
+                            relay.spec().name(), keys.instances(), rootMessage(e), interval);
+                }
+            }
+        }
+    }
+
+    /** The live instances of a business (latest heartbeat at most {@value #LIVE_BEATS} intervals old), by id. */
+    public List<RelayInstance> live(DelayQueueKeys keys) {
+        long since = redisNowMs() - interval.toMillis() * LIVE_BEATS;
+        return read(keys).stream().filter(i -> i.lastSeen() >= since)
+                .sorted(Comparator.comparing(RelayInstance::id)).toList();
+    }
+
+    private List<RelayInstance> read(DelayQueueKeys keys) {
+        Map<byte[], byte[]> all = redis.execute((RedisCallback<Map<byte[], byte[]>>) c ->
+                c.hashCommands().hGetAll(bytes(keys.instances())));
+        List<RelayInstance> instances = new ArrayList<>();
+        if (all != null) {
+            all.forEach((id, value) -> {
+                RelayInstance instance = RelayInstance.decode(text(id), text(value));
+                if (instance != null) {
+                    instances.add(instance);
+                }
+            });
+        }
+        return instances;
+    }
+
+    private long redisNowMs() {
+        Long now = redis.execute((RedisCallback<Long>) c -> c.serverCommands().time());
+        return now == null ? System.currentTimeMillis() : now;
+    }
+
+    @Override
+    public synchronized void start() {
+        if (running) {
+            return;
+        }
+        running = true;
+        beater = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "relay-heartbeat");
+            t.setDaemon(true);
+            return t;
+        });
+        beater.scheduleWithFixedDelay(this::beatSafely, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private void beatSafely() {
+        try {
+            beat();
+        } catch (RuntimeException e) {
+            log.warn("instance heartbeat failed", e);
+        }
+    }
+
+    /** Stops beating and removes this instance from every business's list. */
+    @Override
+    public synchronized void stop() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        beater.shutdownNow();
+        for (BusinessRelay relay : engine.relays().values()) {
+            String key = relay.spec().keys().instances();
+            try {
+                redis.execute((RedisCallback<Object>) c -> c.hashCommands().hDel(bytes(key), bytes(self.id())));
+            } catch (RuntimeException e) {
+                log.debug("removing the heartbeat from {} failed", key, e);
+            }
+        }
+    }
+
+    @Override
+    public boolean isRunning() {
+        return running;
+    }
+
+    /** After the engine: listed while it relays. */
+    @Override
+    public int getPhase() {
+        return Integer.MAX_VALUE - 900;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return root.getClass().getSimpleName() + ": " + root.getMessage();
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String text(byte[] value) {
+        return new String(value, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,38 @@
+package io.delayrelay.app.fleet;
+
+import java.time.Duration;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/** Settings of the fleet-wide state: {@code relay.fleet.*}. */
+@ConfigurationProperties("relay.fleet")
+public class RelayFleetProperties {
+
+    /** Default of {@link #getHeartbeatInterval()}. */
+    public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(5);
+
+    /**
+     * How often each instance records its heartbeat in {@code K:instances}. An instance is listed as live while its
+     * latest heartbeat is at most 3 intervals old.
+     */
+    private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
+
+    /** This instance's id in {@code K:instances}; unset: host name and process id. */
+    private String instanceId;
+
+    public Duration getHeartbeatInterval() {
+        return heartbeatInterval;
+    }
+
+    public void setHeartbeatInterval(Duration heartbeatInterval) {
+        this.heartbeatInterval = heartbeatInterval;
+    }
+
+    public String getInstanceId() {
+        return instanceId;
+    }
+
+    public void setInstanceId(String instanceId) {
+        this.instanceId = instanceId;
+    }
+}

@@ -1,0 +1,219 @@
+package io.delayrelay.app.daemon;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.MetaFields;
+import io.delayrelay.app.faults.RelayProcess;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.data.redis.connection.RedisConnection;
+
+/**
+ * Hot reload from a real Nacos server, with the exec jar as a process the way users run it
+ * ({@code SPRING_PROFILES_ACTIVE=nacos java -jar relay-app-*-exec.jar}): the data id's value wins over a local
+ * {@code application.yaml}, every published shard count reaches {@code K:meta} within seconds, a bad value is
+ * rejected (WARN and metric) and the old one kept, entries written to retired shards are all delivered, and a second
+ * instance started with the old local configuration still scans the union of the shard counts.
+ */
+@EnabledIfEnvironmentVariable(named = "NACOS_ADDR", matches = ".+", disabledReason = "needs a real Nacos server: "
+        + "run ../shared/tools/nacos-server.sh start (build it once first, see the script's header), then set "
+        + "NACOS_ADDR=127.0.0.1:8848")
+class NacosReloadIT {
+
+    private static final String GROUP = "DELAY_RELAY_IT";
+    private static final String TOKEN = "nacos-it-token";
+    private static final Duration START = Duration.ofSeconds(150);
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private final NacosServerApi nacos = new NacosServerApi(System.getenv("NACOS_ADDR"));
+    private final List<RelayProcess> processes = new ArrayList<>();
+    private String dataId;
+
+    @TempDir
+    Path dir;
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        for (RelayProcess process : processes) {
+            process.close();
+        }
+        if (dataId != null) {
+            nacos.remove(dataId, GROUP);
+        }
+        kit.close();
+    }
+
+    private static String businessYaml(String business, String exchange, int shards) {
+        return "relay:\n  businesses:\n    " + business + ":\n      exchange: " + exchange
+                + "\n      routing-key: due\n      shards: " + shards + "\n";
+    }
+
+    private String metaShards(String business) {
+        try (RedisConnection c = kit.redis()) {
+            byte[] value = c.hashCommands().hGet(DelayQueueKeys.bytes(DelayQueueKeys.forBusiness(business).meta()),
+                    DelayQueueKeys.bytes(MetaFields.SHARDS));
+            return value == null ? null : new String(value, StandardCharsets.UTF_8);
+        }
+    }
+
+    /** Publishes a shard count and returns the seconds until K:meta shows it. */
+    private double publishAndTime(String business, String exchange, int shards) throws Exception {
+        long start = System.nanoTime();
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, shards));
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+                .until(() -> String.valueOf(shards).equals(metaShards(business)));
+        double seconds = (System.nanoTime() - start) / 1e9;
+        System.out.printf("FIGURE nacos reload: shards %d published -> K:meta after %.2f s%n", shards, seconds);
+        return seconds;
+    }
+
+    private static void awaitStarted(RelayProcess process, OpsClient ops) {
+        await().atMost(START).pollInterval(Duration.ofMillis(250)).until(() -> {
+            if (!process.isAlive()) {
+                throw new AssertionError("relay exited:\n" + process.output());
+            }
+            return process.started() && ops.get("/actuator/health/readiness") != null;
+        });
+    }
+
+    private RelayProcess start(String name, Map<String, Object> props, int port) throws Exception {
+        props.put("server.port", port);
+        props.put("management.server.port", port + 1);
+        props.put("relay.ops.token", TOKEN);
+        props.put("relay.reshard-grace", "2s");
+        RelayProcess process = RelayProcess.start("nacos-" + name, props, true, "-XX:TieredStopAtLevel=1");
+        processes.add(process);
+        return process;
+    }
+
+    @Test
+    void followsEveryPublishedShardCountRejectsABadOneAndDeliversWhatRetiredShardsHeld() throws Exception {
+        String business = kit.business("nacos");
+        String exchange = kit.exchange("nacos");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        dataId = "delay-relay-it-" + business + ".yaml";
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
+        // The local file says otherwise: the config center wins.
+        Files.writeString(dir.resolve("application.yaml"), businessYaml(business, exchange, 2) + "      threads: 2\n");
+
+        Map<String, Object> props = kit.baseProperties();
+        props.put("spring.profiles.active", "nacos");
+        props.put("NACOS_ADDR", System.getenv("NACOS_ADDR"));
+        props.put("NACOS_DATA_ID", dataId);
+        props.put("NACOS_GROUP", GROUP);
+        props.put("spring.config.additional-location", "optional:file:" + dir.toAbsolutePath() + "/");
+        RelayProcess a = start("a", props, 18030);
+        OpsClient opsA = new OpsClient(18031, TOKEN);
+        awaitStarted(a, opsA);
+        assertThat(metaShards(business)).as("Nacos's shards: 4 wins over the local file's 2").isEqualTo("4");
+        assertThat(opsA.get("/actuator/relay/" + business).get("config").get("threads").asInt())
+                .as("what Nacos does not set comes from the local file").isEqualTo(2);
+
+        double toEight = publishAndTime(business, exchange, 8);
+        long due = kit.redisNowMs() + 4_000;
+        List<String> sent = new ArrayList<>();
+        try (RedisConnection c = kit.redis()) {
+            DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+            for (int shard = 0; shard < 8; shard++) {
+                for (int i = 0; i < 5; i++) {
+                    String member = "shard-" + shard + "-" + i;
+                    c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(shard)), due, DelayQueueKeys.bytes(member));
+                    sent.add(member);
+                }
+            }
+            // Due in 10 minutes: keeps retired shard 6 non-empty, so the 8 stays in K:meta's draining list.
+            c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(6)), due + 600_000, DelayQueueKeys.bytes("far"));
+        }
+        double toTwo = publishAndTime(business, exchange, 2);
+        assertThat(opsA.get("/actuator/relay/" + business).get("drainShards").asInt())
+                .as("retired shards still scanned").isEqualTo(8);
+
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, 0));
+        String rejected = "business=" + business + ": reloaded configuration rejected, previous settings kept: "
+                + "relay.businesses." + business + ".shards=0: must be between 1 and 16384";
+        await().atMost(Duration.ofSeconds(30)).until(() -> a.output().contains(rejected));
+        String metric = "delay_relay_config_rejected_total{business=\"" + business + "\"} 1.0";
+        await().atMost(Duration.ofSeconds(5)).until(() -> opsA.text("/actuator/prometheus").contains(metric));
+        assertThat(metaShards(business)).as("the bad value is not applied").isEqualTo("2");
+
+        Map<String, Integer> deliveries = new HashMap<>();
+        RelayTestKit.collect(received, sent.size(), Duration.ofSeconds(30), Duration.ofMillis(500))
+                .forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
+        assertThat(deliveries.keySet()).as("every entry, retired shards included").containsExactlyInAnyOrderElementsOf(sent);
+        assertThat(deliveries.values()).allMatch(n -> n == 1);
+        System.out.printf("FIGURE nacos reload: %d of %d entries delivered (%d from shards retired by 8 -> 2); "
+                + "publish -> K:meta: 8 in %.2f s, 2 in %.2f s%n", deliveries.size(), sent.size(), 30, toEight, toTwo);
+
+        // A second instance that never saw Nacos, started with the old local configuration (4 shards).
+        Map<String, Object> old = RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "shards", 4);
+        RelayProcess b = start("b-old-config", old, 18040);
+        OpsClient opsB = new OpsClient(18041, TOKEN);
+        awaitStarted(b, opsB);
+        int width = opsB.get("/actuator/relay/" + business).get("drainShards").asInt();
+        System.out.printf("FIGURE nacos reload: instance with the old local config (4) scans %d shards%n", width);
+        assertThat(width).as("the old instance scans the union of 4 and the still draining 8").isEqualTo(8);
+        await().atMost(Duration.ofSeconds(10)).until(() ->
+                opsA.get("/actuator/relay/" + business).get("drainShards").asInt() == 8);
+        assertThat(kit.scheduled(business)).as("the far entry is still there, nothing orphaned").isEqualTo(1);
+    }
+
+    @Test
+    void keepsTheLastConfigurationWhileNacosIsAwayWarnsOnceAndCatchesUpWhenItIsBack() throws Exception {
+        String business = kit.business("nacos-away");
+        String exchange = kit.exchange("nacos-away");
+        dataId = "delay-relay-it-" + business + ".yaml";
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
+        // The Nacos client talks gRPC on the server port + an offset: route it through a proxy the test can cut.
+        int nacosGrpc = Integer.parseInt(System.getenv("NACOS_ADDR").replaceAll(".*:", "")) + 1000;
+        try (TcpProxy proxy = new TcpProxy(18061, nacosGrpc)) {
+            Map<String, Object> props = kit.baseProperties();
+            props.put("spring.profiles.active", "nacos");
+            props.put("NACOS_ADDR", "127.0.0.1:18060");
+            props.put("NACOS_DATA_ID", dataId);
+            props.put("NACOS_GROUP", GROUP);
+            props.put("relay.nacos.check-interval", "500ms");
+            props.put("server.port", 18050);
+            props.put("management.server.port", 18051);
+            RelayProcess relay = RelayProcess.start("nacos-away", props, true, "-XX:TieredStopAtLevel=1",
+                    "-Dnacos.server.grpc.port.offset=1");
+            processes.add(relay);
+            awaitStarted(relay, new OpsClient(18051, TOKEN));
+            assertThat(metaShards(business)).isEqualTo("4");
+
+            proxy.cut();
+            String lost = "Nacos server 127.0.0.1:18060 unreachable: keeping the last good configuration of data id '"
+                    + dataId + "' (group " + GROUP + "); reconnecting";
+            await().atMost(Duration.ofSeconds(30)).until(() -> relay.output().contains(lost));
+            nacos.publish(dataId, GROUP, businessYaml(business, exchange, 8));
+            // the outage goes on (more failed reconnects): still one WARN
+            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
+                    .until(() -> relay.output().lines().filter(l -> l.contains(lost)).count() == 1);
+            assertThat(relay.isAlive()).isTrue();
+            assertThat(metaShards(business)).as("last good configuration kept").isEqualTo("4");
+
+            long back = System.nanoTime();
+            proxy.restore();
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+                    .until(() -> "8".equals(metaShards(business)));
+            System.out.printf("FIGURE nacos outage: change published while away applied %.1f s after the server was "
+                    + "reachable again%n", (System.nanoTime() - back) / 1e9);
+            assertThat(relay.output()).contains("Nacos server 127.0.0.1:18060 reachable: following data id '" + dataId);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+package io.delayrelay.app.daemon;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+import io.delayrelay.app.ops.RelayOpsProperties;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/** HTTP client of a relay process's management port: the {@code relay} endpoint, as an operator uses it. */
+final class OpsClient {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private final int port;
+    private final String token;
+
+    OpsClient(int port, String token) {
+        this.port = port;
+        this.token = token;
+    }
+
+    /** GET a path; the parsed JSON body, or null when the port does not answer (yet). */
+    JsonNode get(String path) {
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(5))
+                    .GET().build(), HttpResponse.BodyHandlers.ofString());
+            return response.statusCode() == 200 ? JSON.readTree(response.body()) : null;
+        } catch (IOException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** GET a path as text (e.g. the Prometheus scrape); empty when the port does not answer. */
+    String text(String path) {
+        try {
+            return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(5)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+        } catch (IOException e) {
+            return "";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** POST a write operation with the operator token; returns the JSON answer. */
+    JsonNode post(String path, String jsonBody) throws IOException, InterruptedException {
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(10))
+                .header("Content-Type", "application/json").header(RelayOpsProperties.TOKEN_HEADER, token)
+                .POST(HttpRequest.BodyPublishers.ofString(jsonBody)).build(), HttpResponse.BodyHandlers.ofString());
+        if (response.statusCode() != 200) {
+            throw new IllegalStateException("POST " + path + " answered " + response.statusCode() + ": " + response.body());
+        }
+        return JSON.readTree(response.body());
+    }
+
+    private URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + port + path);
+    }
+}

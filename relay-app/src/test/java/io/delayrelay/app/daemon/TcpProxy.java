@@ -1,0 +1,96 @@
+package io.delayrelay.app.daemon;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A loopback TCP forwarder that a test can cut (every connection closed, new ones refused) and restore: a network
+ * outage between the relay and one server, without stopping the shared server.
+ */
+final class TcpProxy implements AutoCloseable {
+
+    private final int port;
+    private final int target;
+    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private volatile ServerSocket server;
+
+    TcpProxy(int port, int target) throws IOException {
+        this.port = port;
+        this.target = target;
+        restore();
+    }
+
+    /** Accepts connections again. */
+    synchronized void restore() throws IOException {
+        ServerSocket socket = new ServerSocket();
+        socket.setReuseAddress(true);
+        socket.bind(new InetSocketAddress("127.0.0.1", port));
+        server = socket;
+        Thread acceptor = new Thread(() -> accept(socket), "tcp-proxy-" + port);
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    /** Closes every connection and refuses new ones. */
+    synchronized void cut() throws IOException {
+        server.close();
+        for (Socket socket : sockets) {
+            socket.close();
+        }
+        sockets.clear();
+    }
+
+    private void accept(ServerSocket socket) {
+        while (!socket.isClosed()) {
+            try {
+                Socket client = socket.accept();
+                Socket upstream = new Socket("127.0.0.1", target);
+                sockets.add(client);
+                sockets.add(upstream);
+                pump(client, upstream);
+                pump(upstream, client);
+            } catch (IOException e) {
+                // closed by cut(), or the target refused: the client sees its connection drop
+            }
+        }
+    }
+
+    private void pump(Socket from, Socket to) {
+        Thread thread = new Thread(() -> {
+            byte[] buffer = new byte[16 * 1024];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    out.write(buffer, 0, n);
+                    out.flush();
+                }
+            } catch (IOException e) {
+                // connection closed
+            } finally {
+                close(from);
+                close(to);
+            }
+        }, "tcp-proxy-pump");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private static void close(Socket socket) {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // already closed
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        cut();
+    }
+}
