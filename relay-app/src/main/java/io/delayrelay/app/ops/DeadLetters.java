@@ -167,7 +167,7 @@ public class DeadLetters {
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
             List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
+                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
             List<byte[]> args = new ArrayList<>(members.size() + 2);
             args.add(bytes(action));
             args.add(bytes("members"));

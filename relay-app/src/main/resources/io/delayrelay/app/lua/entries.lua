@@ -14,9 +14,13 @@ for i = 4, #ARGV do
   local m = ARGV[i]
   if ARGV[1] == 'cancel' then
     if redis.call('ZREM', KEYS[1], m) == 1 then
-      redis.call('HDEL', KEYS[5], m)
-      if not redis.call('ZSCORE', KEYS[3], m) and not redis.call('ZSCORE', KEYS[4], m) then
-        redis.call('HDEL', KEYS[2], m)
+      -- as contract/cancel.lua: a delivery in flight keeps its attempts mark (it holds the lease token) and its
+      -- payload; a dead letter keeps its payload
+      if not redis.call('ZSCORE', KEYS[3], m) then
+        redis.call('HDEL', KEYS[5], m)
+        if not redis.call('ZSCORE', KEYS[4], m) then
+          redis.call('HDEL', KEYS[2], m)
+        end
       end
       done = done + 1
     end
