@@ -35,9 +35,9 @@ public class RelayProperties {
     private Duration reshardGrace = DEFAULT_RESHARD_GRACE;
 
     /**
-     * Version of this configuration's shard counts, recorded in {@code K:meta}. Raise it with every change of a
-     * {@code shards} value rolled out by restarting instances: an instance whose version is lower than the one in
-     * {@code K:meta} (an old instance during the rollout) never writes its shard count back.
+     * Version of this configuration's shard counts, recorded in K:meta. Raise it with every change of a
+     * shards value rolled out by restarting instances: an instance whose version is lower than the one in
+     * K:meta (an old instance during the rollout) never writes its shard count back.
      */
     private long topologyVersion = DEFAULT_TOPOLOGY_VERSION;
 
