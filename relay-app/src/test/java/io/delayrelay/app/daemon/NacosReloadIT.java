@@ -213,7 +213,37 @@ class NacosReloadIT {
                     .until(() -> "8".equals(metaShards(business)));
             System.out.printf("FIGURE nacos outage: change published while away applied %.1f s after the server was "
                     + "reachable again%n", (System.nanoTime() - back) / 1e9);
-            assertThat(relay.output()).contains("Nacos server 127.0.0.1:18060 reachable: following data id '" + dataId);
+            await().atMost(Duration.ofSeconds(5)).until(() ->
+                    relay.output().contains("Nacos server 127.0.0.1:18060 reachable: following data id '" + dataId));
         }
+    }
+
+    @Test
+    void aMissingDataIdFailsStartUpNamingItOrWithOptionalIsAppliedOnceItIsPublished() throws Exception {
+        String business = kit.business("nacos-missing");
+        String exchange = kit.exchange("nacos-missing");
+        dataId = "delay-relay-it-" + business + ".yaml";
+        Map<String, Object> props = kit.baseProperties();
+        props.put("spring.profiles.active", "nacos");
+        props.put("NACOS_ADDR", System.getenv("NACOS_ADDR"));
+        props.put("NACOS_DATA_ID", dataId);
+        props.put("NACOS_GROUP", GROUP);
+        String line = "Nacos data id '" + dataId + "' (group " + GROUP + ") is missing or empty on server "
+                + System.getenv("NACOS_ADDR") + " (namespace public)";
+
+        try (RelayProcess strict = RelayProcess.start("nacos-missing-strict", props, false, "-XX:TieredStopAtLevel=1")) {
+            Integer exit = strict.awaitExit(START);
+            assertThat(exit).as(strict.output()).isNotNull().isNotZero();
+            assertThat(strict.output().lines().filter(l -> l.equals(line)).count()).as(strict.output()).isEqualTo(1);
+        }
+
+        props.put("relay.nacos.optional", "true");
+        RelayProcess optional = start("missing-optional", props, 18070);
+        awaitStarted(optional, new OpsClient(18071, TOKEN));
+        assertThat(optional.output()).contains("WARN").contains(line + "; relay.nacos.optional=true: starting on local "
+                + "configuration and retrying in the background");
+        assertThat(metaShards(business)).as("no such business yet").isNull();
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
+        await().atMost(Duration.ofSeconds(30)).until(() -> "4".equals(metaShards(business)));
     }
 }
