@@ -18,6 +18,8 @@ duplicates, lost and max lag per scenario. Extra arguments go to Maven (e.g. -Dt
   5 bad entries written by other programs                            (BadEntriesTest)
   6 a RabbitMQ cluster node stopped mid-drain of 100,000 messages     (RabbitNodeLossTest)
     (3 nodes from scripts/rabbit-cluster.sh on 5681-5683, quorum queue; the cluster is stopped afterwards)
+  7 20,000 ids by id + re-schedules while the relay JVM is killed -9
+    twice and restarted: latest payload of every id, stable ids       (ChurnKillNineTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server, rabbitmqctl and
 rabbitmq-server. Takes about 8-12 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the

@@ -20,6 +20,13 @@ public final class MetaFields {
     public static final String HISTORY = "history";
 
     /**
+     * The {@code relay.topology-version} of the configuration that wrote {@link #SHARDS}: a relay instance whose
+     * configuration has a lower version (an old instance during a rolling update) never writes its shard count.
+     * Producers do not need it.
+     */
+    public static final String TOPOLOGY_VERSION = "topology-version";
+
+    /**
      * {@code "1"} while an operator has paused the business for the whole fleet (ops endpoint); absent otherwise.
      * Every relay instance follows it within the business's {@code max-idle}; it survives restarts.
      */

@@ -71,6 +71,6 @@ public class RelayAutoConfiguration {
             RelayProperties properties) {
         return new RelayEngine(businesses.specs(), store, publisher, events, clock, redisConnectionFactory,
                 new RelayEngine.Settings(properties.getReaperInterval(), properties.getShutdownTimeout(),
-                        properties.isVerifyExchanges(), properties.getReshardGrace()));
+                        properties.isVerifyExchanges(), properties.getReshardGrace(), properties.getTopologyVersion()));
     }
 }

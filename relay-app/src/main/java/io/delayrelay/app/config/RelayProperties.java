@@ -16,6 +16,7 @@ public class RelayProperties {
     public static final Duration DEFAULT_REAPER_INTERVAL = Duration.ofSeconds(5);
     public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
     public static final Duration DEFAULT_RESHARD_GRACE = Duration.ofSeconds(30);
+    public static final long DEFAULT_TOPOLOGY_VERSION = 0;
 
     /** Whether the relay runs at all. */
     private boolean enabled = true;
@@ -31,6 +32,13 @@ public class RelayProperties {
      * are empty. Longer than producers' {@code relay.producer.meta-cache-ttl}.
      */
     private Duration reshardGrace = DEFAULT_RESHARD_GRACE;
+
+    /**
+     * Version of this configuration's shard counts, recorded in {@code K:meta}. Raise it with every change of a
+     * {@code shards} value rolled out by restarting instances: an instance whose version is lower than the one in
+     * {@code K:meta} (an old instance during the rollout) never writes its shard count back.
+     */
+    private long topologyVersion = DEFAULT_TOPOLOGY_VERSION;
 
     /** Whether start-up fails when a business's exchange does not exist (and it does not declare it). */
     private boolean verifyExchanges = true;
@@ -71,6 +79,14 @@ public class RelayProperties {
 
     public void setReshardGrace(Duration reshardGrace) {
         this.reshardGrace = reshardGrace;
+    }
+
+    public long getTopologyVersion() {
+        return topologyVersion;
+    }
+
+    public void setTopologyVersion(long topologyVersion) {
+        this.topologyVersion = topologyVersion;
     }
 
     public boolean isVerifyExchanges() {

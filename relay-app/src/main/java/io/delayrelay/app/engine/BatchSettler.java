@@ -48,9 +48,10 @@ final class BatchSettler {
 
     /**
      * Publishes the batch now and settles it later; {@code onSettled} runs once it is settled (or settling failed).
+     * Settling acts only on entries still leased under {@code token}, the lease token of the pop that took them.
      * Returns the broker's outcomes, complete at once when the publisher knew them immediately.
      */
-    CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, int shard, List<DueMessage> batch,
+    CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
             Runnable onSettled) {
         synchronized (monitor) {
             batchesInFlight++;
@@ -69,7 +70,7 @@ final class BatchSettler {
         try {
             published = publisher.publishAsync(spec, batch, pool);
             published.handleAsync((outcomes, error) -> {
-                settle(spec, shard, batch, outcomes, error);
+                settle(spec, shard, token, batch, outcomes, error);
                 return null;
             }, pool).whenComplete((v, e) -> finish.run());
         } catch (RuntimeException | Error e) {
@@ -100,8 +101,8 @@ final class BatchSettler {
         pool.shutdown();
     }
 
-    private void settle(BusinessSpec spec, int shard, List<DueMessage> batch, List<PublishOutcome> outcomes,
-            Throwable error) {
+    private void settle(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
+            List<PublishOutcome> outcomes, Throwable error) {
         MDC.put("business", spec.name());
         MDC.put("shard", Integer.toString(shard));
         try {
@@ -109,7 +110,7 @@ final class BatchSettler {
                 String reason = "publish failed: " + (error == null ? "unknown" : AmqpBatchPublisher.rootMessage(error));
                 outcomes = batch.stream().map(m -> PublishOutcome.failed(reason)).toList();
             }
-            apply(spec, shard, batch, outcomes);
+            apply(spec, shard, token, batch, outcomes);
         } catch (RuntimeException e) {
             events.error(spec, shard, e);
             log.warn("business={} shard={}: settling a published batch failed ({}); its unsettled entries are "
@@ -119,7 +120,8 @@ final class BatchSettler {
         }
     }
 
-    private void apply(BusinessSpec spec, int shard, List<DueMessage> batch, List<PublishOutcome> outcomes) {
+    private void apply(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
+            List<PublishOutcome> outcomes) {
         List<DueMessage> confirmed = new ArrayList<>(batch.size());
         List<byte[]> returned = new ArrayList<>();
         List<byte[]> failed = new ArrayList<>();
@@ -146,25 +148,25 @@ final class BatchSettler {
             }
         }
         if (!confirmed.isEmpty()) {
-            store.ack(spec, shard, confirmed.stream().map(DueMessage::member).toList());
+            store.ack(spec, shard, token, confirmed.stream().map(DueMessage::member).toList());
             long confirmedAt = clock.nowMs();
             events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
         }
         if (!returned.isEmpty()) {
-            ShardStore.RequeueResult result = store.requeue(spec, shard, returned, 1, returnReason);
+            ShardStore.RequeueResult result = store.requeue(spec, shard, token, returned, 1, returnReason);
             events.deadLettered(spec, shard, returnReason, result.dead());
         }
         if (!notSent.isEmpty()) {
             String reason = notSentReason;
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, reason, notSent.size()));
-            store.release(spec, shard, notSent);
+            store.release(spec, shard, token, notSent);
         }
         if (!failed.isEmpty()) {
             String reason = failReason;
             log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),
                     shard, failed.size(), batch.size(), reason, spec.retryDelay());
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, reason, failed.size()));
-            ShardStore.RequeueResult result = store.requeue(spec, shard, failed, spec.maxAttempts(), reason);
+            ShardStore.RequeueResult result = store.requeue(spec, shard, token, failed, spec.maxAttempts(), reason);
             events.deadLettered(spec, shard, reason, result.dead());
         }
     }

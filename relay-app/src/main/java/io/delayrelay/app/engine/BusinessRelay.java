@@ -46,19 +46,38 @@ public final class BusinessRelay {
         settler.shutdown(state.spec().name(), deadline);
     }
 
-    /** Records in {@code K:meta} the shard count and scans every shard count still draining. */
-    void adoptTopology() {
-        state.followTopology(store.reshard(state.spec()));
+    /**
+     * Records in {@code K:meta} the shard count (unless a configuration with a higher topology version recorded its
+     * own) and scans every shard count {@code K:meta} records.
+     */
+    void adoptTopology(long topologyVersion) {
+        ShardStore.Reshard meta = store.reshard(state.spec(), topologyVersion);
+        warnIfNotApplied(state.spec(), meta);
+        state.followTopology(meta.recorded());
+    }
+
+    /** An instance whose configuration is older than the one that recorded K:meta's shard count says so. */
+    private static void warnIfNotApplied(BusinessSpec spec, ShardStore.Reshard meta) {
+        if (!meta.applied()) {
+            log.warn("business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
+                    + "recorded shards {}; following it (this instance scans {} shards)", spec.name(), spec.shards(),
+                    spec.keys().meta(), meta.shards(), meta.scanWidth(spec.shards()));
+        }
     }
 
     /**
      * Applies new settings at runtime (hot reload). A changed shard count is recorded in {@code K:meta}; retired
      * shards keep being scanned until the topology keeper finds them empty.
      */
-    synchronized void update(BusinessSpec next) {
+    synchronized void update(BusinessSpec next, long topologyVersion) {
         BusinessSpec previous = state.spec();
-        int[] draining = next.shards() != previous.shards() ? store.reshard(next) : new int[0];
-        state.apply(next, draining);
+        int[] recorded = new int[0];
+        if (next.shards() != previous.shards()) {
+            ShardStore.Reshard meta = store.reshard(next, topologyVersion);
+            warnIfNotApplied(next, meta);
+            recorded = meta.recorded();
+        }
+        state.apply(next, recorded);
         if (next.shards() != previous.shards()) {
             log.info("business={} shards {} -> {}; scanning {} shards until the retired ones are empty", next.name(),
                     previous.shards(), next.shards(), state.scanWidth());

@@ -69,9 +69,12 @@ public final class BusinessState {
         setScanWidth(Math.max(scanWidth, width(next.shards(), draining)));
     }
 
-    /** Scans exactly what the shard count and the shard counts still draining (from {@code K:meta}) need. */
-    synchronized void followTopology(int[] draining) {
-        setScanWidth(width(spec.shards(), draining));
+    /**
+     * Scans exactly what the shard count and the shard counts {@code K:meta} records (the one in force, possibly
+     * another instance's, and those still draining) need.
+     */
+    synchronized void followTopology(int[] recorded) {
+        setScanWidth(width(spec.shards(), recorded));
     }
 
     private void setScanWidth(int width) {

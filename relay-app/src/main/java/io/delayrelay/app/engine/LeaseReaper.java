@@ -8,8 +8,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Puts back entries whose lease expired unconfirmed (the relay that popped them died or lost the broker), or
- * dead-letters them once they reach max-attempts. Runs every reaper-interval over every scanned shard.
+ * Takes back leases that expired unconfirmed (the relay that popped them died or lost the broker), whoever held
+ * them: the entry waits in {@code {K:i}:inflight} for its retry (counted as a failed attempt, original due time and
+ * so message id kept), or is dead-lettered once it reaches max-attempts. The former holder's late ack or retry then
+ * finds its lease token gone and changes nothing. Runs every reaper-interval over every scanned shard.
  */
 final class LeaseReaper implements Runnable {
 

@@ -8,8 +8,10 @@ import java.util.List;
  * @param redisNowMs Redis time of the pop; 0 when the shard was empty (not read)
  * @param entries    entries now in flight, in due order
  * @param nextDueMs  when nothing was due: the earliest score in the shard, or -1 when it is empty
+ * @param token      the lease token of this pop: acks, requeues and releases of its entries must present it, so
+ *                   they act only on this lease (never on a later lease of the same member)
  */
-public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs) {
+public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, String token) {
 
     /**
      * @param member   zset member

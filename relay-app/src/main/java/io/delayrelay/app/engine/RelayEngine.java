@@ -45,9 +45,10 @@ public class RelayEngine implements SmartLifecycle {
      * @param shutdownTimeout longest wait for running batches at stop
      * @param verifyExchanges whether a missing exchange fails start-up
      * @param reshardGrace    how long after a shard count change retired shards are drained at least
+     * @param topologyVersion version of this configuration's shard counts: never written over a higher one
      */
     public record Settings(Duration reaperInterval, Duration shutdownTimeout, boolean verifyExchanges,
-            Duration reshardGrace) {
+            Duration reshardGrace, long topologyVersion) {
     }
 
     public RelayEngine(List<BusinessSpec> specs, ShardStore store, BatchPublisher publisher, RelayEvents events,
@@ -70,7 +71,7 @@ public class RelayEngine implements SmartLifecycle {
             return;
         }
         prepareExchanges();
-        relays.values().forEach(BusinessRelay::adoptTopology);
+        relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
         wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
         relays.values().forEach(wakeSubscriber::subscribe);
         wakeSubscriber.start();
@@ -133,7 +134,7 @@ public class RelayEngine implements SmartLifecycle {
                 BusinessRelay added = new BusinessRelay(next, store, publisher, events, clock);
                 relays.put(next.name(), added);
                 if (running) {
-                    added.adoptTopology();
+                    added.adoptTopology(settings.topologyVersion());
                     wakeSubscriber.subscribe(added);
                     added.start();
                 }
@@ -152,7 +153,7 @@ public class RelayEngine implements SmartLifecycle {
                     continue;
                 }
             }
-            current.update(next);
+            current.update(next, settings.topologyVersion());
         }
         return problems;
     }

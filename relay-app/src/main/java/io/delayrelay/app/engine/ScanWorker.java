@@ -136,7 +136,7 @@ final class ScanWorker implements Runnable {
         batchSlots.acquire();
         CompletableFuture<Void> done = new CompletableFuture<>();
         shardsInFlight.put(shard, done);
-        List<PublishOutcome> immediate = settler.publish(spec, shard, batch, () -> {
+        List<PublishOutcome> immediate = settler.publish(spec, shard, popped.token(), batch, () -> {
             shardsInFlight.remove(shard, done);
             batchSlots.release();
             done.complete(null);

@@ -2,7 +2,11 @@ package io.delayrelay.app.engine;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
 
 import io.delayrelay.api.ByteRedisTemplates;
 import io.delayrelay.api.DelayQueueKeys;
@@ -20,21 +24,44 @@ public class ShardStore {
     private static final RedisScript<List> POP = script("pop");
     private static final RedisScript<Long> ACK = lua("ack", Long.class);
     private static final RedisScript<List> REQUEUE = script("requeue");
-    private static final RedisScript<byte[]> RESHARD = lua("reshard", byte[].class);
+    private static final RedisScript<List> RESHARD = script("reshard");
     private static final RedisScript<byte[]> UNDRAIN = lua("undrain", byte[].class);
     private static final RedisScript<Long> SHARD_SIZE = lua("shard-size", Long.class);
 
+    /**
+     * How long a due schedule held back by its member's unsettled flight waits before a pop looks at it again: a
+     * flight usually settles within a confirm round trip.
+     */
+    static final long BLOCKED_RECHECK_MS = 50;
+
+    /** Keys of pop.lua, in its KEYS order. */
+    private static final int[] POP_KEYS = {DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
+        DelayQueueKeys.ATTEMPTS};
+    /** Keys of ack.lua, in its KEYS order. */
+    private static final int[] ACK_KEYS = {DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
+        DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD};
+    /** Keys of requeue.lua, in its KEYS order. */
+    private static final int[] REQUEUE_KEYS = {DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD,
+        DelayQueueKeys.DEAD_REASONS};
+
     private final RedisTemplate<byte[], byte[]> redis;
+    /** Lease tokens: unique per pop across instances (a random 64-bit prefix per store) and within one (a counter). */
+    private final String tokenPrefix = Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-";
+    private final AtomicLong tokens = new AtomicLong();
 
     public ShardStore(RedisConnectionFactory connectionFactory) {
         this.redis = ByteRedisTemplates.create(connectionFactory);
     }
 
-    /** Moves up to batch-size due entries of the shard into flight. */
+    /**
+     * Leases up to batch-size due entries of the shard (due retries first, then due schedules whose member has no
+     * unsettled delivery) under a new lease token.
+     */
     public PopResult pop(BusinessSpec spec, int shard) {
         DelayQueueKeys keys = spec.keys();
-        List<?> reply = redis.execute(POP, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD,
-                DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS), num(spec.batchSize()), num(spec.lease().toMillis()));
+        String token = tokenPrefix + tokens.incrementAndGet();
+        List<?> reply = redis.execute(POP, keys.shardKeyBytes(shard, POP_KEYS), num(spec.batchSize()),
+                num(spec.lease().toMillis()), bytes(token), num(BLOCKED_RECHECK_MS));
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
@@ -48,57 +75,71 @@ public class ShardStore {
             entries.add(new PopResult.Entry(member, due, payload,
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
-        return new PopResult(now, entries, nextDue);
-    }
-
-    /** Forgets confirmed members. Returns how many were still in flight. */
-    public long ack(BusinessSpec spec, int shard, List<byte[]> members) {
-        if (members.isEmpty()) {
-            return 0;
-        }
-        DelayQueueKeys keys = spec.keys();
-        Long acked = redis.execute(ACK, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD,
-                DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS), members.toArray());
-        return acked == null ? 0 : acked;
-    }
-
-    /** Takes the given members out of flight: retried later, or dead once they reach {@code maxAttempts}. */
-    public RequeueResult requeue(BusinessSpec spec, int shard, List<byte[]> members, int maxAttempts, String reason) {
-        if (members.isEmpty()) {
-            return RequeueResult.NONE;
-        }
-        Object[] args = new Object[6 + members.size()];
-        args[0] = bytes("members");
-        fillRetryArgs(args, spec, maxAttempts, reason, 0);
-        for (int i = 0; i < members.size(); i++) {
-            args[6 + i] = members.get(i);
-        }
-        return requeue(spec, shard, args);
+        return new PopResult(now, entries, nextDue, token);
     }
 
     /**
-     * Puts members that never reached the broker back into the shard, due after the retry delay, without counting
-     * an attempt.
+     * Forgets confirmed members leased under {@code token}. A member whose lease was taken back (expired) or leased
+     * again since is left alone. Returns how many were settled.
      */
-    public void release(BusinessSpec spec, int shard, List<byte[]> members) {
+    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members) {
+        if (members.isEmpty()) {
+            return 0;
+        }
+        Object[] args = new Object[1 + members.size()];
+        args[0] = bytes(token);
+        for (int i = 0; i < members.size(); i++) {
+            args[1 + i] = members.get(i);
+        }
+        Long acked = redis.execute(ACK, spec.keys().shardKeyBytes(shard, ACK_KEYS), args);
+        return acked == null ? 0 : acked;
+    }
+
+    /**
+     * Takes the given members leased under {@code token} out of flight: retried later, or dead once they reach
+     * {@code maxAttempts}.
+     */
+    public RequeueResult requeue(BusinessSpec spec, int shard, String token, List<byte[]> members, int maxAttempts,
+            String reason) {
+        if (members.isEmpty()) {
+            return RequeueResult.NONE;
+        }
+        return requeue(spec, shard, withMembers("members", spec, maxAttempts, reason, token, members));
+    }
+
+    /**
+     * Retries members leased under {@code token} that never reached the broker after the retry delay, without
+     * counting an attempt.
+     */
+    public void release(BusinessSpec spec, int shard, String token, List<byte[]> members) {
         if (members.isEmpty()) {
             return;
         }
-        Object[] args = new Object[6 + members.size()];
-        args[0] = bytes("release");
-        fillRetryArgs(args, spec, spec.maxAttempts(), "not sent", 0);
-        for (int i = 0; i < members.size(); i++) {
-            args[6 + i] = members.get(i);
-        }
-        requeue(spec, shard, args);
+        requeue(spec, shard, withMembers("release", spec, spec.maxAttempts(), "not sent", token, members));
     }
 
-    /** Puts back (or dead-letters) at most {@code limit} members of the shard whose lease expired. */
+    /** Retries (or dead-letters) at most {@code limit} members of the shard whose lease expired, whoever leased them. */
     public RequeueResult requeueExpired(BusinessSpec spec, int shard, int limit) {
-        Object[] args = new Object[6];
+        Object[] args = new Object[REQUEUE_FIXED_ARGS];
         args[0] = bytes("expired");
         fillRetryArgs(args, spec, spec.maxAttempts(), "lease expired", limit);
+        args[6] = bytes("");
         return requeue(spec, shard, args);
+    }
+
+    /** ARGV of requeue.lua before the members. */
+    private static final int REQUEUE_FIXED_ARGS = 7;
+
+    private static Object[] withMembers(String mode, BusinessSpec spec, int maxAttempts, String reason, String token,
+            List<byte[]> members) {
+        Object[] args = new Object[REQUEUE_FIXED_ARGS + members.size()];
+        args[0] = bytes(mode);
+        fillRetryArgs(args, spec, maxAttempts, reason, 0);
+        args[6] = bytes(token);
+        for (int i = 0; i < members.size(); i++) {
+            args[REQUEUE_FIXED_ARGS + i] = members.get(i);
+        }
+        return args;
     }
 
     /** Reserves {@code n} consecutive cursor values; returns the last one. */
@@ -108,31 +149,67 @@ public class ShardStore {
     }
 
     /**
-     * Records the business's shard count in {@code K:meta}; a different earlier count joins the draining list.
-     * Returns the draining shard counts.
+     * Records the business's shard count in {@code K:meta} unless a configuration with a higher topology version
+     * ({@code relay.topology-version}) recorded its own; a different earlier count joins the draining list. Returns
+     * what {@code K:meta} says now.
      */
-    public int[] reshard(BusinessSpec spec) {
-        byte[] draining = redis.execute(RESHARD, keys(spec.keys().meta()), num(spec.shards()));
-        return ShardTopology.parseList(text(draining));
+    public Reshard reshard(BusinessSpec spec, long topologyVersion) {
+        List<?> reply = redis.execute(RESHARD, keys(spec.keys().meta()), num(spec.shards()), num(topologyVersion));
+        return new Reshard(asLong(reply.get(0)) == 1, (int) asLong(reply.get(1)),
+                ShardTopology.parseList(text((byte[]) reply.get(2))));
     }
 
-    /** The shard counts {@code K:meta} lists as still draining. */
-    public int[] draining(DelayQueueKeys keys) {
-        Object value = redis.opsForHash().get(bytes(keys.meta()), bytes(MetaFields.DRAINING));
-        return ShardTopology.parseList(text((byte[]) value));
+    /**
+     * What a reshard left in {@code K:meta}.
+     *
+     * @param applied  false when a configuration with a higher topology version owns the shard count
+     * @param shards   the shard count in force
+     * @param draining earlier shard counts still drained
+     */
+    public record Reshard(boolean applied, int shards, int[] draining) {
+
+        /** The shard counts {@code K:meta} records: the one in force, then those still draining. */
+        public int[] recorded() {
+            return IntStream.concat(IntStream.of(shards), Arrays.stream(draining)).toArray();
+        }
+
+        /** Shards an instance configured with {@code ownShards} scans: the largest of it and every recorded count. */
+        public int scanWidth(int ownShards) {
+            int width = Math.max(ownShards, shards);
+            for (int m : draining) {
+                width = Math.max(width, m);
+            }
+            return width;
+        }
     }
 
-    /** Removes drained shard counts from {@code K:meta}; returns those still draining. */
-    public int[] undrain(DelayQueueKeys keys, int[] drained) {
-        Object[] args = new Object[drained.length];
+    /**
+     * The shard counts {@code K:meta} records: the one in force ({@code fallbackShards} when none is recorded
+     * yet) and those still draining.
+     */
+    public ShardTopology topology(DelayQueueKeys keys, int fallbackShards) {
+        List<Object> values = redis.opsForHash().multiGet(bytes(keys.meta()),
+                List.of(bytes(MetaFields.SHARDS), bytes(MetaFields.DRAINING)));
+        int[] shards = ShardTopology.parseList(text((byte[]) values.get(0)));
+        return new ShardTopology(shards.length == 1 ? shards[0] : fallbackShards,
+                ShardTopology.parseList(text((byte[]) values.get(1))), null);
+    }
+
+    /**
+     * Removes drained shard counts from {@code K:meta}, provided the count in force is still {@code shards} (the
+     * one the emptiness checks were made against); returns those still draining.
+     */
+    public int[] undrain(DelayQueueKeys keys, int shards, int[] drained) {
+        Object[] args = new Object[drained.length + 1];
+        args[0] = num(shards);
         for (int i = 0; i < drained.length; i++) {
-            args[i] = num(drained[i]);
+            args[i + 1] = num(drained[i]);
         }
         byte[] rest = redis.execute(UNDRAIN, keys(keys.meta()), args);
         return ShardTopology.parseList(text(rest));
     }
 
-    /** Entries a shard still holds, scheduled plus in flight (read atomically). */
+    /** Entries a shard still holds, scheduled plus in flight or waiting for a retry (read atomically). */
     public long shardSize(DelayQueueKeys keys, int shard) {
         Long size = redis.execute(SHARD_SIZE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT));
         return size == null ? 0 : size;
@@ -145,8 +222,7 @@ public class ShardStore {
 
     private RequeueResult requeue(BusinessSpec spec, int shard, Object[] args) {
         DelayQueueKeys keys = spec.keys();
-        List<?> reply = redis.execute(REQUEUE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD,
-                DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS), args);
+        List<?> reply = redis.execute(REQUEUE, keys.shardKeyBytes(shard, REQUEUE_KEYS), args);
         int requeued = (int) asLong(reply.get(0));
         int deadCount = (int) asLong(reply.get(1));
         List<byte[]> dead = new ArrayList<>(deadCount);

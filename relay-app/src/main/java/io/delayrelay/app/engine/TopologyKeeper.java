@@ -7,16 +7,21 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import java.util.stream.IntStream;
 
+import io.delayrelay.api.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps each business's scan width in step with {@code K:meta}: scans up to the largest shard count any relay
- * instance still drains, and retires a draining count once its extra shards held nothing (scheduled or in flight)
- * in two checks at least {@code grace} after it was first seen (producers cache the shard count for a few
- * seconds, so a late one may still write to a retired shard just after a change).
+ * Keeps each business's scan width in step with {@code K:meta}: scans up to the largest of this instance's own
+ * shard count, the count {@code K:meta} has in force and every count it still drains. A draining count is retired
+ * on what Redis says only: once the shards beyond the count in force held nothing (scheduled, in flight or waiting
+ * for a retry) in two checks at least {@code grace} after this instance first saw it draining (producers cache the
+ * shard count for a few seconds, so a late one may still write to a retired shard just after a change). This
+ * instance's own configured count plays no part: during a rolling update an old instance still configured with the
+ * retired count must not retire it while the new instances rely on its shards being drained.
  */
 final class TopologyKeeper implements Runnable {
 
@@ -53,32 +58,34 @@ final class TopologyKeeper implements Runnable {
     }
 
     private void keep(BusinessRelay relay, BusinessSpec spec) {
-        int[] draining = relay.store().draining(spec.keys());
+        ShardTopology meta = relay.store().topology(spec.keys(), spec.shards());
+        int inForce = meta.shards();
+        int[] draining = meta.draining();
         long now = nanoClock.getAsLong();
         Map<Integer, Long> seen = firstSeen.computeIfAbsent(spec.name(), k -> new HashMap<>());
         Map<Integer, Boolean> wasEmpty = emptyBefore.computeIfAbsent(spec.name(), k -> new HashMap<>());
         seen.keySet().retainAll(Arrays.stream(draining).boxed().toList());
         wasEmpty.keySet().retainAll(seen.keySet());
         int[] drained = Arrays.stream(draining).filter(m -> {
-            if (m <= spec.shards()) {
-                return true;
+            if (m <= inForce) {
+                return true; // every instance scans at least the count in force: nothing beyond it to drain
             }
             long since = seen.computeIfAbsent(m, k -> now);
-            boolean empty = extraShardsEmpty(relay, spec, m);
+            boolean empty = shardsEmpty(relay, spec, inForce, m);
             boolean retire = empty && Boolean.TRUE.equals(wasEmpty.get(m)) && now - since >= grace.toNanos();
             wasEmpty.put(m, empty);
             return retire;
         }).toArray();
         if (drained.length > 0) {
-            draining = relay.store().undrain(spec.keys(), drained);
+            draining = relay.store().undrain(spec.keys(), inForce, drained);
             log.info("business={}: shards beyond {} are empty; stopped draining shard count(s) {}", spec.name(),
-                    spec.shards(), Arrays.toString(drained));
+                    inForce, Arrays.toString(drained));
         }
-        relay.state().followTopology(draining);
+        relay.state().followTopology(IntStream.concat(IntStream.of(inForce), Arrays.stream(draining)).toArray());
     }
 
-    private static boolean extraShardsEmpty(BusinessRelay relay, BusinessSpec spec, int upTo) {
-        for (int shard = spec.shards(); shard < upTo; shard++) {
+    private static boolean shardsEmpty(BusinessRelay relay, BusinessSpec spec, int from, int upTo) {
+        for (int shard = from; shard < upTo; shard++) {
             if (relay.store().shardSize(spec.keys(), shard) > 0) {
                 return false;
             }

@@ -88,7 +88,11 @@ public class DeadLetters {
         return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
     }
 
-    /** Replays one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null. Returns how many. */
+    /**
+     * Replays one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null, as a new
+     * delivery due now. A dead letter whose member has an unsettled delivery (in flight or waiting for a retry) stays
+     * dead (replay it once that settled). Returns how many were replayed.
+     */
     public long replay(BusinessSpec spec, int shards, String member) {
         return forEachShard(spec, shards, member, "replay");
     }
@@ -102,7 +106,7 @@ public class DeadLetters {
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
             List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
+                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
             if (member != null) {
                 total += orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member)));
                 continue;

@@ -1,18 +1,42 @@
--- Forgets entries the broker confirmed. Touches one Redis Cluster slot.
--- KEYS[1] K:i  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts
--- ARGV members
--- A payload is kept when its member was scheduled again meanwhile (it is back in K:i).
--- Returns how many members were still in flight.
-local acked = redis.call('ZREM', KEYS[3], unpack(ARGV))
-redis.call('HDEL', KEYS[4], unpack(ARGV))
-local again = redis.call('ZMSCORE', KEYS[1], unpack(ARGV))
-local drop = {}
-for i, m in ipairs(ARGV) do
-  if not again[i] then
-    drop[#drop + 1] = m
+-- Settles deliveries the broker confirmed: forgets each member's delivery, but only the one this caller leased
+-- (its lease token is the one in {K:i}:attempts, see pop.lua). A late ack of a lease the reaper already took back,
+-- or of a member leased again since, changes nothing. Touches one Redis Cluster slot.
+-- KEYS[1] K:i  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts  KEYS[5] {K:i}:dead
+-- ARGV[1] lease token   ARGV[2..] members
+-- Payload invariant (kept by every script, the relay's and the producers'): {K:i}:payloads[id] is deleted only by
+-- a script that leaves the id in none of K:i, {K:i}:inflight and {K:i}:dead. So a payload is kept when its member
+-- was scheduled again meanwhile (back in K:i) or is also a dead letter (a replay needs it).
+-- Returns how many members were settled (still leased with this token).
+local token = ARGV[1]
+local members = {}
+for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
+if #members == 0 then return 0 end
+-- reads first: a key of the wrong type fails the script before anything changed
+local expected = {[2] = 'hash', [3] = 'zset'}
+for i = 2, 3 do
+  local actual = redis.call('TYPE', KEYS[i]).ok
+  if actual ~= 'none' and actual ~= expected[i] then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. actual .. ', expected a ' .. expected[i])
   end
+end
+local records = redis.call('HMGET', KEYS[4], unpack(members))
+local again = redis.call('ZMSCORE', KEYS[1], unpack(members))
+local dead = redis.call('ZMSCORE', KEYS[5], unpack(members))
+local owned, drop = {}, {}
+for i, m in ipairs(members) do
+  local r = records[i]
+  if r and string.match(r, '^%d+:[^:]*:(.*)$') == token then
+    owned[#owned + 1] = m
+    if not again[i] and not dead[i] then
+      drop[#drop + 1] = m
+    end
+  end
+end
+if #owned > 0 then
+  redis.call('ZREM', KEYS[3], unpack(owned))
+  redis.call('HDEL', KEYS[4], unpack(owned))
 end
 if #drop > 0 then
   redis.call('HDEL', KEYS[2], unpack(drop))
 end
-return acked
+return #owned

@@ -1,63 +1,128 @@
--- Pops up to ARGV[1] due entries of one shard into its in-flight set. Touches one Redis Cluster slot.
--- Never parses the message. Time is Redis TIME, never the caller's clock.
+-- Leases up to ARGV[1] due entries of one shard to the caller: due retries first, then due schedules. Touches one
+-- Redis Cluster slot. Never parses the message. Time is Redis TIME, never the caller's clock.
 -- KEYS[1] K:i (zset)  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts
--- ARGV[1] batch size   ARGV[2] lease in ms
+-- ARGV[1] batch size   ARGV[2] lease in ms   ARGV[3] lease token (unique per pop; ack and requeue must present it)
+-- ARGV[4] ms after which a due schedule held back by its member's unsettled delivery is looked at again
 -- Returns {now, n, nextDue, member1, due1, payload1, failed1, member2, ...}
---   n = 0: nothing due; nextDue = the earliest score in the shard, or -1 when the shard is empty (then now = 0:
---          an empty shard, the common idle case, costs one ZRANGE and no TIME).
---   n > 0: nextDue = the earliest score left in the shard (-1 when empty); dueX is the entry's original due time (kept across retries), payloadX is nil when the
---          member has no payload, failedX counts earlier failed deliveries.
--- Each popped member's {K:i}:attempts value becomes "<failed>:<original due>", so a retry or a redelivery after
--- a crash keeps the due time, and with it the AMQP message id, of the first attempt.
+--   n = 0: nothing due; nextDue = the earliest score in K:i or inflight, or -1 when both are empty (then now = 0:
+--          an empty shard, the common idle case, costs two ZRANGEs and no TIME).
+--   n > 0: nextDue = the earliest score left (-1 when empty); dueX is the entry's original due time (kept across
+--          retries, so the AMQP message id is too), payloadX is nil when the member has no payload, failedX counts
+--          earlier failed deliveries.
+-- Ownership. A member has at most one unsettled delivery, held in {K:i}:inflight: leased (score = lease deadline)
+-- or waiting for its retry (score = retry time). {K:i}:attempts[member] describes it:
+-- "<failed>:<original due>:<lease token>", the token empty while it waits for its retry. Only the holder of the
+-- token may ack, retry or release it; the reaper takes back leases whose deadline passed. A schedule in K:i of a
+-- member with an unsettled delivery stays in K:i until that delivery settles: the delivery in flight and the new
+-- schedule both happen, one after the other. (Relays before lease tokens wrote "<failed>:<original due>" for
+-- members they put back into K:i; such a mark is still honoured once.)
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if not first[2] then
+local firstFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+if not first[2] and not firstFlight[2] then
   return {0, 0, -1}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local earliest = tonumber(first[2])
+local earliest = math.huge
+if first[2] then earliest = tonumber(first[2]) end
+if firstFlight[2] then earliest = math.min(earliest, tonumber(firstFlight[2])) end
 if earliest > now then
   return {now, 0, earliest}
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
-local n = #due / 2
-local members, lease = {}, {}
-local deadline = string.format('%d', now + tonumber(ARGV[2]))
-for i = 1, n do
-  members[i] = due[2 * i - 1]
-  lease[2 * i - 1] = deadline
-  lease[2 * i] = members[i]
-end
--- Reads first: a key of the wrong type (written by another program) fails the script before anything moved.
-local payloads = redis.call('HMGET', KEYS[2], unpack(members))
-local attempts = redis.call('HMGET', KEYS[4], unpack(members))
-redis.call('ZADD', KEYS[3], unpack(lease))
-redis.call('ZREM', KEYS[1], unpack(members))
-local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local out = {now, n, -1}
-if rest[2] then
-  out[3] = tonumber(rest[2])
-end
-local marks = {}
-for i = 1, n do
-  local failed, origin = '0', due[2 * i]
-  local mark = attempts[i]
-  if mark then
-    local f, o = string.match(mark, '^(%d+):(.*)$')
-    if f then
-      failed = f
-      if o ~= '' then origin = o end
-    elseif string.match(mark, '^%d+$') then
-      failed = mark
+local batch = tonumber(ARGV[1])
+local recheck = now + tonumber(ARGV[4])
+-- taken[i] = {member, original due, failed, from K:i}; every read happens before the first write, so a key of the
+-- wrong type (written by another program) fails the script before anything moved.
+local taken = {}
+local flightBlocked = false
+if firstFlight[2] and tonumber(firstFlight[2]) <= now then
+  -- due retries; expired leases among them are the reaper's (it counts the failed attempt first)
+  local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 2 * batch)
+  local names = {}
+  for i = 1, #due / 2 do names[i] = due[2 * i - 1] end
+  local records = redis.call('HMGET', KEYS[4], unpack(names))
+  for i, m in ipairs(names) do
+    local f, o, token = string.match(records[i] or '', '^(%d+):([^:]*):(.*)$')
+    if f and token == '' and #taken < batch then
+      if o == '' then o = due[2 * i] end
+      taken[#taken + 1] = {m, o, f, false}
+    else
+      flightBlocked = true
     end
   end
-  marks[2 * i - 1] = members[i]
-  marks[2 * i] = failed .. ':' .. origin
-  local base = 3 + (i - 1) * 4
-  out[base + 1] = members[i]
-  out[base + 2] = origin
-  out[base + 3] = payloads[i]
-  out[base + 4] = failed
 end
-redis.call('HSET', KEYS[4], unpack(marks))
+local blocked = false
+local offset, pages = 0, 0
+while #taken < batch and pages < 4 do
+  local want = batch - #taken
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', offset, want)
+  local n = #due / 2
+  if n == 0 then break end
+  local names = {}
+  for i = 1, n do names[i] = due[2 * i - 1] end
+  local inFlight = redis.call('ZMSCORE', KEYS[3], unpack(names))
+  local legacy = redis.call('HMGET', KEYS[4], unpack(names))
+  for i, m in ipairs(names) do
+    if inFlight[i] then
+      blocked = true
+    else
+      -- a mark left by a relay before lease tokens keeps that retry's count and due time
+      local failed, origin = '0', due[2 * i]
+      local mark = legacy[i]
+      if mark then
+        local f, o = string.match(mark, '^(%d+):([^:]*)$')
+        if f then
+          failed = f
+          if o ~= '' then origin = o end
+        elseif string.match(mark, '^%d+$') then
+          failed = mark
+        end
+      end
+      taken[#taken + 1] = {m, origin, failed, true}
+    end
+  end
+  if n < want then break end
+  offset = offset + n
+  pages = pages + 1
+end
+local out = {now, #taken, -1}
+if #taken > 0 then
+  local members = {}
+  for i, e in ipairs(taken) do members[i] = e[1] end
+  local payloads = redis.call('HMGET', KEYS[2], unpack(members))
+  local deadline = string.format('%d', now + tonumber(ARGV[2]))
+  local lease, records, fromShard = {}, {}, {}
+  for i, e in ipairs(taken) do
+    lease[2 * i - 1] = deadline
+    lease[2 * i] = e[1]
+    records[2 * i - 1] = e[1]
+    records[2 * i] = e[3] .. ':' .. e[2] .. ':' .. ARGV[3]
+    if e[4] then fromShard[#fromShard + 1] = e[1] end
+    local base = 3 + (i - 1) * 4
+    out[base + 1] = e[1]
+    out[base + 2] = e[2]
+    out[base + 3] = payloads[i]
+    out[base + 4] = e[3]
+  end
+  redis.call('ZADD', KEYS[3], unpack(lease))
+  redis.call('HSET', KEYS[4], unpack(records))
+  if #fromShard > 0 then
+    redis.call('ZREM', KEYS[1], unpack(fromShard))
+  end
+end
+-- What is due next. Something due but held back (a schedule whose member's delivery is unsettled, an expired lease
+-- the reaper has not taken back yet) is looked at again after ARGV[4] ms, not at once: that would spin on it.
+local next = math.huge
+local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if rest[2] then
+  next = tonumber(rest[2])
+  if blocked and next <= now then next = recheck end
+end
+local restFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+if restFlight[2] then
+  local f = tonumber(restFlight[2])
+  if f <= now and (flightBlocked or #taken < batch) then f = recheck end
+  next = math.min(next, f)
+end
+if next ~= math.huge then out[3] = next end
 return out

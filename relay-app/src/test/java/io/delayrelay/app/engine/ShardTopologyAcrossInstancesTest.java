@@ -1,0 +1,120 @@
+package io.delayrelay.app.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.delayrelay.api.MetaFields;
+import io.delayrelay.app.config.BusinessSpecResolver;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.mock.env.MockEnvironment;
+
+/**
+ * Issue 11, defect 10: two relay instances with different shard counts share one business (a rolling update). The
+ * shard count in {@code K:meta} and the retirement of a draining count must follow what Redis says, never one
+ * instance's own configuration. Drives {@link ShardStore#reshard} and {@link TopologyKeeper} directly against the real
+ * Redis with a settable clock.
+ */
+class ShardTopologyAcrossInstancesTest {
+
+    private static final Duration GRACE = Duration.ofSeconds(30);
+    private static final long OLD_VERSION = 0;
+    private static final long NEW_VERSION = 1;
+    private static final EventReporter EVENTS = new EventReporter(RelayEvents.NOOP);
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private final String business = kit.business("topology");
+    private final ShardStore store = new ShardStore(kit.redisFactory());
+    private final BusinessSpec oldSpec = spec(business, 16);
+    private final BusinessSpec newSpec = spec(business, 8);
+    private final AtomicLong nanos = new AtomicLong();
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+    }
+
+    @Test
+    void anInstanceWithAnOlderConfigurationCannotWriteItsShardCountBack() {
+        assertThat(store.reshard(oldSpec, OLD_VERSION).applied()).isTrue();
+        ShardStore.Reshard rolled = store.reshard(newSpec, NEW_VERSION);
+        assertThat(rolled.applied()).isTrue();
+        assertThat(rolled.draining()).containsExactly(16);
+
+        // an old instance restarting mid-rollout (or reloading its old configuration)
+        ShardStore.Reshard stale = store.reshard(oldSpec, OLD_VERSION);
+        assertThat(stale.applied()).isFalse();
+        assertThat(stale.shards()).isEqualTo(8);
+        assertThat(stale.scanWidth(16)).isEqualTo(16);
+        assertThat(meta(MetaFields.SHARDS)).isEqualTo("8");
+        assertThat(meta(MetaFields.DRAINING)).isEqualTo("16");
+        assertThat(meta(MetaFields.TOPOLOGY_VERSION)).isEqualTo("1");
+    }
+
+    @Test
+    void anInstanceConfiguredWithTheDrainingCountDoesNotRetireItWhileItsShardsHoldEntries() {
+        store.reshard(oldSpec, OLD_VERSION);
+        store.reshard(newSpec, NEW_VERSION);
+        long due = kit.redisNowMs() + 3_600_000;
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands().zAdd(bytes(oldSpec.keys().shard(12)), due, bytes("written under 16 shards"));
+        }
+        BusinessRelay oldRelay = relay(oldSpec, OLD_VERSION);
+        BusinessRelay newRelay = relay(newSpec, NEW_VERSION);
+        TopologyKeeper oldKeeper = new TopologyKeeper(() -> List.of(oldRelay), GRACE, nanos::get, EVENTS);
+        TopologyKeeper newKeeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get, EVENTS);
+
+        for (int i = 0; i < 3; i++) {
+            oldKeeper.run();
+            newKeeper.run();
+            nanos.addAndGet(GRACE.toNanos());
+        }
+        assertThat(meta(MetaFields.DRAINING)).as("shard 12 still holds an entry").isEqualTo("16");
+        assertThat(newRelay.state().scanWidth()).isEqualTo(16);
+
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(bytes(oldSpec.keys().shard(12)));
+        }
+        oldKeeper.run(); // first empty check
+        assertThat(meta(MetaFields.DRAINING)).isEqualTo("16");
+        nanos.addAndGet(1);
+        oldKeeper.run(); // second empty check, past the grace
+        assertThat(meta(MetaFields.DRAINING)).isEmpty();
+        newKeeper.run();
+        assertThat(newRelay.state().scanWidth()).isEqualTo(8);
+        assertThat(oldRelay.state().scanWidth()).as("the old instance still scans its own count").isEqualTo(16);
+    }
+
+    private BusinessRelay relay(BusinessSpec spec, long topologyVersion) {
+        BusinessRelay relay = new BusinessRelay(spec, store, null, EVENTS, new RedisClock());
+        relay.adoptTopology(topologyVersion);
+        return relay;
+    }
+
+    private String meta(String field) {
+        try (RedisConnection c = kit.redis()) {
+            byte[] value = c.hashCommands().hGet(bytes(oldSpec.keys().meta()), bytes(field));
+            return value == null ? null : new String(value, StandardCharsets.UTF_8);
+        }
+    }
+
+    private static BusinessSpec spec(String business, int shards) {
+        String prefix = "relay.businesses." + business + ".";
+        MockEnvironment env = new MockEnvironment()
+                .withProperty(prefix + "exchange", "test.topology")
+                .withProperty(prefix + "routing-key", "due")
+                .withProperty(prefix + "shards", Integer.toString(shards));
+        return BusinessSpecResolver.resolve(env, List.of()).get(0);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
