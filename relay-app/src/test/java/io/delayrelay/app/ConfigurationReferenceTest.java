@@ -24,6 +24,7 @@ import io.delayrelay.app.fleet.RelayFleetProperties;
 import io.delayrelay.app.metrics.RelayMetricsProperties;
 import io.delayrelay.app.ops.RelayOpsProperties;
 import org.junit.jupiter.api.Test;
+import org.springframework.util.unit.DataSize;
 
 /**
  * The README's property tables are the truth users read: every property is listed there, with the default the
@@ -63,7 +64,8 @@ class ConfigurationReferenceTest {
         BeanInfo info = Introspector.getBeanInfo(defaults.getClass(), Object.class);
         for (PropertyDescriptor property : info.getPropertyDescriptors()) {
             Class<?> type = property.getPropertyType();
-            if (property.getWriteMethod() == null || !(type.isPrimitive() || type == String.class || type == Duration.class)) {
+            if (property.getWriteMethod() == null || !(type.isPrimitive() || type == String.class || type == Duration.class
+                    || type == DataSize.class)) {
                 continue;
             }
             String name = prefix + kebab(property.getName());
@@ -90,6 +92,13 @@ class ConfigurationReferenceTest {
                 return ms / 60_000 + "m";
             }
             return ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
+        }
+        if (value instanceof DataSize size) {
+            long bytes = size.toBytes();
+            if (bytes % DataSize.ofMegabytes(1).toBytes() == 0) {
+                return size.toMegabytes() + "MB";
+            }
+            return bytes % 1024 == 0 ? size.toKilobytes() + "KB" : bytes + "B";
         }
         return String.valueOf(value);
     }

@@ -1,13 +1,18 @@
 package io.delayrelay.app;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.util.Map;
 
+import io.delayrelay.app.config.RelayFailureAnalyzer;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -77,6 +82,27 @@ class StartupValidationTest {
         assertThatThrownBy(() -> kit.startRelay(props))
                 .hasStackTraceContaining("relay.businesses." + business + ".exchange=no.such.exchange." + business
                         + ": no such exchange on the broker");
+    }
+
+    /** Issue 15: a missing exchange was an IllegalStateException, so the failure analyzer never formatted it. */
+    @Test
+    void exchangeMissingOnTheBrokerIsATypedProblemTheFailureAnalyzerReports() {
+        String business = kit.business("gone");
+        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, "no.such.exchange." + business, "rk");
+        Throwable failure = catchThrowable(() -> kit.startRelay(props));
+
+        FailureAnalysis analysis = new RelayFailureAnalyzer().analyze(failure);
+
+        assertThat(analysis).as("formatted by the relay's failure analyzer").isNotNull();
+        assertThat(analysis.getDescription()).isEqualTo("Invalid delay-relay configuration:\n  - relay.businesses."
+                + business + ".exchange=no.such.exchange." + business
+                + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
+        RelayConfigurationException typed = (RelayConfigurationException) analysis.getCause();
+        assertThat(typed.problems()).singleElement().satisfies(problem -> {
+            assertThat(problem.business()).isEqualTo(business);
+            assertThat(problem.property()).isEqualTo("relay.businesses." + business + ".exchange");
+            assertThat(problem.value()).isEqualTo("no.such.exchange." + business);
+        });
     }
 
     static class SameNameTrigger extends AbstractDelayedMsgScanTrigger {

@@ -2,6 +2,8 @@ package io.delayrelay.app.config;
 
 import java.time.Duration;
 
+import org.springframework.util.unit.DataSize;
+
 /**
  * Settings of one business, as bound from {@code relay.defaults} and then {@code relay.businesses.<name>}
  * (a business inherits every default it does not set).
@@ -11,6 +13,7 @@ public class BusinessSettings {
     public static final int DEFAULT_SHARDS = 16;
     public static final int DEFAULT_THREADS = 2;
     public static final int DEFAULT_BATCH_SIZE = 500;
+    public static final DataSize DEFAULT_BATCH_BYTES = DataSize.ofMegabytes(16);
     public static final Duration DEFAULT_MAX_IDLE = Duration.ofMillis(100);
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
     public static final int DEFAULT_MAX_ATTEMPTS = 10;
@@ -45,6 +48,12 @@ public class BusinessSettings {
 
     /** Most entries popped by one Lua call and published as one confirmed batch (1 to 2000). */
     private int batchSize = DEFAULT_BATCH_SIZE;
+
+    /**
+     * Most bytes (members plus payloads) one pop returns: a batch ends before the entry that would exceed it (one
+     * entry is always taken), so large messages make smaller batches instead of a reply the heap cannot hold.
+     */
+    private DataSize batchBytes = DEFAULT_BATCH_BYTES;
 
     /** Longest sleep of a worker that found nothing due; a producer that does not publish a wake-up is picked up within it. */
     private Duration maxIdle = DEFAULT_MAX_IDLE;
@@ -137,6 +146,14 @@ public class BusinessSettings {
 
     public void setBatchSize(int batchSize) {
         this.batchSize = batchSize;
+    }
+
+    public DataSize getBatchBytes() {
+        return batchBytes;
+    }
+
+    public void setBatchBytes(DataSize batchBytes) {
+        this.batchBytes = batchBytes;
     }
 
     public Duration getMaxIdle() {

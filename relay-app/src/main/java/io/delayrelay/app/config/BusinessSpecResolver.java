@@ -14,11 +14,14 @@ import java.util.regex.Pattern;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import io.delayrelay.app.trigger.OutgoingMessages;
 import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.core.env.Environment;
+import org.springframework.util.unit.DataSize;
 
 /**
  * Builds the {@link BusinessSpec}s in force from the environment and the trigger beans. Layers, later wins:
@@ -32,6 +35,8 @@ public final class BusinessSpecResolver {
     static final int MAX_BATCH_SIZE = 2000;
     static final int MAX_THREADS = 256;
     static final int MAX_SHARDS = 16384;
+    static final DataSize MIN_BATCH_BYTES = DataSize.ofKilobytes(1);
+    static final DataSize MAX_BATCH_BYTES = DataSize.ofMegabytes(512);
 
     private BusinessSpecResolver() {
     }
@@ -40,13 +45,13 @@ public final class BusinessSpecResolver {
      * What configuration and triggers say: the valid businesses, and the problems of the others by business name
      * (problems not tied to one business are under the empty name).
      */
-    public record Resolution(List<BusinessSpec> specs, Map<String, List<String>> problems) {
+    public record Resolution(List<BusinessSpec> specs, Map<String, List<ConfigProblem>> problems) {
 
         public boolean isValid() {
             return problems.isEmpty();
         }
 
-        public List<String> allProblems() {
+        public List<ConfigProblem> allProblems() {
             return problems.values().stream().flatMap(List::stream).toList();
         }
     }
@@ -65,14 +70,15 @@ public final class BusinessSpecResolver {
     public static Resolution resolveAll(Environment environment,
             Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
         Binder binder = Binder.get(environment);
-        Map<String, List<String>> problems = new LinkedHashMap<>();
+        Map<String, List<ConfigProblem>> problems = new LinkedHashMap<>();
         Map<String, AbstractDelayedMsgScanTrigger> byName = new LinkedHashMap<>();
         for (AbstractDelayedMsgScanTrigger trigger : triggers) {
             String name = trigger.getBusiness();
             AbstractDelayedMsgScanTrigger previous = byName.putIfAbsent(name, trigger);
             if (previous != null) {
-                problemsOf(problems, name).add("business '" + name + "': declared by two trigger beans ("
-                        + previous.getClass().getName() + ", " + trigger.getClass().getName() + ")");
+                problemsOf(problems, name).add(ConfigProblem.business(name, "business '" + name + "'",
+                        "declared by two trigger beans (" + previous.getClass().getName() + ", "
+                                + trigger.getClass().getName() + ")"));
             }
         }
         Set<String> names = new LinkedHashSet<>(byName.keySet());
@@ -84,13 +90,13 @@ public final class BusinessSpecResolver {
         List<BusinessSpec> specs = new ArrayList<>();
         Map<String, String> sourceKeys = new HashMap<>();
         for (String name : names) {
-            List<String> own = new ArrayList<>();
+            List<ConfigProblem> own = new ArrayList<>();
             BusinessSpec spec = resolveOne(binder, name, byName.get(name), own);
             if (spec != null) {
                 String other = sourceKeys.putIfAbsent(spec.keys().sourceKey(), name);
                 if (other != null) {
-                    own.add("relay.businesses." + name + ".source-key=" + spec.keys().sourceKey()
-                            + ": already used by business '" + other + "'");
+                    own.add(ConfigProblem.property(name, "source-key", spec.keys().sourceKey(),
+                            "already used by business '" + other + "'"));
                 } else if (!problems.containsKey(name)) {
                     specs.add(spec);
                 }
@@ -102,26 +108,25 @@ public final class BusinessSpecResolver {
         return new Resolution(List.copyOf(specs), problems);
     }
 
-    private static List<String> problemsOf(Map<String, List<String>> problems, String name) {
+    private static List<ConfigProblem> problemsOf(Map<String, List<ConfigProblem>> problems, String name) {
         return problems.computeIfAbsent(name, k -> new ArrayList<>());
     }
 
-    private static Set<String> configuredNames(Binder binder, List<String> problems) {
+    private static Set<String> configuredNames(Binder binder, List<ConfigProblem> problems) {
         try {
             return binder.bind("relay.businesses", Bindable.mapOf(String.class, Object.class))
                     .map(Map::keySet).map(java.util.TreeSet::new).map(LinkedHashSet::new).orElseGet(LinkedHashSet::new);
         } catch (BindException e) {
-            problems.add("relay.businesses: " + describe(e));
+            problems.add(ConfigProblem.global("relay.businesses", describe(e)));
             return Set.of();
         }
     }
 
     private static BusinessSpec resolveOne(Binder binder, String name, AbstractDelayedMsgScanTrigger trigger,
-            List<String> problems) {
-        String prefix = "relay.businesses." + name + ".";
+            List<ConfigProblem> problems) {
         if (name == null || !NAME.matcher(name).matches()) {
-            problems.add("business name '" + name
-                    + "': use lowercase letters, digits and '-' (it is a key under relay.businesses)");
+            problems.add(ConfigProblem.business(String.valueOf(name), "business name '" + name + "'",
+                    "use lowercase letters, digits and '-' (it is a key under relay.businesses)"));
             return null;
         }
         BusinessSettings s = new BusinessSettings();
@@ -132,7 +137,7 @@ public final class BusinessSpecResolver {
             }
             binder.bind("relay.businesses." + name, Bindable.ofInstance(s));
         } catch (BindException e) {
-            problems.add("business '" + name + "': " + describe(e));
+            problems.add(ConfigProblem.business(name, "business '" + name + "'", describe(e)));
             return null;
         }
         int before = problems.size();
@@ -140,26 +145,32 @@ public final class BusinessSpecResolver {
         try {
             keys = s.getSourceKey() == null ? DelayQueueKeys.forBusiness(name) : DelayQueueKeys.of(s.getSourceKey());
         } catch (IllegalArgumentException e) {
-            problems.add(prefix + "source-key=" + s.getSourceKey() + ": " + e.getMessage());
+            problems.add(ConfigProblem.property(name, "source-key", s.getSourceKey(), e.getMessage()));
         }
-        range(problems, prefix + "shards", s.getShards(), 1, MAX_SHARDS);
-        range(problems, prefix + "threads", s.getThreads(), 1, MAX_THREADS);
-        range(problems, prefix + "batch-size", s.getBatchSize(), 1, MAX_BATCH_SIZE);
-        range(problems, prefix + "max-attempts", s.getMaxAttempts(), 1, 1000);
-        required(problems, prefix + "exchange", s.getExchange());
-        required(problems, prefix + "routing-key", s.getRoutingKey());
+        range(problems, name, "shards", s.getShards(), 1, MAX_SHARDS);
+        range(problems, name, "threads", s.getThreads(), 1, MAX_THREADS);
+        range(problems, name, "batch-size", s.getBatchSize(), 1, MAX_BATCH_SIZE);
+        if (s.getBatchBytes() == null || s.getBatchBytes().compareTo(MIN_BATCH_BYTES) < 0
+                || s.getBatchBytes().compareTo(MAX_BATCH_BYTES) > 0) {
+            problems.add(ConfigProblem.property(name, "batch-bytes", s.getBatchBytes(),
+                    "must be between " + MIN_BATCH_BYTES + " and " + MAX_BATCH_BYTES));
+        }
+        range(problems, name, "max-attempts", s.getMaxAttempts(), 1, 1000);
+        required(problems, name, "exchange", s.getExchange());
+        required(problems, name, "routing-key", s.getRoutingKey());
         if (s.getExchangeType() == null || !EXCHANGE_TYPES.contains(s.getExchangeType())) {
-            problems.add(prefix + "exchange-type=" + s.getExchangeType() + ": must be one of " + EXCHANGE_TYPES);
+            problems.add(ConfigProblem.property(name, "exchange-type", s.getExchangeType(),
+                    "must be one of " + EXCHANGE_TYPES));
         }
-        positive(problems, prefix + "max-idle", s.getMaxIdle());
-        positive(problems, prefix + "lease", s.getLease());
-        positive(problems, prefix + "retry-delay", s.getRetryDelay());
-        positive(problems, prefix + "retry-delay-max", s.getRetryDelayMax());
-        positive(problems, prefix + "publish-timeout", s.getPublishTimeout());
+        positive(problems, name, "max-idle", s.getMaxIdle());
+        positive(problems, name, "lease", s.getLease());
+        positive(problems, name, "retry-delay", s.getRetryDelay());
+        positive(problems, name, "retry-delay-max", s.getRetryDelayMax());
+        positive(problems, name, "publish-timeout", s.getPublishTimeout());
         if (s.getLease() != null && s.getPublishTimeout() != null
                 && s.getLease().compareTo(s.getPublishTimeout()) <= 0) {
-            problems.add(prefix + "lease=" + s.getLease() + ": must be longer than publish-timeout ("
-                    + s.getPublishTimeout() + "), or entries would be redelivered while still awaiting confirms");
+            problems.add(ConfigProblem.property(name, "lease", s.getLease(), "must be longer than publish-timeout ("
+                    + s.getPublishTimeout() + "), or entries would be redelivered while still awaiting confirms"));
         }
         if (problems.size() > before) {
             return null;
@@ -168,7 +179,7 @@ public final class BusinessSpecResolver {
         OutgoingMessages outgoing = trigger != null ? trigger : OutgoingMessages.DEFAULT;
         return new BusinessSpec(name, keys, s.getShards(), s.getThreads(), threadNamePrefix,
                 s.getExchange(), s.getRoutingKey(), s.getExchangeType(), s.isDeclareExchange(), s.getBatchSize(),
-                s.getMaxIdle(), s.getLease(), s.getMaxAttempts(), s.getRetryDelay(), s.getRetryDelayMax(),
+                s.getBatchBytes().toBytes(), s.getMaxIdle(), s.getLease(), s.getMaxAttempts(), s.getRetryDelay(), s.getRetryDelayMax(),
                 s.getPublishTimeout(), s.isPaused(), outgoing);
     }
 
@@ -193,21 +204,22 @@ public final class BusinessSpecResolver {
         }
     }
 
-    private static void range(List<String> problems, String property, int value, int min, int max) {
+    private static void range(List<ConfigProblem> problems, String business, String property, int value, int min,
+            int max) {
         if (value < min || value > max) {
-            problems.add(property + "=" + value + ": must be between " + min + " and " + max);
+            problems.add(ConfigProblem.property(business, property, value, "must be between " + min + " and " + max));
         }
     }
 
-    private static void required(List<String> problems, String property, String value) {
+    private static void required(List<ConfigProblem> problems, String business, String property, String value) {
         if (value == null || value.isBlank()) {
-            problems.add(property + "='" + (value == null ? "" : value) + "': required, must not be blank");
+            problems.add(ConfigProblem.blank(business, property, value, "required, must not be blank"));
         }
     }
 
-    private static void positive(List<String> problems, String property, Duration value) {
+    private static void positive(List<ConfigProblem> problems, String business, String property, Duration value) {
         if (value == null || value.isNegative() || value.isZero()) {
-            problems.add(property + "=" + value + ": must be a positive duration");
+            problems.add(ConfigProblem.property(business, property, value, "must be a positive duration"));
         }
     }
 

@@ -1,5 +1,6 @@
 package io.delayrelay.app.config;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 
@@ -7,6 +8,7 @@ import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.ConfigProblem;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -42,15 +44,13 @@ public class RelayConfigReloader {
     }
 
     /** Re-resolves the businesses and applies them. Returns the problems that were rejected. */
-    public synchronized List<String> reload() {
+    public synchronized List<ConfigProblem> reload() {
         BusinessSpecResolver.Resolution resolution =
                 BusinessSpecResolver.resolveAll(environment, triggers.orderedStream().toList());
-        resolution.problems().forEach((business, problems) -> problems.forEach(problem -> reject(business, problem)));
+        List<ConfigProblem> all = new ArrayList<>(resolution.allProblems());
         List<BusinessSpec> specs = resolution.specs();
-        List<String> engineProblems = engine.apply(specs, resolution.problems().keySet());
-        engineProblems.forEach(problem -> reject(businessOf(problem), problem));
-        List<String> all = new java.util.ArrayList<>(resolution.allProblems());
-        all.addAll(engineProblems);
+        all.addAll(engine.apply(specs, resolution.problems().keySet()));
+        all.forEach(this::reject);
         if (all.isEmpty()) {
             log.info("relay configuration reloaded: {} business(es) {}", specs.size(),
                     specs.stream().map(BusinessSpec::name).toList());
@@ -58,21 +58,13 @@ public class RelayConfigReloader {
         return all;
     }
 
-    private void reject(String business, String problem) {
-        log.warn("business={}: reloaded configuration rejected, previous settings kept: {}", business, problem);
+    private void reject(ConfigProblem problem) {
+        log.warn("business={}: reloaded configuration rejected, previous settings kept: {}", problem.business(),
+                problem.message());
         try {
-            events.configRejected(business, problem);
+            events.configRejected(problem.business(), problem.message());
         } catch (RuntimeException e) {
             log.debug("relay event listener failed", e);
         }
-    }
-
-    private static String businessOf(String problem) {
-        String prefix = "relay.businesses.";
-        if (problem.startsWith(prefix)) {
-            int dot = problem.indexOf('.', prefix.length());
-            return dot > 0 ? problem.substring(prefix.length(), dot) : "";
-        }
-        return "";
     }
 }

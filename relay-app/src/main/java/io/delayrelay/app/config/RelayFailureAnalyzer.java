@@ -1,5 +1,6 @@
 package io.delayrelay.app.config;
 
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 

@@ -1,10 +1,15 @@
 package io.delayrelay.app.engine;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -18,17 +23,25 @@ import org.slf4j.MDC;
  * confirmed entries are acked, returned ones dead-lettered, failed ones retried (dead after max-attempts), entries
  * that never reached the broker put back without counting an attempt. Counts batches published and not yet
  * settled, so that shutdown can wait for them.
+ * <p>
+ * The settle threads only talk to Redis. The publisher's own follow-up work (which may ask the broker something,
+ * and hang while the broker blocks publishers under a resource alarm) runs on separate threads, and a batch whose
+ * outcome is not known {@link #OUTCOME_GRACE} after its publish timeout is settled as failed: one stuck broker
+ * call can neither stall the settling of other batches nor keep a worker's batch slot forever.
  */
 final class BatchSettler {
 
     private static final Logger log = LoggerFactory.getLogger(BatchSettler.class);
     private static final int SETTLE_THREADS = 2;
+    /** How long after the publish timeout a batch's outcome may still come before the batch counts as failed. */
+    static final Duration OUTCOME_GRACE = Duration.ofSeconds(5);
 
     private final ShardStore store;
     private final BatchPublisher publisher;
     private final EventReporter events;
     private final RedisClock clock;
     private final ExecutorService pool;
+    private final ExecutorService followUps;
     private final Object monitor = new Object();
     private int batchesInFlight;
 
@@ -38,12 +51,18 @@ final class BatchSettler {
         this.publisher = publisher;
         this.events = events;
         this.clock = clock;
+        this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, daemons(threadNamePrefix + "settle-"));
+        // as many threads as batches awaiting an outcome at worst (4 per worker); idle ones end after a minute
+        this.followUps = Executors.newCachedThreadPool(daemons(threadNamePrefix + "publish-"));
+    }
+
+    private static ThreadFactory daemons(String prefix) {
         AtomicInteger n = new AtomicInteger();
-        this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, r -> {
-            Thread t = new Thread(r, threadNamePrefix + "settle-" + n.getAndIncrement());
+        return r -> {
+            Thread t = new Thread(r, prefix + n.getAndIncrement());
             t.setDaemon(true);
             return t;
-        });
+        };
     }
 
     /**
@@ -68,8 +87,9 @@ final class BatchSettler {
         };
         CompletableFuture<List<PublishOutcome>> published;
         try {
-            published = publisher.publishAsync(spec, batch, pool);
-            published.handleAsync((outcomes, error) -> {
+            published = publisher.publishAsync(spec, batch, followUps);
+            long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
+            published.copy().orTimeout(boundMs, TimeUnit.MILLISECONDS).handleAsync((outcomes, error) -> {
                 settle(spec, shard, token, batch, outcomes, error);
                 return null;
             }, pool).whenComplete((v, e) -> finish.run());
@@ -99,6 +119,7 @@ final class BatchSettler {
             }
         }
         pool.shutdown();
+        followUps.shutdown();
     }
 
     private void settle(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
@@ -107,7 +128,11 @@ final class BatchSettler {
         MDC.put("shard", Integer.toString(shard));
         try {
             if (outcomes == null) {
-                String reason = "publish failed: " + (error == null ? "unknown" : AmqpBatchPublisher.rootMessage(error));
+                Throwable cause = error instanceof CompletionException && error.getCause() != null
+                        ? error.getCause() : error;
+                String reason = cause instanceof TimeoutException
+                        ? "confirm timeout: no outcome " + OUTCOME_GRACE.toSeconds() + " s after the publish timeout"
+                        : "publish failed: " + (cause == null ? "unknown" : AmqpBatchPublisher.rootMessage(cause));
                 outcomes = batch.stream().map(m -> PublishOutcome.failed(reason)).toList();
             }
             apply(spec, shard, token, batch, outcomes);

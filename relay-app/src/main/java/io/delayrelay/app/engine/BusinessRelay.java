@@ -21,10 +21,12 @@ public final class BusinessRelay {
     private final BusinessState state;
     private final BatchSettler settler;
     private final WorkerPool workers;
+    private final EventReporter events;
 
     BusinessRelay(BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events,
             RedisClock clock) {
         this.store = store;
+        this.events = events;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock);
@@ -84,6 +86,15 @@ public final class BusinessRelay {
         }
         workers.adjust();
         signal.wakeAll();
+    }
+
+    /** Starts again workers that died; each restart is counted. */
+    void restartDeadWorkers() {
+        BusinessSpec spec = state.spec();
+        for (String worker : workers.adjust()) {
+            log.warn("business={}: worker {} restarted", spec.name(), worker);
+            events.emit(spec, -1, e -> e.workerRestarted(spec, worker));
+        }
     }
 
     /** The configuration in force. */

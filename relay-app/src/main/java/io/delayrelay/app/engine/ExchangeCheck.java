@@ -1,6 +1,7 @@
 package io.delayrelay.app.engine;
 
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.ConfigProblem;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.amqp.AmqpConnectException;
@@ -22,7 +23,7 @@ final class ExchangeCheck {
     }
 
     /** Returns the problem when the exchange is missing (and must exist), else null. */
-    String problem(BusinessSpec spec) {
+    ConfigProblem problem(BusinessSpec spec) {
         try {
             publisher.prepareExchange(spec);
         } catch (AmqpConnectException e) {
@@ -32,8 +33,8 @@ final class ExchangeCheck {
         } catch (RuntimeException e) {
             String cause = AmqpBatchPublisher.rootMessage(e);
             if (cause.contains("NOT_FOUND") && verifyExchanges) {
-                return "relay.businesses." + spec.name() + ".exchange=" + spec.exchange()
-                        + ": no such exchange on the broker (declare it, or set declare-exchange: true)";
+                return ConfigProblem.property(spec.name(), "exchange", spec.exchange(),
+                        "no such exchange on the broker (declare it, or set declare-exchange: true)");
             }
             log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
         }

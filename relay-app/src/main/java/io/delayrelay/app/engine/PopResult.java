@@ -25,4 +25,9 @@ public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, St
     public boolean isEmpty() {
         return entries.isEmpty();
     }
+
+    /** Whether the shard still held due entries after this pop (the batch was full, or its byte budget was). */
+    public boolean moreDue() {
+        return redisNowMs > 0 && nextDueMs >= 0 && nextDueMs <= redisNowMs;
+    }
 }

@@ -13,6 +13,8 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -87,20 +89,21 @@ public class RelayEngine implements SmartLifecycle {
                 new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
         reaper.scheduleWithFixedDelay(leaseReaper, interval, interval, TimeUnit.MILLISECONDS);
         reaper.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
+        reaper.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
     }
 
     private void prepareExchanges() {
-        List<String> missing = new ArrayList<>();
+        List<ConfigProblem> missing = new ArrayList<>();
         for (BusinessRelay relay : relays.values()) {
-            String problem = exchanges.problem(relay.spec());
+            ConfigProblem problem = exchanges.problem(relay.spec());
             if (problem != null) {
                 missing.add(problem);
             }
         }
         if (!missing.isEmpty()) {
-            throw new IllegalStateException("Invalid delay-relay configuration:\n  - " + String.join("\n  - ", missing));
+            throw new RelayConfigurationException(missing);
         }
     }
 
@@ -109,8 +112,8 @@ public class RelayEngine implements SmartLifecycle {
      * updates the others in place. {@code keep} names businesses whose reload was rejected: they keep running
      * with their previous settings. Returns problems that made a business's change be rejected here.
      */
-    public synchronized List<String> apply(List<BusinessSpec> specs, Set<String> keep) {
-        List<String> problems = new ArrayList<>();
+    public synchronized List<ConfigProblem> apply(List<BusinessSpec> specs, Set<String> keep) {
+        List<ConfigProblem> problems = new ArrayList<>();
         Map<String, BusinessSpec> wanted = new LinkedHashMap<>();
         specs.forEach(s -> wanted.put(s.name(), s));
         for (String name : List.copyOf(relays.keySet())) {
@@ -126,7 +129,7 @@ public class RelayEngine implements SmartLifecycle {
         for (BusinessSpec next : wanted.values()) {
             BusinessRelay current = relays.get(next.name());
             if (current == null) {
-                String problem = exchanges.problem(next);
+                ConfigProblem problem = exchanges.problem(next);
                 if (problem != null) {
                     problems.add(problem);
                     continue;
@@ -142,12 +145,12 @@ public class RelayEngine implements SmartLifecycle {
             }
             BusinessSpec old = current.spec();
             if (!old.keys().equals(next.keys())) {
-                problems.add("relay.businesses." + next.name() + ".source-key=" + next.keys().sourceKey()
-                        + ": cannot change while running (was " + old.keys().sourceKey() + "); restart the relay");
+                problems.add(ConfigProblem.property(next.name(), "source-key", next.keys().sourceKey(),
+                        "cannot change while running (was " + old.keys().sourceKey() + "); restart the relay"));
                 continue;
             }
             if (!old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange()) {
-                String problem = exchanges.problem(next);
+                ConfigProblem problem = exchanges.problem(next);
                 if (problem != null) {
                     problems.add(problem);
                     continue;
@@ -190,6 +193,17 @@ public class RelayEngine implements SmartLifecycle {
     /** The business relays, by name. */
     public Map<String, BusinessRelay> relays() {
         return Map.copyOf(relays);
+    }
+
+    /** A scheduled task: must not throw, or its schedule ends. */
+    private void restartDeadWorkers() {
+        for (BusinessRelay relay : relays.values()) {
+            try {
+                relay.restartDeadWorkers();
+            } catch (RuntimeException e) {
+                log.warn("business={}: restarting dead workers failed: {}", relay.spec().name(), e.toString());
+            }
+        }
     }
 
     private Collection<BusinessRelay> businessRelays() {

@@ -34,6 +34,10 @@ public interface RelayEvents {
     default void configRejected(String business, String problem) {
     }
 
+    /** A worker thread had died (an error escaped its loop) and was started again. */
+    default void workerRestarted(BusinessSpec spec, String worker) {
+    }
+
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {
     }

@@ -41,7 +41,10 @@ final class ScanWorker implements Runnable {
     private final ShardCursor cursor;
     private final Semaphore batchSlots = new Semaphore(MAX_BATCHES_IN_FLIGHT);
     private final Map<Integer, CompletableFuture<Void>> shardsInFlight = new ConcurrentHashMap<>();
-    private int consecutiveErrors;
+    /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
+    private int failures;
+    /** Batches in a row of which nothing reached the broker; reset by a batch that reached it. */
+    private int brokerFailures;
     private int empties;
 
     ScanWorker(BooleanSupplier keepRunning, BusinessState state, ShardStore store, WakeSignal signal,
@@ -71,34 +74,56 @@ final class ScanWorker implements Runnable {
 
     private void runOnce() {
         BusinessSpec spec = state.spec();
-        int shard = WakeSignal.NO_HINT;
+        int shard = ShardCursor.NO_SHARD;
+        boolean slotHeld = false;
         try {
             if (state.paused()) {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
+            // the slot first: a pop starts the entries' lease, which must not run out while waiting for a slot
+            batchSlots.acquire();
+            slotHeld = true;
             shard = cursor.next(spec, state.scanWidth(), state.quarantine()::isQuarantined,
                     shardsInFlight::containsKey);
+            if (shard == ShardCursor.NO_SHARD) {
+                batchSlots.release();
+                slotHeld = false;
+                signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
+                return;
+            }
             MDC.put("shard", Integer.toString(shard));
             awaitShard(shard);
+            slotHeld = false;
             popAndDeliver(spec, shard);
         } catch (InterruptedException e) {
             interrupted(spec);
         } catch (Throwable e) {
             failed(spec, shard, e);
         } finally {
+            if (slotHeld) {
+                batchSlots.release();
+            }
             MDC.remove("shard");
         }
     }
 
+    /** Pops the shard and hands the batch over; owns the batch slot its caller acquired (released unless used). */
     private void popAndDeliver(BusinessSpec spec, int shard) throws InterruptedException {
-        PopResult popped = store.pop(spec, shard);
+        PopResult popped;
+        try {
+            popped = store.pop(spec, shard);
+        } catch (RuntimeException | Error e) {
+            batchSlots.release();
+            throw e;
+        }
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }
         schedule.record(shard, popped.nextDueMs());
-        consecutiveErrors = 0;
+        failures = 0;
         if (popped.isEmpty()) {
+            batchSlots.release();
             if (++empties >= ShardCursor.sweepLength(state.scanWidth(), spec.threads())) {
                 empties = 0;
                 sleepUntilDue(spec, popped.redisNowMs());
@@ -107,7 +132,8 @@ final class ScanWorker implements Runnable {
         }
         empties = 0;
         deliver(spec, shard, popped);
-        if (popped.entries().size() >= spec.batchSize()) {
+        brokerFailures = 0;
+        if (popped.moreDue()) {
             cursor.hint(shard);
         }
     }
@@ -127,20 +153,26 @@ final class ScanWorker implements Runnable {
     }
 
     /**
-     * Publishes the batch and returns at once; the settler settles it (ack, retry, dead letter) once the broker
-     * confirmed. At most {@link #MAX_BATCHES_IN_FLIGHT} batches of this worker await confirms at a time, and never
-     * two of the same shard (entries of a shard leave in due order).
+     * Publishes the batch with the slot its caller holds and returns at once; the settler settles it (ack, retry,
+     * dead letter) once the broker confirmed, and frees the slot. At most {@link #MAX_BATCHES_IN_FLIGHT} batches of
+     * this worker await confirms at a time, and never two of the same shard (entries of a shard leave in due order).
      */
-    private void deliver(BusinessSpec spec, int shard, PopResult popped) throws InterruptedException {
-        List<DueMessage> batch = DueBatch.of(spec, shard, popped);
-        batchSlots.acquire();
+    private void deliver(BusinessSpec spec, int shard, PopResult popped) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         shardsInFlight.put(shard, done);
-        List<PublishOutcome> immediate = settler.publish(spec, shard, popped.token(), batch, () -> {
+        Runnable settled = () -> {
             shardsInFlight.remove(shard, done);
             batchSlots.release();
             done.complete(null);
-        }).getNow(null);
+        };
+        List<DueMessage> batch;
+        try {
+            batch = DueBatch.of(spec, shard, popped);
+        } catch (RuntimeException | Error e) {
+            settled.run();
+            throw e;
+        }
+        List<PublishOutcome> immediate = settler.publish(spec, shard, popped.token(), batch, settled).getNow(null);
         if (immediate != null && !immediate.isEmpty()
                 && immediate.stream().allMatch(o -> o.status() == PublishOutcome.Status.NOT_SENT)) {
             throw new BrokerUnavailableException(immediate.get(0).reason());
@@ -166,7 +198,11 @@ final class ScanWorker implements Runnable {
         }
     }
 
-    /** An iteration failed: counted, logged; a shard whose keys hold foreign data is set aside, else back off. */
+    /**
+     * An iteration failed: counted, logged; a shard whose keys hold foreign data is set aside, anything else backs
+     * off, longer with each failure in a row. A broker that takes nothing counts apart from other failures: pops
+     * keep succeeding while it is down, and must not reset its back-off.
+     */
     private void failed(BusinessSpec spec, int shard, Throwable e) {
         events.error(spec, shard, e);
         String cause = AmqpBatchPublisher.rootMessage(e);
@@ -174,15 +210,19 @@ final class ScanWorker implements Runnable {
             state.quarantine().quarantine(spec, shard, cause);
             return;
         }
-        consecutiveErrors++;
-        log.warn("business={} shard={}: worker iteration failed ({} in a row): {}", spec.name(), shard,
-                consecutiveErrors, cause, consecutiveErrors == 1 ? e : null);
-        long delay = Math.min(MAX_ERROR_BACKOFF_MS, spec.maxIdle().toMillis() << Math.min(consecutiveErrors, 10));
+        int inARow = e instanceof BrokerUnavailableException ? ++brokerFailures : ++failures;
+        log.warn("business={} shard={}: worker iteration failed ({} in a row): {}", spec.name(), shard, inARow, cause,
+                inARow == 1 ? e : null);
         try {
-            signal.await(clock.nowMs() + delay, clock);
+            signal.await(clock.nowMs() + backOffMs(spec, inARow), clock);
         } catch (InterruptedException interrupted) {
             interrupted(spec);
         }
+    }
+
+    /** max-idle doubled per failure in a row (the first failure already waits twice max-idle), at most 5 s. */
+    static long backOffMs(BusinessSpec spec, int inARow) {
+        return Math.min(MAX_ERROR_BACKOFF_MS, spec.maxIdle().toMillis() << Math.min(inARow, 10));
     }
 
     /** Only a stop ends a worker: an interrupt while the worker should still run is logged and survived. */

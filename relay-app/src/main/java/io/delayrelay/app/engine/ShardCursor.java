@@ -18,7 +18,7 @@ import io.delayrelay.app.trigger.BusinessSpec;
  * </ol>
  * Quarantined shards are passed over; so are shards with a batch of this worker still in flight, except a hinted
  * one (a full batch's shard is drained on, in due order, once its previous batch settled). The block walk gives up
- * skipping after one full turn. One instance per worker thread: not thread-safe.
+ * after one full turn. One instance per worker thread: not thread-safe.
  */
 final class ShardCursor {
 
@@ -27,6 +27,9 @@ final class ShardCursor {
     interface CursorSource {
         long advance(DelayQueueKeys keys, int n);
     }
+
+    /** Returned by {@link #next} when every shard is quarantined. */
+    static final int NO_SHARD = -1;
 
     private final ShardSchedule schedule;
     private final CursorSource cursor;
@@ -54,6 +57,10 @@ final class ShardCursor {
         return (width + threads - 1) / threads;
     }
 
+    /**
+     * The shard to pop next. After one full turn over busy or quarantined shards: a busy one (the caller waits for
+     * its batch to settle), or {@link #NO_SHARD} when every shard is quarantined (the caller must sleep, not spin).
+     */
     int next(BusinessSpec spec, int width, IntPredicate quarantined, IntPredicate busy) {
         int hinted = hint;
         hint = WakeSignal.NO_HINT;
@@ -65,16 +72,23 @@ final class ShardCursor {
         if (due >= 0 && due < width) {
             return due;
         }
-        for (int tries = 0; ; tries++) {
+        int busyFallback = NO_SHARD;
+        for (int tries = 0; tries < width; tries++) {
             if (blockNext >= blockEnd) {
                 int block = sweepLength(width, spec.threads());
                 blockEnd = cursor.advance(spec.keys(), block) + 1;
                 blockNext = blockEnd - block;
             }
             int shard = (int) Math.floorMod(blockNext++, (long) width);
-            if (!skip.test(shard) || tries >= width) {
-                return shard;
+            if (!quarantined.test(shard)) {
+                if (!busy.test(shard)) {
+                    return shard;
+                }
+                if (busyFallback == NO_SHARD) {
+                    busyFallback = shard;
+                }
             }
         }
+        return busyFallback;
     }
 }

@@ -55,13 +55,13 @@ public class ShardStore {
 
     /**
      * Leases up to batch-size due entries of the shard (due retries first, then due schedules whose member has no
-     * unsettled delivery) under a new lease token.
+     * unsettled delivery) under a new lease token; at most batch-bytes of members and payloads (one entry at least).
      */
     public PopResult pop(BusinessSpec spec, int shard) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
         List<?> reply = redis.execute(POP, keys.shardKeyBytes(shard, POP_KEYS), num(spec.batchSize()),
-                num(spec.lease().toMillis()), bytes(token), num(BLOCKED_RECHECK_MS));
+                num(spec.lease().toMillis()), bytes(token), num(BLOCKED_RECHECK_MS), num(spec.batchBytes()));
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));

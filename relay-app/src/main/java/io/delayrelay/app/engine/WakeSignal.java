@@ -1,6 +1,5 @@
 package io.delayrelay.app.engine;
 
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -63,7 +62,8 @@ final class WakeSignal {
         lock.lock();
         try {
             long seen = observedGeneration;
-            long deadline = untilMs;
+            // Redis time is turned into a monotonic deadline once: a host clock step cannot stretch or cut the sleep
+            long deadline = clock.nanos() + clock.nanosUntil(untilMs);
             int hint = NO_HINT;
             while (true) {
                 if (generation != seen) {
@@ -71,16 +71,17 @@ final class WakeSignal {
                     if (hintShard == NO_HINT) {
                         return NO_HINT;
                     }
-                    if (hintDueMs < deadline) {
-                        deadline = hintDueMs;
+                    long hintDeadline = clock.nanos() + clock.nanosUntil(hintDueMs);
+                    if (hintDeadline - deadline < 0) {
+                        deadline = hintDeadline;
                         hint = hintShard;
                     }
                 }
-                long remaining = deadline - clock.nowMs();
+                long remaining = deadline - clock.nanos();
                 if (remaining <= 0) {
                     return hint;
                 }
-                changed.await(remaining, TimeUnit.MILLISECONDS);
+                changed.awaitNanos(remaining);
             }
         } finally {
             lock.unlock();

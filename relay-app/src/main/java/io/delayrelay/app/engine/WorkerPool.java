@@ -5,15 +5,17 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One business's worker threads: starts as many as the configuration asks, starts missing ones again, and stops
+ * One business's worker threads: starts as many as the configuration asks, starts again those that died, and stops
  * them (bounded). A worker runs while {@link #keeps(int)} says so: surplus workers of a reload to fewer threads
- * notice on their own and exit.
+ * notice on their own and exit. A worker catches everything per iteration, so a death is rare (an error thrown
+ * while handling an error); it is logged at once and repaired by the next {@link #adjust()}.
  */
 final class WorkerPool {
 
@@ -28,6 +30,7 @@ final class WorkerPool {
     private final BusinessState state;
     private final WorkerFactory factory;
     private final List<Thread> workers = new ArrayList<>();
+    private final Set<String> died = ConcurrentHashMap.newKeySet();
     private volatile boolean running;
 
     WorkerPool(BusinessState state, WorkerFactory factory) {
@@ -40,23 +43,38 @@ final class WorkerPool {
         adjust();
     }
 
-    /** Starts the workers the configuration asks for that do not run (never started, or ended). */
-    synchronized void adjust() {
+    /**
+     * Starts the workers the configuration asks for that do not run (never started, or died). Returns the names of
+     * those that had died and run again.
+     */
+    synchronized List<String> adjust() {
         if (!running) {
-            return;
+            return List.of();
         }
         workers.removeIf(t -> !t.isAlive());
         Set<String> names = new HashSet<>();
         workers.forEach(t -> names.add(t.getName()));
+        List<String> restarted = new ArrayList<>();
         for (int i = 0; i < state.spec().threads(); i++) {
             String name = state.spec().threadNamePrefix() + i;
             if (!names.contains(name)) {
                 int index = i;
                 Thread thread = new Thread(factory.create(index, () -> keeps(index)), name);
+                thread.setUncaughtExceptionHandler(this::died);
                 workers.add(thread);
                 thread.start();
+                if (died.remove(name)) {
+                    restarted.add(name);
+                }
             }
         }
+        return restarted;
+    }
+
+    private void died(Thread worker, Throwable cause) {
+        died.add(worker.getName());
+        log.error("business={}: worker {} died ({}); it is started again within the reaper interval",
+                state.spec().name(), worker.getName(), cause.toString(), cause);
     }
 
     /** Whether worker {@code index} should keep running (false after a stop or a reload to fewer threads). */

@@ -148,6 +148,15 @@ public class MicrometerRelayEvents implements RelayEvents {
         }
     }
 
+    @Override
+    public void workerRestarted(BusinessSpec spec, String worker) {
+        try {
+            meters(spec).workerRestarts.increment();
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording a worker restart failed", spec.name(), e);
+        }
+    }
+
     /** A reloaded setting of {@code business} was rejected (called by engines that reload configuration). */
     public void configRejected(String business, String problem) {
         try {
@@ -172,6 +181,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final Timer lag;
         final Counter redeliveries;
         final Counter errors;
+        final Counter workerRestarts;
         final AtomicLong due = new AtomicLong();
         final AtomicLong scheduled = new AtomicLong();
         final AtomicLong inflight = new AtomicLong();
@@ -192,6 +202,9 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .description("Entries put back for redelivery after their lease expired")
                     .tag(TAG_BUSINESS, business).register(registry);
             errors = Counter.builder(RelayMeterNames.ERRORS).description("Failed worker or reaper iterations")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            workerRestarts = Counter.builder(RelayMeterNames.WORKER_RESTARTS)
+                    .description("Worker threads that had died and were started again")
                     .tag(TAG_BUSINESS, business).register(registry);
             backlog(registry, business, RelayMeterNames.STATE_DUE, due);
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);

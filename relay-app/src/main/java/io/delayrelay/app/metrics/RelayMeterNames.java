@@ -18,6 +18,8 @@ public final class RelayMeterNames {
     public static final String REDELIVERIES = "delay.relay.redeliveries";
     /** Counter: failed worker or reaper iterations. Prometheus {@code delay_relay_errors_total}. */
     public static final String ERRORS = "delay.relay.errors";
+    /** Counter: worker threads that had died and were started again. Prometheus {@code delay_relay_worker_restarts_total}. */
+    public static final String WORKER_RESTARTS = "delay.relay.worker.restarts";
     /** Counter: reloaded settings rejected (the business keeps its previous ones). Prometheus {@code delay_relay_config_rejected_total}. */
     public static final String CONFIG_REJECTED = "delay.relay.config.rejected";
     /** Gauge: entries per {@link #TAG_STATE}, sampled. Prometheus {@code delay_relay_backlog_messages}. */

@@ -173,6 +173,7 @@ public class RelayOpsEndpoint {
         config.put("threads", spec.threads());
         config.put("threadNamePrefix", spec.threadNamePrefix());
         config.put("batchSize", spec.batchSize());
+        config.put("batchBytes", spec.batchBytes());
         config.put("maxIdle", spec.maxIdle().toString());
         config.put("lease", spec.lease().toString());
         config.put("maxAttempts", spec.maxAttempts());

@@ -19,6 +19,7 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param exchangeType     exchange type used when the relay declares the exchange
  * @param declareExchange  whether the relay declares the exchange at start
  * @param batchSize        most entries popped per Lua call
+ * @param batchBytes       most bytes (members plus payloads) popped per Lua call; one entry is always taken
  * @param maxIdle          longest sleep of an idle worker (bounds the pick-up delay of a producer without wake)
  * @param lease            how long a popped entry may stay unconfirmed before it is redelivered
  * @param maxAttempts      failed delivery attempts after which an entry is dead-lettered
@@ -30,6 +31,6 @@ import io.delayrelay.api.DelayQueueKeys;
  */
 public record BusinessSpec(String name, DelayQueueKeys keys, int shards, int threads, String threadNamePrefix,
         String exchange, String routingKey, String exchangeType, boolean declareExchange, int batchSize,
-        Duration maxIdle, Duration lease, int maxAttempts, Duration retryDelay, Duration retryDelayMax,
+        long batchBytes, Duration maxIdle, Duration lease, int maxAttempts, Duration retryDelay, Duration retryDelayMax,
         Duration publishTimeout, boolean paused, OutgoingMessages outgoing) {
 }

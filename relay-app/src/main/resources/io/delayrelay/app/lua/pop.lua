@@ -3,6 +3,8 @@
 -- KEYS[1] K:i (zset)  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts
 -- ARGV[1] batch size   ARGV[2] lease in ms   ARGV[3] lease token (unique per pop; ack and requeue must present it)
 -- ARGV[4] ms after which a due schedule held back by its member's unsettled delivery is looked at again
+-- ARGV[5] byte budget of the reply (members plus payloads; optional): the batch ends before the entry that would
+--         exceed it, one entry is always taken; entries left out stay where they are, due, for the next pop
 -- Returns {now, n, nextDue, member1, due1, payload1, failed1, member2, ...}
 --   n = 0: nothing due; nextDue = the earliest score in K:i or inflight, or -1 when both are empty (then now = 0:
 --          an empty shard, the common idle case, costs two ZRANGEs and no TIME).
@@ -86,10 +88,27 @@ while #taken < batch and pages < 4 do
   pages = pages + 1
 end
 local out = {now, #taken, -1}
+local trimmed = false
 if #taken > 0 then
   local members = {}
   for i, e in ipairs(taken) do members[i] = e[1] end
   local payloads = redis.call('HMGET', KEYS[2], unpack(members))
+  -- byte budget: cut before anything is written, so the entries left out are untouched
+  local budget = tonumber(ARGV[5] or '0') or 0
+  if budget > 0 then
+    local bytes = 0
+    for i = 1, #taken do
+      bytes = bytes + #members[i] + #(payloads[i] or '')
+      if bytes > budget and i > 1 then
+        for j = #taken, i, -1 do
+          taken[j], members[j], payloads[j] = nil, nil, nil
+        end
+        trimmed = true
+        break
+      end
+    end
+    out[2] = #taken
+  end
   local deadline = string.format('%d', now + tonumber(ARGV[2]))
   local lease, records, fromShard = {}, {}, {}
   for i, e in ipairs(taken) do
@@ -116,12 +135,12 @@ local next = math.huge
 local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if rest[2] then
   next = tonumber(rest[2])
-  if blocked and next <= now then next = recheck end
+  if blocked and next <= now and not trimmed then next = recheck end
 end
 local restFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 if restFlight[2] then
   local f = tonumber(restFlight[2])
-  if f <= now and (flightBlocked or #taken < batch) then f = recheck end
+  if f <= now and (flightBlocked or #taken < batch) and not trimmed then f = recheck end
   next = math.min(next, f)
 end
 if next ~= math.huge then out[3] = next end

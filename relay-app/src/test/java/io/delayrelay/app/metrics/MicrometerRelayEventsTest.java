@@ -61,7 +61,7 @@ class MicrometerRelayEventsTest {
 
     private static BusinessSpec spec(String name) {
         return new BusinessSpec(name, DelayQueueKeys.forBusiness(name), 16, 2, "relay-" + name + "-", "ex", "rk",
-                "direct", false, 100, Duration.ofMillis(100), Duration.ofSeconds(30), 5, Duration.ofSeconds(1),
+                "direct", false, 100, 16L << 20, Duration.ofMillis(100), Duration.ofSeconds(30), 5, Duration.ofSeconds(1),
                 Duration.ofMinutes(1), Duration.ofSeconds(5), false, null);
     }
 }

@@ -1,0 +1,223 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import io.delayrelay.app.trigger.OutgoingMessages;
+import org.springframework.data.redis.connection.RedisConnection;
+
+/**
+ * Drives engine pieces directly against the real Redis: a business's relay built by hand with a publisher the
+ * test controls, a store that counts its pops, raw entries written into shards, and cleanup of all of it.
+ */
+final class EngineFixture implements AutoCloseable {
+
+    final RelayTestKit kit = new RelayTestKit();
+    final CountingStore store = new CountingStore(kit);
+    final RedisClock clock = new RedisClock();
+    private final List<BusinessRelay> started = new ArrayList<>();
+
+    /** Settings of a test business; every field has a fast default. */
+    static final class Spec {
+        String name;
+        int shards = 1;
+        int threads = 1;
+        int batchSize = 10;
+        long batchBytes = 16L << 20;
+        Duration maxIdle = Duration.ofMillis(100);
+        Duration lease = Duration.ofSeconds(30);
+        Duration retryDelay = Duration.ofSeconds(1);
+        Duration publishTimeout = Duration.ofSeconds(5);
+
+        Spec shards(int n) {
+            shards = n;
+            return this;
+        }
+
+        Spec threads(int n) {
+            threads = n;
+            return this;
+        }
+
+        Spec batchSize(int n) {
+            batchSize = n;
+            return this;
+        }
+
+        Spec maxIdle(Duration d) {
+            maxIdle = d;
+            return this;
+        }
+
+        Spec batchBytes(long n) {
+            batchBytes = n;
+            return this;
+        }
+
+        Spec retryDelay(Duration d) {
+            retryDelay = d;
+            return this;
+        }
+
+        BusinessSpec build() {
+            return new BusinessSpec(name, DelayQueueKeys.forBusiness(name), shards, threads, "relay-" + name + "-",
+                    "unused-exchange", "rk", "direct", false, batchSize, batchBytes, maxIdle, lease, 5, retryDelay,
+                    Duration.ofMinutes(1), publishTimeout, false, OutgoingMessages.DEFAULT);
+        }
+    }
+
+    Spec spec(String prefix) {
+        Spec spec = new Spec();
+        spec.name = kit.business(prefix);
+        return spec;
+    }
+
+    BusinessRelay start(BusinessSpec spec, BatchPublisher publisher, RelayEvents events) {
+        BusinessRelay relay = new BusinessRelay(spec, store, publisher, new EventReporter(events), clock);
+        relay.adoptTopology(0);
+        relay.start();
+        started.add(relay);
+        return relay;
+    }
+
+    /** Writes a raw entry into a shard, due at {@code dueMs} (Redis time). */
+    void zadd(BusinessSpec spec, int shard, String member, long dueMs) {
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands().zAdd(bytes(spec.keys().shard(shard)), dueMs, bytes(member));
+        }
+    }
+
+    /** Writes a string where a shard's zset belongs (another program's mistake). */
+    void breakShard(BusinessSpec spec, int shard) {
+        try (RedisConnection c = kit.redis()) {
+            c.stringCommands().set(bytes(spec.keys().shard(shard)), bytes("not a zset"));
+        }
+    }
+
+    long inflight(BusinessSpec spec) {
+        return kit.countAll(spec.name(), "inflight");
+    }
+
+    /** The live thread of worker {@code index}. */
+    static Thread worker(BusinessSpec spec, int index) {
+        String name = spec.threadNamePrefix() + index;
+        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name) && t.isAlive())
+                .findFirst().orElseThrow(() -> new AssertionError("no live worker thread " + name));
+    }
+
+    /** Whether the thread is parked in a method of {@code type}. */
+    static boolean parkedIn(Thread thread, Class<?> type) {
+        if (thread.getState() != Thread.State.WAITING && thread.getState() != Thread.State.TIMED_WAITING) {
+            return false;
+        }
+        for (StackTraceElement frame : thread.getStackTrace()) {
+            if (frame.getClassName().equals(type.getName())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public void close() {
+        started.forEach(r -> r.stop(Duration.ofMillis(200)));
+        kit.close();
+    }
+
+    static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The real store, counting pops; the next pop can be made to throw. */
+    static final class CountingStore extends ShardStore {
+        final AtomicInteger pops = new AtomicInteger();
+        final AtomicReference<Throwable> failNextPop = new AtomicReference<>();
+
+        CountingStore(RelayTestKit kit) {
+            super(kit.redisFactory());
+        }
+
+        @Override
+        public PopResult pop(BusinessSpec spec, int shard) {
+            pops.incrementAndGet();
+            Throwable failure = failNextPop.getAndSet(null);
+            if (failure instanceof RuntimeException e) {
+                throw e;
+            }
+            if (failure instanceof Error e) {
+                throw e;
+            }
+            return super.pop(spec, shard);
+        }
+    }
+
+    /** Publishes nothing; every batch awaits confirms until the test releases them. */
+    static final class HoldingPublisher implements BatchPublisher {
+        final List<CompletableFuture<List<PublishOutcome>>> pending = new CopyOnWriteArrayList<>();
+        final List<DueMessage> published = new CopyOnWriteArrayList<>();
+
+        @Override
+        public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
+            throw new UnsupportedOperationException("asynchronous only");
+        }
+
+        @Override
+        public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec spec, List<DueMessage> batch,
+                Executor executor) {
+            published.addAll(batch);
+            CompletableFuture<List<PublishOutcome>> confirms = new CompletableFuture<>();
+            pending.add(confirms);
+            return confirms;
+        }
+
+        @Override
+        public void prepareExchange(BusinessSpec spec) {
+        }
+    }
+
+    /** Confirms every message at once. */
+    static final class ConfirmingPublisher implements BatchPublisher {
+        final List<DueMessage> published = new CopyOnWriteArrayList<>();
+
+        @Override
+        public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
+            published.addAll(batch);
+            return batch.stream().map(m -> PublishOutcome.CONFIRMED).toList();
+        }
+
+        @Override
+        public void prepareExchange(BusinessSpec spec) {
+        }
+
+        List<String> bodies() {
+            return published.stream().map(DueMessage::bodyAsString).toList();
+        }
+    }
+
+    /** Counts reported errors. */
+    static class CountingEvents implements RelayEvents {
+        final AtomicInteger errors = new AtomicInteger();
+        final AtomicInteger workerRestarts = new AtomicInteger();
+
+        @Override
+        public void error(BusinessSpec spec, int shard, Throwable error) {
+            errors.incrementAndGet();
+        }
+
+        @Override
+        public void workerRestarted(BusinessSpec spec, String worker) {
+            workerRestarts.incrementAndGet();
+        }
+    }
+}

@@ -1,0 +1,248 @@
+package io.delayrelay.app.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.delayrelay.app.engine.EngineFixture.ConfirmingPublisher;
+import io.delayrelay.app.engine.EngineFixture.CountingEvents;
+import io.delayrelay.app.engine.EngineFixture.HoldingPublisher;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
+
+/**
+ * The worker loop's defects of issue 11 (2b, 6, 8, 9) and the loop's shape (issue 15), each reproduced by driving
+ * a business's engine pieces directly against the real Redis.
+ */
+class ScanWorkerLoopTest {
+
+    /** Nothing listens here (this suite's port range): a broker that takes nothing. */
+    private static final int NO_BROKER_PORT = 18201;
+
+    private final EngineFixture f = new EngineFixture();
+
+    @AfterEach
+    void cleanUp() {
+        f.close();
+    }
+
+    /** Defect 2b: a worker popped before it had a batch slot, so the entries' lease ran while it waited. */
+    @Test
+    void aWorkerPopsOnlyOnceItHasABatchSlot() {
+        BusinessSpec spec = f.spec("slot").shards(8).batchSize(2).build();
+        long now = f.kit.redisNowMs();
+        for (int shard = 0; shard < 8; shard++) {
+            f.zadd(spec, shard, "entry-" + shard, now - 1_000);
+        }
+        HoldingPublisher publisher = new HoldingPublisher();
+        f.start(spec, publisher, RelayEvents.NOOP);
+        Thread worker = EngineFixture.worker(spec, 0);
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.pending.size() == ScanWorker.MAX_BATCHES_IN_FLIGHT
+                && EngineFixture.parkedIn(worker, Semaphore.class));
+
+        assertThat(f.inflight(spec)).as("entries in flight while every slot awaits confirms")
+                .isEqualTo(ScanWorker.MAX_BATCHES_IN_FLIGHT);
+        assertThat(f.store.pops.get()).isEqualTo(ScanWorker.MAX_BATCHES_IN_FLIGHT);
+    }
+
+    /** Defect 6: with one shard, quarantined, the worker popped it again at once: a tight loop of Redis calls. */
+    @Test
+    void aWorkerSleepsInsteadOfSpinningWhenItsOnlyShardIsQuarantined() {
+        assertSleepsWhenEveryShardIsQuarantined(1);
+    }
+
+    /** Defect 6: the same with every shard of several quarantined. */
+    @Test
+    void aWorkerSleepsInsteadOfSpinningWhenEveryShardIsQuarantined() {
+        assertSleepsWhenEveryShardIsQuarantined(3);
+    }
+
+    private void assertSleepsWhenEveryShardIsQuarantined(int shards) {
+        BusinessSpec spec = f.spec("spin").shards(shards).build();
+        for (int shard = 0; shard < shards; shard++) {
+            f.breakShard(spec, shard);
+        }
+        CountingEvents events = new CountingEvents();
+        BusinessRelay relay = f.start(spec, new ConfirmingPublisher(), events);
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> relay.quarantinedShards().size() == shards);
+        await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(2))
+                .until(() -> f.store.pops.get() == shards);
+
+        assertThat(events.errors.get()).as("one error per broken shard").isEqualTo(shards);
+        assertThat(EngineFixture.parkedIn(EngineFixture.worker(spec, 0), WakeSignal.class)).isTrue();
+    }
+
+    /** Defect 8: an OutOfMemoryError (a huge pop reply) ended the worker thread for good. */
+    @Test
+    void aWorkerSurvivesAnOutOfMemoryErrorAndDeliversAfterwards() {
+        BusinessSpec spec = f.spec("oom").build();
+        f.zadd(spec, 0, "after-the-error", f.kit.redisNowMs() - 1_000);
+        f.store.failNextPop.set(new OutOfMemoryError("simulated: a pop reply too large for the heap"));
+        ConfirmingPublisher publisher = new ConfirmingPublisher();
+        CountingEvents events = new CountingEvents();
+        BusinessRelay relay = f.start(spec, publisher, events);
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.bodies().contains("after-the-error"));
+
+        assertThat(relay.liveWorkers()).isEqualTo(1);
+        assertThat(events.errors.get()).as("the error is counted").isEqualTo(1);
+    }
+
+    /** Issue 15: a stray interrupt ended a worker for good; only a stop may end it. */
+    @Test
+    void aWorkerSurvivesAStrayInterrupt() {
+        BusinessSpec spec = f.spec("interrupt").maxIdle(Duration.ofSeconds(30)).build();
+        ConfirmingPublisher publisher = new ConfirmingPublisher();
+        BusinessRelay relay = f.start(spec, publisher, RelayEvents.NOOP);
+        Thread worker = EngineFixture.worker(spec, 0);
+        await().atMost(Duration.ofSeconds(10)).until(() -> EngineFixture.parkedIn(worker, WakeSignal.class));
+
+        worker.interrupt();
+        f.zadd(spec, 0, "after-the-interrupt", f.kit.redisNowMs() - 1_000);
+        relay.wake(0, 0);
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.bodies().contains("after-the-interrupt"));
+        assertThat(worker.isAlive()).isTrue();
+        assertThat(relay.liveWorkers()).isEqualTo(1);
+    }
+
+    /** Defect 8: a worker that died anyway (an error escaped its loop) stayed dead; it is restarted and counted. */
+    @Test
+    void aDeadWorkerIsStartedAgainAndCounted() {
+        BusinessSpec spec = f.spec("dead").build();
+        f.zadd(spec, 0, "after-the-restart", f.kit.redisNowMs() - 1_000);
+        f.store.failNextPop.set(new IllegalStateException("simulated: one failed pop"));
+        AtomicInteger listenerCalls = new AtomicInteger();
+        CountingEvents events = new CountingEvents() {
+            @Override
+            public void error(BusinessSpec s, int shard, Throwable error) {
+                super.error(s, shard, error);
+                if (listenerCalls.incrementAndGet() == 1) {
+                    throw new AssertionError("simulated: a broken listener kills the worker");
+                }
+            }
+        };
+        ConfirmingPublisher publisher = new ConfirmingPublisher();
+        RelayEngine engine = new RelayEngine(List.of(spec), f.store, publisher, events, f.clock, f.kit.redisFactory(),
+                new RelayEngine.Settings(Duration.ofMillis(100), Duration.ofMillis(500), false, Duration.ofSeconds(5), 0));
+        engine.start();
+        try {
+            // the restarted worker may deliver before the restart is counted: wait for both
+            await().atMost(Duration.ofSeconds(10)).until(() -> publisher.bodies().contains("after-the-restart")
+                    && events.workerRestarts.get() == 1);
+            assertThat(engine.relays().get(spec.name()).liveWorkers()).isEqualTo(1);
+        } finally {
+            engine.stop();
+        }
+    }
+
+    /**
+     * Defect 9: the failure count was reset by every successful pop, so while the broker took nothing (pops kept
+     * working) the worker never backed off beyond the first step.
+     */
+    @Test
+    void backOffGrowsWhileTheBrokerTakesNothingAlthoughPopsSucceed() {
+        BusinessSpec spec = f.spec("backoff").maxIdle(Duration.ofMillis(100)).retryDelay(Duration.ofMillis(10)).build();
+        f.zadd(spec, 0, "waits-for-the-broker", f.kit.redisNowMs() - 1_000);
+        CachingConnectionFactory noBroker = new CachingConnectionFactory("127.0.0.1", NO_BROKER_PORT);
+        noBroker.setPublisherConfirmType(CachingConnectionFactory.ConfirmType.CORRELATED);
+        noBroker.setPublisherReturns(true);
+        AmqpBatchPublisher real = new AmqpBatchPublisher(noBroker, f.clock);
+        List<Long> attempts = new CopyOnWriteArrayList<>();
+        BatchPublisher recording = new BatchPublisher() {
+            @Override
+            public List<PublishOutcome> publish(BusinessSpec s, List<DueMessage> batch) {
+                return real.publish(s, batch);
+            }
+
+            @Override
+            public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec s, List<DueMessage> batch,
+                    Executor executor) {
+                attempts.add(System.nanoTime());
+                return real.publishAsync(s, batch, executor);
+            }
+
+            @Override
+            public void prepareExchange(BusinessSpec s) {
+            }
+        };
+        try {
+            f.start(spec, recording, RelayEvents.NOOP);
+            await().atMost(Duration.ofSeconds(15)).until(() -> attempts.size() >= 5);
+        } finally {
+            noBroker.destroy();
+        }
+
+        long fourthGapMs = TimeUnit.NANOSECONDS.toMillis(attempts.get(4) - attempts.get(3));
+        long expectedMs = ScanWorker.backOffMs(spec, 4);
+        assertThat(expectedMs).isEqualTo(1_600);
+        assertThat(fourthGapMs).as("wait after the 4th failed publish in a row").isGreaterThanOrEqualTo(expectedMs - 100);
+    }
+
+    /**
+     * Defect 9: the publisher's follow-up work (asking the broker why a batch failed) ran on the settle threads; a
+     * broker call hanging under a RabbitMQ alarm stalled the settling of every other batch of the business.
+     */
+    @Test
+    void otherBatchesSettleWhileAPublishersFollowUpHangs() {
+        BusinessSpec spec = f.spec("hang").shards(4).batchSize(2).build();
+        long now = f.kit.redisNowMs();
+        for (int shard = 0; shard < 4; shard++) {
+            f.zadd(spec, shard, "entry-" + shard, now - 1_000);
+        }
+        CountDownLatch brokerAnswers = new CountDownLatch(1);
+        AtomicInteger calls = new AtomicInteger();
+        BatchPublisher hanging = new BatchPublisher() {
+            @Override
+            public List<PublishOutcome> publish(BusinessSpec s, List<DueMessage> batch) {
+                throw new UnsupportedOperationException("asynchronous only");
+            }
+
+            @Override
+            public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec s, List<DueMessage> batch,
+                    Executor executor) {
+                boolean hangs = calls.incrementAndGet() <= 2;
+                return CompletableFuture.supplyAsync(() -> {
+                    if (hangs) {
+                        awaitQuietly(brokerAnswers);
+                    }
+                    return batch.stream().map(m -> PublishOutcome.CONFIRMED).toList();
+                }, executor);
+            }
+
+            @Override
+            public void prepareExchange(BusinessSpec s) {
+            }
+        };
+        try {
+            f.start(spec, hanging, RelayEvents.NOOP);
+            await().atMost(Duration.ofSeconds(10)).until(() -> calls.get() == 4);
+            await().atMost(Duration.ofSeconds(5)).until(() -> f.inflight(spec) == 2);
+        } finally {
+            brokerAnswers.countDown();
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> f.inflight(spec) == 0);
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

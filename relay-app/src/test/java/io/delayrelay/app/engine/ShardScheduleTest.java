@@ -1,0 +1,81 @@
+package io.delayrelay.app.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+/** The shared due-time knowledge of a business's workers, on Redis times given by the test (no clock, no sleep). */
+class ShardScheduleTest {
+
+    private static final long NOW = 1_800_000_000_000L;
+
+    private final ShardSchedule schedule = new ShardSchedule();
+
+    @Test
+    void newShardsCountAsDueSoTheyAreLookedAt() {
+        schedule.ensureWidth(3);
+
+        assertThat(schedule.earliest().dueMs()).isZero();
+        assertThat(claimAll()).containsExactlyInAnyOrder(0, 1, 2);
+        assertThat(schedule.claimDue(NOW, s -> false)).as("claimed shards are not claimed twice").isEqualTo(-1);
+    }
+
+    @Test
+    void theEarliestRecordedDueTimeWinsAndEmptyShardsAreNeverDue() {
+        schedule.ensureWidth(3);
+        schedule.record(0, NOW + 500);
+        schedule.record(1, -1);
+        schedule.record(2, NOW + 200);
+
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(2, NOW + 200));
+        assertThat(schedule.claimDue(NOW + 199, s -> false)).isEqualTo(-1);
+        assertThat(schedule.claimDue(NOW + 200, s -> false)).isEqualTo(2);
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(0, NOW + 500));
+    }
+
+    @Test
+    void aWakeUpOnlyMovesAShardsDueTimeEarlier() {
+        schedule.ensureWidth(2);
+        schedule.record(0, -1);
+        schedule.record(1, NOW + 1_000);
+
+        schedule.lower(1, NOW + 5_000);
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(1, NOW + 1_000));
+        schedule.lower(1, NOW + 10);
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(1, NOW + 10));
+        schedule.lower(7, NOW);
+        assertThat(schedule.earliest().shard()).as("a wake-up beyond the scan width is ignored").isEqualTo(1);
+    }
+
+    @Test
+    void skippedShardsAreNotClaimed() {
+        schedule.ensureWidth(2);
+
+        assertThat(schedule.claimDue(NOW, s -> s == 0)).isEqualTo(1);
+        assertThat(schedule.claimDue(NOW, s -> s == 0)).isEqualTo(-1);
+        assertThat(schedule.claimDue(NOW, s -> false)).isEqualTo(0);
+    }
+
+    @Test
+    void widthChangesKeepWhatIsKnown() {
+        schedule.ensureWidth(2);
+        schedule.record(0, NOW + 300);
+        schedule.record(1, NOW + 100);
+
+        schedule.ensureWidth(3);
+        assertThat(schedule.earliest()).as("the new shard 2 is due").isEqualTo(new ShardSchedule.Earliest(2, 0));
+        schedule.ensureWidth(1);
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(0, NOW + 300));
+    }
+
+    private List<Integer> claimAll() {
+        List<Integer> claimed = new ArrayList<>();
+        for (int shard; (shard = schedule.claimDue(NOW, s -> false)) >= 0; ) {
+            claimed.add(shard);
+        }
+        return claimed;
+    }
+}
