@@ -55,4 +55,22 @@ else
   echo "node/npm are missing: ReadmeRecipesTest needs Node 18+ and 'npm ci' in scripts/polyglot" >&2
 fi
 
+# ConsoleBrowserTest drives Debian's chromium through chromium-driver; the helm module checks the alert rules with
+# promtool (Debian package prometheus). Without them those tests fail saying what to install.
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+if [ ${#missing[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing ${missing[*]} (Debian packages) for the console's browser test and the alert rule tests..."
+    (apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+      || (apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null)) \
+      || echo "could not install ${missing[*]}; the tests that need them will say how to install them" >&2
+  else
+    echo "${missing[*]} missing: apt-get install --no-install-recommends ${missing[*]};" \
+      "ConsoleBrowserTest and the promtool rule tests fail without them" >&2
+  fi
+fi
+
 ./mvnw -B verify "$@"

@@ -42,7 +42,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "delay-relay.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- /* toString: a tag written as a number (image.tag: 2) renders as that number */ -}}
+{{- printf "%s:%s" .Values.image.repository (toString (default .Chart.AppVersion .Values.image.tag)) }}
 {{- end }}
 
 {{/* PromQL label matchers of this release's series (without braces). */}}
@@ -93,4 +94,23 @@ they reach the container as environment variables from secretKeyRef (see deploym
 {{- $_ := set $config "relay" $relay }}
 {{- $config = mustMergeOverwrite $config (deepCopy .Values.extraConfig) }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+A Spring Boot duration ("30s", "2m", "500ms", "1h", "1d", or bare milliseconds) in whole seconds, rounded up.
+*/}}
+{{- define "delay-relay.durationSeconds" -}}
+{{- $v := toString . | trim -}}
+{{- if hasSuffix "ms" $v -}}{{ div (add (atoi (trimSuffix "ms" $v)) 999) 1000 }}
+{{- else if hasSuffix "s" $v -}}{{ atoi (trimSuffix "s" $v) }}
+{{- else if hasSuffix "m" $v -}}{{ mul (atoi (trimSuffix "m" $v)) 60 }}
+{{- else if hasSuffix "h" $v -}}{{ mul (atoi (trimSuffix "h" $v)) 3600 }}
+{{- else if hasSuffix "d" $v -}}{{ mul (atoi (trimSuffix "d" $v)) 86400 }}
+{{- else -}}{{ div (add (atoi $v) 999) 1000 }}
+{{- end -}}
+{{- end }}
+
+{{/* The Grafana dashboard's uid: metrics.grafanaDashboard.uid, or the release's full name (Grafana allows 40 characters). */}}
+{{- define "delay-relay.dashboardUid" -}}
+{{- default (include "delay-relay.fullname" . | trunc 40 | trimSuffix "-") .Values.metrics.grafanaDashboard.uid }}
 {{- end }}

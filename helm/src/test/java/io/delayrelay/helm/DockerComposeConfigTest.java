@@ -10,9 +10,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
+import org.yaml.snakeyaml.Yaml;
 
 /** docker-compose.yml is valid: checked by docker-compose itself (no Docker engine needed for {@code config}). */
 class DockerComposeConfigTest {
@@ -34,6 +36,20 @@ class DockerComposeConfigTest {
 
         assertThat(result.exitCode()).as(result.output()).isZero();
         assertThat(result.output().lines()).contains("redis", "rabbitmq", "nacos", "relay");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void everyServiceRestartsAndRabbitmqKeepsTheHostnameItsVolumeIsNamedAfter() throws Exception {
+        Result result = compose("config");
+        assertThat(result.exitCode()).as(result.output()).isZero();
+
+        Map<String, Map<String, Object>> services =
+                (Map<String, Map<String, Object>>) new Yaml().<Map<String, Object>>load(result.output()).get("services");
+        services.forEach((name, service) -> assertThat(service.get("restart")).as("restart policy of %s", name)
+                .isEqualTo(name.equals("nacos-config") ? "on-failure" : "unless-stopped"));
+        // RabbitMQ stores its data under rabbit@<hostname>: a random hostname would orphan the volume's data
+        assertThat(services.get("rabbitmq").get("hostname")).isEqualTo("rabbitmq");
     }
 
     private static Result compose(String... args) throws IOException, InterruptedException {

@@ -25,6 +25,8 @@ import io.delayrelay.app.metrics.RelayMetricsProperties;
 import io.delayrelay.app.ops.RelayOpsProperties;
 import org.junit.jupiter.api.Test;
 import org.springframework.util.unit.DataSize;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The README's property tables are the truth users read: every property is listed there, with the default the
@@ -46,6 +48,48 @@ class ConfigurationReferenceTest {
         check(problems, documented, "relay.fleet.", new RelayFleetProperties());
         check(problems, documented, "relay.producer.", new DelayRelayProducerProperties());
         assertThat(problems).isEmpty();
+    }
+
+    /**
+     * What IDEs show (the configuration processor's metadata, plus META-INF/additional-spring-configuration-metadata.json)
+     * matches the README: every {@code relay.*} property, {@code relay.defaults.*} expanded, with the README's default,
+     * described in plain text (no Javadoc tags).
+     */
+    @Test
+    void generatedMetadataDescribesEveryDocumentedPropertyInPlainText() throws Exception {
+        Map<String, String> documented = readmeRows();
+        JsonNode metadata = JsonMapper.builder().build()
+                .readTree(Path.of("target", "classes", "META-INF", "spring-configuration-metadata.json").toFile());
+        List<String> problems = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        for (JsonNode property : metadata.get("properties")) {
+            String name = property.get("name").asString();
+            if (!name.startsWith("relay.") || name.equals("relay.businesses") || name.equals("relay.defaults")) {
+                continue;
+            }
+            names.add(name);
+            String row = name.startsWith("relay.defaults.") ? "…" + name.substring("relay.defaults.".length()) : name;
+            String cell = documented.get(row);
+            String description = property.has("description") ? property.get("description").asString() : "";
+            if (cell == null) {
+                problems.add(row + " is in the metadata but not in the README's property tables");
+            } else if (property.has("defaultValue") && !cell.equals("`" + property.get("defaultValue").asString() + "`")) {
+                problems.add(row + ": README says " + cell + ", the metadata's default is " + property.get("defaultValue"));
+            }
+            if (description.isBlank() || description.contains("{@")) {
+                problems.add(name + ": description missing or not plain text: '" + description + "'");
+            }
+        }
+        assertThat(problems).isEmpty();
+        assertThat(names).contains("relay.defaults.shards", "relay.defaults.exchange-type", "relay.defaults.dead-max-size",
+                "relay.reload.enabled", "relay.ops.console-enabled");
+        List<String> exchangeTypes = new ArrayList<>();
+        for (JsonNode hint : metadata.get("hints")) {
+            if (hint.get("name").asString().equals("relay.defaults.exchange-type")) {
+                hint.get("values").forEach(v -> exchangeTypes.add(v.get("value").asString()));
+            }
+        }
+        assertThat(exchangeTypes).containsExactly("direct", "topic", "fanout", "headers");
     }
 
     private static Map<String, String> readmeRows() throws Exception {
@@ -88,6 +132,12 @@ class ConfigurationReferenceTest {
     static String format(Object value) {
         if (value instanceof Duration d) {
             long ms = d.toMillis();
+            if (ms % 86_400_000 == 0) {
+                return ms / 86_400_000 + "d";
+            }
+            if (ms % 3_600_000 == 0) {
+                return ms / 3_600_000 + "h";
+            }
             if (ms % 60_000 == 0) {
                 return ms / 60_000 + "m";
             }

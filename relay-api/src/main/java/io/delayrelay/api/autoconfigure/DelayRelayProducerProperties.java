@@ -20,21 +20,21 @@ public class DelayRelayProducerProperties {
     private boolean enabled = true;
 
     /**
-     * Shard count used while the relay has not yet written {@code K:meta}; must match the relay's {@code shards}
+     * Shard count used while the relay has not yet written K:meta; must match the relay's shards
      * for that business.
      */
     private int defaultShards = DEFAULT_SHARDS;
 
     /**
-     * How long the shard count read from {@code K:meta} is cached. After the relay changes a business's shard
+     * How long the shard count read from K:meta is cached. After the relay changes a business's shard
      * count, producers switch within this time.
      */
     private Duration metaCacheTtl = DEFAULT_META_CACHE_TTL;
 
-    /** Source key per business, when not the default {@code delayqueue:<business>}. */
+    /** Source key per business, when not the default delayqueue:<business>. */
     private Map<String, String> sourceKeys = new LinkedHashMap<>();
 
-    /** The keys of a business: its configured source key, else {@code delayqueue:<business>}. */
+    /** The keys of a business: its configured source key, else delayqueue:<business>. */
     public DelayQueueKeys keysFor(String business) {
         String sourceKey = sourceKeys.get(business);
         return sourceKey != null ? DelayQueueKeys.of(sourceKey) : DelayQueueKeys.forBusiness(business);

@@ -21,8 +21,10 @@ public class BusinessSettings {
     public static final Duration DEFAULT_RETRY_DELAY_MAX = Duration.ofMinutes(5);
     public static final Duration DEFAULT_PUBLISH_TIMEOUT = Duration.ofSeconds(10);
     public static final String DEFAULT_EXCHANGE_TYPE = "direct";
+    public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
+    public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
 
-    /** Source key K of the business's shards; default {@code delayqueue:<business>}. No '{' or '}'. */
+    /** Source key K of the business's shards; default delayqueue:<business>. No '{' or '}'. */
     private String sourceKey;
 
     /** Shard count M producers hash into (CRC32 of the sharding key mod M). */
@@ -31,7 +33,7 @@ public class BusinessSettings {
     /** Worker threads per relay instance. */
     private int threads = DEFAULT_THREADS;
 
-    /** Worker thread name prefix; default {@code relay-<business>-}. */
+    /** Worker thread name prefix; default relay-<business>-. */
     private String threadNamePrefix;
 
     /** Exchange the business's messages are published to. Required. */
@@ -40,7 +42,7 @@ public class BusinessSettings {
     /** Routing key of the published messages. Required. */
     private String routingKey;
 
-    /** Exchange type (direct, topic, fanout, headers), used when {@code declare-exchange} is true. */
+    /** Exchange type (direct, topic, fanout, headers), used when declare-exchange is true. */
     private String exchangeType = DEFAULT_EXCHANGE_TYPE;
 
     /** Whether the relay declares the exchange (durable) at start instead of only checking that it exists. */
@@ -75,6 +77,12 @@ public class BusinessSettings {
 
     /** Whether the business's workers are paused (nothing is popped). */
     private boolean paused;
+
+    /** Most dead letters kept over all shards; past it the oldest are trimmed (with their payloads). */
+    private int deadMaxSize = DEFAULT_DEAD_MAX_SIZE;
+
+    /** How long a dead letter is kept; older ones are trimmed (with their payloads). */
+    private Duration deadMaxAge = DEFAULT_DEAD_MAX_AGE;
 
     public String getSourceKey() {
         return sourceKey;
@@ -210,5 +218,21 @@ public class BusinessSettings {
 
     public void setPaused(boolean paused) {
         this.paused = paused;
+    }
+
+    public int getDeadMaxSize() {
+        return deadMaxSize;
+    }
+
+    public void setDeadMaxSize(int deadMaxSize) {
+        this.deadMaxSize = deadMaxSize;
+    }
+
+    public Duration getDeadMaxAge() {
+        return deadMaxAge;
+    }
+
+    public void setDeadMaxAge(Duration deadMaxAge) {
+        this.deadMaxAge = deadMaxAge;
     }
 }

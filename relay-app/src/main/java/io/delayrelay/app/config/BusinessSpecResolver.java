@@ -156,6 +156,8 @@ public final class BusinessSpecResolver {
                     "must be between " + MIN_BATCH_BYTES + " and " + MAX_BATCH_BYTES));
         }
         range(problems, name, "max-attempts", s.getMaxAttempts(), 1, 1000);
+        range(problems, name, "dead-max-size", s.getDeadMaxSize(), 1, Integer.MAX_VALUE);
+        positive(problems, name, "dead-max-age", s.getDeadMaxAge());
         required(problems, name, "exchange", s.getExchange());
         required(problems, name, "routing-key", s.getRoutingKey());
         if (s.getExchangeType() == null || !EXCHANGE_TYPES.contains(s.getExchangeType())) {

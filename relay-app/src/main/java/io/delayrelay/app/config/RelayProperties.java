@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
 /**
  * The relay's settings under {@code relay}. Per-business settings are layered: {@code relay.defaults}, then what
@@ -29,14 +30,14 @@ public class RelayProperties {
 
     /**
      * After a business's shard count changes, retired shards are drained for at least this long, and until they
-     * are empty. Longer than producers' {@code relay.producer.meta-cache-ttl}.
+     * are empty. Longer than producers' relay.producer.meta-cache-ttl.
      */
     private Duration reshardGrace = DEFAULT_RESHARD_GRACE;
 
     /**
-     * Version of this configuration's shard counts, recorded in {@code K:meta}. Raise it with every change of a
-     * {@code shards} value rolled out by restarting instances: an instance whose version is lower than the one in
-     * {@code K:meta} (an old instance during the rollout) never writes its shard count back.
+     * Version of this configuration's shard counts, recorded in K:meta. Raise it with every change of a
+     * shards value rolled out by restarting instances: an instance whose version is lower than the one in
+     * K:meta (an old instance during the rollout) never writes its shard count back.
      */
     private long topologyVersion = DEFAULT_TOPOLOGY_VERSION;
 
@@ -44,6 +45,7 @@ public class RelayProperties {
     private boolean verifyExchanges = true;
 
     /** Settings every business inherits. */
+    @NestedConfigurationProperty
     private BusinessSettings defaults = new BusinessSettings();
 
     /** Businesses declared by configuration, and overrides for trigger beans, by business name. */

@@ -26,6 +26,10 @@ public interface RelayEvents {
     default void deadLettered(BusinessSpec spec, int shard, String reason, int count) {
     }
 
+    /** Dead letters removed to keep the dead set within a bound ({@code max-size} or {@code max-age}). */
+    default void deadTrimmed(BusinessSpec spec, String bound, long count) {
+    }
+
     /** Entries put back after their lease expired. */
     default void leaseExpired(BusinessSpec spec, int shard, int count) {
     }

@@ -12,12 +12,12 @@ public class RelayFleetProperties {
     public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(5);
 
     /**
-     * How often each instance records its heartbeat in {@code K:instances}. An instance is listed as live while its
+     * How often each instance records its heartbeat in K:instances. An instance is listed as live while its
      * latest heartbeat is at most 3 intervals old.
      */
     private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
 
-    /** This instance's id in {@code K:instances}; unset: host name and process id. */
+    /** This instance's id in K:instances; unset: host name and process id. */
     private String instanceId;
 
     public Duration getHeartbeatInterval() {

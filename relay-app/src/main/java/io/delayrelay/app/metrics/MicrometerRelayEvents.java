@@ -131,6 +131,17 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void deadTrimmed(BusinessSpec spec, String bound, long count) {
+        try {
+            meters(spec);
+            Counter.builder(RelayMeterNames.DEAD_TRIMMED).tag(TAG_BUSINESS, spec.name())
+                    .tag(RelayMeterNames.TAG_BOUND, bound).register(registry).increment(count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording trimmed dead letters failed", spec.name(), e);
+        }
+    }
+
+    @Override
     public void leaseExpired(BusinessSpec spec, int shard, int count) {
         try {
             meters(spec).redeliveries.increment(count);
@@ -202,6 +213,22 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .description("Entries put back for redelivery after their lease expired")
                     .tag(TAG_BUSINESS, business).register(registry);
             errors = Counter.builder(RelayMeterNames.ERRORS).description("Failed worker or reaper iterations")
+                    .tag(TAG_BUSINESS, business).register(registry);
+            // counters with bounded tags are registered at 0: with several replicas, a series that appears at 1 on
+            // its first event is invisible to increase(), and the first dead letter would never alert
+            for (String bound : List.of(RelayMeterNames.BOUND_MAX_SIZE, RelayMeterNames.BOUND_MAX_AGE)) {
+                Counter.builder(RelayMeterNames.DEAD_TRIMMED).description("Dead letters removed by the dead-set bounds")
+                        .tag(TAG_BUSINESS, business).tag(RelayMeterNames.TAG_BOUND, bound).register(registry);
+            }
+            for (String reason : ReasonCategories.DEAD_REASONS) {
+                Counter.builder(RelayMeterNames.DEAD_LETTERED).tag(TAG_BUSINESS, business)
+                        .tag(RelayMeterNames.TAG_REASON, reason).register(registry);
+            }
+            for (String cause : ReasonCategories.PUBLISH_CAUSES) {
+                Counter.builder(RelayMeterNames.PUBLISH_FAILURES).tag(TAG_BUSINESS, business)
+                        .tag(RelayMeterNames.TAG_CAUSE, cause).register(registry);
+            }
+            Counter.builder(RelayMeterNames.CONFIG_REJECTED).description("Reloaded settings rejected")
                     .tag(TAG_BUSINESS, business).register(registry);
             workerRestarts = Counter.builder(RelayMeterNames.WORKER_RESTARTS)
                     .description("Worker threads that had died and were started again")

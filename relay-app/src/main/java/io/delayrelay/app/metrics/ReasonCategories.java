@@ -1,11 +1,18 @@
 package io.delayrelay.app.metrics;
 
+import java.util.List;
+
 /** Maps the engine's free-text reasons to the short, bounded tag values metrics need. */
 final class ReasonCategories {
 
     static final String UNROUTABLE = "unroutable";
     static final String LEASE_EXPIRED = "lease-expired";
     static final String MAX_ATTEMPTS = "max-attempts";
+    /** Every value of the dead-lettered counter's reason tag. */
+    static final List<String> DEAD_REASONS = List.of(UNROUTABLE, LEASE_EXPIRED, MAX_ATTEMPTS);
+    /** Every value of the publish-failures counter's cause tag. */
+    static final List<String> PUBLISH_CAUSES = List.of("exchange-not-found", "nack", "confirm-timeout",
+            "confirm-failed", "send-failed", "interrupted", "other");
 
     private ReasonCategories() {
     }

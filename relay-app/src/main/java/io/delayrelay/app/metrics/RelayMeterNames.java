@@ -12,6 +12,11 @@ public final class RelayMeterNames {
     public static final String LAG = "delay.relay.lag";
     /** Counter: entries moved to the dead set, tag {@link #TAG_REASON}. Prometheus {@code delay_relay_dead_lettered_total}. */
     public static final String DEAD_LETTERED = "delay.relay.dead.lettered";
+    /**
+     * Counter: dead letters removed by the dead-set bounds, tag {@link #TAG_BOUND}. Prometheus
+     * {@code delay_relay_dead_trimmed_total}.
+     */
+    public static final String DEAD_TRIMMED = "delay.relay.dead.trimmed";
     /** Counter: messages whose publish failed (retried), tag {@link #TAG_CAUSE}. Prometheus {@code delay_relay_publish_failures_total}. */
     public static final String PUBLISH_FAILURES = "delay.relay.publish.failures";
     /** Counter: entries put back after their lease expired. Prometheus {@code delay_relay_redeliveries_total}. */
@@ -42,6 +47,12 @@ public final class RelayMeterNames {
     public static final String TAG_REASON = "reason";
     /** Tag of {@link #PUBLISH_FAILURES}: nack, confirm-timeout, send-failed, exchange-not-found, ... */
     public static final String TAG_CAUSE = "cause";
+    /** Tag of {@link #DEAD_TRIMMED}: {@link #BOUND_MAX_SIZE} or {@link #BOUND_MAX_AGE}. */
+    public static final String TAG_BOUND = "bound";
+    /** Trimmed because the dead set held more than {@code dead-max-size}. */
+    public static final String BOUND_MAX_SIZE = "max-size";
+    /** Trimmed because it had been dead longer than {@code dead-max-age}. */
+    public static final String BOUND_MAX_AGE = "max-age";
     /** Tag of {@link #BACKLOG}: one of the {@code STATE_*} values. */
     public static final String TAG_STATE = "state";
 

@@ -3,9 +3,13 @@ package io.delayrelay.app.ops;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.support.LuaScripts;
@@ -23,6 +27,9 @@ public class DeadLetters {
 
     /** Most dead letters replayed or purged per script call. */
     static final int CHUNK = 500;
+
+    /** How requeue.lua records attempts in a dead letter's reason. */
+    private static final Pattern ATTEMPTS = Pattern.compile("\\(attempts: (\\d+)\\)");
 
     private static final RedisScript<Long> DEAD_LETTERS = LuaScripts.load("io/delayrelay/app/lua/dead-letters.lua", Long.class);
 
@@ -42,31 +49,62 @@ public class DeadLetters {
 
     /** The oldest {@code limit} dead letters over shards 0..shards-1 (pass the scan width), oldest first. */
     public List<DeadLetter> list(BusinessSpec spec, int shards, int limit) {
-        DelayQueueKeys keys = spec.keys();
+        return list(spec, shards, limit, null);
+    }
+
+    /**
+     * The oldest {@code limit} dead letters over shards 0..shards-1 whose reason contains {@code reasonFilter}
+     * (case-insensitive; null: every reason), oldest first.
+     */
+    public List<DeadLetter> list(BusinessSpec spec, int shards, int limit, String reasonFilter) {
+        String filter = reasonFilter == null || reasonFilter.isBlank() ? null : reasonFilter.toLowerCase(Locale.ROOT);
         List<DeadLetter> all = new ArrayList<>();
         for (int shard = 0; shard < shards; shard++) {
-            int s = shard;
-            List<DeadLetter> found = redis.execute((RedisCallback<List<DeadLetter>>) c -> {
-                Set<Tuple> tuples = c.zSetCommands().zRangeWithScores(bytes(keys.dead(s)), 0, limit - 1);
-                List<DeadLetter> out = new ArrayList<>();
-                if (tuples == null || tuples.isEmpty()) {
-                    return out;
+            // a filter may skip many: read the shard's dead set in pages until enough matched
+            int before = all.size();
+            for (long from = 0; ; from += CHUNK) {
+                List<DeadLetter> page = page(spec.keys(), shard, from, filter == null ? limit : CHUNK);
+                for (DeadLetter d : page) {
+                    if (filter == null || (d.reason() != null && d.reason().toLowerCase(Locale.ROOT).contains(filter))) {
+                        all.add(d);
+                    }
                 }
-                List<Tuple> list = new ArrayList<>(tuples);
-                byte[][] members = list.stream().map(Tuple::getValue).toArray(byte[][]::new);
-                List<byte[]> reasons = c.hashCommands().hMGet(bytes(keys.deadReasons(s)), members);
-                for (int i = 0; i < list.size(); i++) {
-                    long at = list.get(i).getScore().longValue();
-                    byte[] reason = reasons == null ? null : reasons.get(i);
-                    out.add(new DeadLetter(s, text(members[i]), reason == null ? null : text(reason), at,
-                            Instant.ofEpochMilli(at)));
+                if (filter == null || page.size() < CHUNK || all.size() - before >= limit) {
+                    break;
                 }
-                return out;
-            });
-            all.addAll(found);
+            }
         }
         all.sort(Comparator.comparingLong(DeadLetter::deadAtMs).thenComparing(DeadLetter::member));
         return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+    }
+
+    private List<DeadLetter> page(DelayQueueKeys keys, int s, long from, int count) {
+        return redis.execute((RedisCallback<List<DeadLetter>>) c -> {
+            Set<Tuple> tuples = c.zSetCommands().zRangeWithScores(bytes(keys.dead(s)), from, from + count - 1);
+            List<DeadLetter> out = new ArrayList<>();
+            if (tuples == null || tuples.isEmpty()) {
+                return out;
+            }
+            List<Tuple> list = new ArrayList<>(tuples);
+            byte[][] members = list.stream().map(Tuple::getValue).toArray(byte[][]::new);
+            List<byte[]> reasons = c.hashCommands().hMGet(bytes(keys.deadReasons(s)), members);
+            for (int i = 0; i < list.size(); i++) {
+                long at = list.get(i).getScore().longValue();
+                byte[] reason = reasons == null ? null : reasons.get(i);
+                out.add(new DeadLetter(s, text(members[i]), reason == null ? null : text(reason), at,
+                        Instant.ofEpochMilli(at)));
+            }
+            return out;
+        });
+    }
+
+    /** Failed delivery attempts recorded in a dead letter's reason ("... (attempts: N)"), or null. */
+    public static Integer attempts(String reason) {
+        if (reason == null) {
+            return null;
+        }
+        Matcher m = ATTEMPTS.matcher(reason);
+        return m.find() ? Integer.valueOf(m.group(1)) : null;
     }
 
     /** The next {@code limit} entries to fall due over shards 0..shards-1 (pass the scan width), earliest first. */
@@ -100,6 +138,43 @@ public class DeadLetters {
     /** Purges one dead letter (any of shards 0..shards-1), or every dead letter when {@code member} is null. Returns how many. */
     public long purge(BusinessSpec spec, int shards, String member) {
         return forEachShard(spec, shards, member, "purge");
+    }
+
+    /** Replays the listed dead letters (any of shards 0..shards-1). Returns how many were dead. */
+    public long replay(BusinessSpec spec, int shards, Collection<String> members) {
+        return members(spec, shards, members, "replay");
+    }
+
+    /** Purges the listed dead letters (any of shards 0..shards-1). Returns how many were dead. */
+    public long purge(BusinessSpec spec, int shards, Collection<String> members) {
+        return members(spec, shards, members, "purge");
+    }
+
+    /** Replays the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
+    public long replayOldest(BusinessSpec spec, int shards, int limit) {
+        return replay(spec, shards, list(spec, shards, limit).stream().map(DeadLetter::member).toList());
+    }
+
+    /** Purges the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
+    public long purgeOldest(BusinessSpec spec, int shards, int limit) {
+        return purge(spec, shards, list(spec, shards, limit).stream().map(DeadLetter::member).toList());
+    }
+
+    private long members(BusinessSpec spec, int shards, Collection<String> members, String action) {
+        if (members.isEmpty()) {
+            return 0;
+        }
+        long total = 0;
+        for (int shard = 0; shard < shards; shard++) {
+            List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
+                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
+            List<byte[]> args = new ArrayList<>(members.size() + 2);
+            args.add(bytes(action));
+            args.add(bytes("members"));
+            members.forEach(m -> args.add(bytes(m)));
+            total += orZero(redis.execute(DEAD_LETTERS, shardKeys, args.toArray()));
+        }
+        return total;
     }
 
     private long forEachShard(BusinessSpec spec, int shards, String member, String action) {

@@ -2,12 +2,15 @@ package io.delayrelay.app.ops;
 
 import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.fleet.FleetPause;
 import io.delayrelay.app.fleet.InstanceHeartbeat;
 import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -19,9 +22,11 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 
 /**
- * Operations: the {@code relay} actuator endpoint (when actuator is present) and readiness that follows the engine.
+ * Operations: the {@code relay} actuator endpoint (when actuator is present), readiness that follows the engine,
+ * the dead-set trimmer, and the start-up check of Redis' eviction policy and persistence.
  * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
  */
 @AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class,
@@ -46,6 +51,26 @@ public class RelayOpsAutoConfiguration {
         return new DeadLetters(store.template());
     }
 
+    @Bean
+    @ConditionalOnMissingBean
+    public RedisGuardrails relayRedisGuardrails(ShardStore store) {
+        return new RedisGuardrails(store.template());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public DeadSetTrimmer relayDeadSetTrimmer(RelayEngine engine, ShardStore store, Environment environment,
+            ObjectProvider<RelayEvents> events, RelayOpsProperties properties) {
+        return new DeadSetTrimmer(engine, store.template(), environment, events.getIfAvailable(() -> RelayEvents.NOOP),
+                properties.getDeadTrimInterval());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    public ScheduledEntries relayScheduledEntries(ShardStore store) {
+        return new ScheduledEntries(store.template());
+    }
+
     /** The endpoint, when actuator is on the classpath. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(Endpoint.class)
@@ -54,9 +79,10 @@ public class RelayOpsAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         public RelayOpsEndpoint relayOpsEndpoint(RelayEngine engine, ShardStore store, DeadLetters deadLetters,
-                RelayOpsProperties properties, FleetPause fleetPause, InstanceHeartbeat heartbeat) {
+                RelayOpsProperties properties, ScheduledEntries scheduled, ObjectProvider<MeterRegistry> meters,
+                FleetPause fleetPause, InstanceHeartbeat heartbeat) {
             return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties,
-                    fleetPause, heartbeat);
+                    scheduled, meters.getIfAvailable(), fleetPause, heartbeat);
         }
     }
 }

@@ -7,12 +7,15 @@ import org.springframework.boot.actuate.autoconfigure.web.ManagementContextType;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.boot.web.servlet.ServletRegistrationBean;
+import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Bean;
 
 /**
- * Adds the {@link RelayOpsTokenFilter} to whichever context serves actuator: the management child context when
- * management runs on its own port, else the main one.
+ * Adds the {@link RelayOpsTokenFilter} and the operator console to whichever context serves actuator: the
+ * management child context when management runs on its own port, else the main one.
  */
 @ManagementContextConfiguration(value = ManagementContextType.ANY, proxyBeanMethods = false)
 @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
@@ -25,6 +28,17 @@ public class RelayOpsManagementContextConfiguration {
         FilterRegistrationBean<RelayOpsTokenFilter> registration =
                 new FilterRegistrationBean<>(new RelayOpsTokenFilter(properties.getObject()));
         registration.setName("relayOpsTokenFilter");
+        return registration;
+    }
+
+    /** The operator console at {@value RelayConsoleServlet#PATH}, next to actuator (relay.ops.console-enabled). */
+    @Bean
+    @ConditionalOnProperty(prefix = "relay.ops", name = "console-enabled", matchIfMissing = true)
+    public ServletRegistrationBean<RelayConsoleServlet> relayConsoleServlet(Environment environment) {
+        String basePath = environment.getProperty("management.endpoints.web.base-path", "/actuator");
+        ServletRegistrationBean<RelayConsoleServlet> registration = new ServletRegistrationBean<>(
+                new RelayConsoleServlet(basePath), RelayConsoleServlet.PATH, RelayConsoleServlet.PATH + "/*");
+        registration.setName("relayConsole");
         return registration;
     }
 }

@@ -22,6 +22,9 @@ public class RelayOpsTokenFilter extends OncePerRequestFilter {
     /** Role a request with the right token has. */
     public static final String ROLE = "RELAY_OPS";
 
+    /** Name of an operator's principal: this prefix and the request's origin. */
+    public static final String OPERATOR_PREFIX = "operator from ";
+
     private final RelayOpsProperties properties;
 
     public RelayOpsTokenFilter(RelayOpsProperties properties) {
@@ -55,16 +58,30 @@ public class RelayOpsTokenFilter extends OncePerRequestFilter {
         return MessageDigest.isEqual(presented.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * Where a request came from, for the log line of each write: the client address, and the first address of
+     * {@code X-Forwarded-For} when a proxy (e.g. kubectl port-forward, an ingress) passed one on.
+     */
+    static String origin(HttpServletRequest request) {
+        String forwarded = request.getHeader("X-Forwarded-For");
+        String first = forwarded == null ? null : forwarded.split(",", 2)[0].trim();
+        return first == null || first.isEmpty() ? request.getRemoteAddr()
+                : first + " via " + request.getRemoteAddr();
+    }
+
+    /** A request carrying the right token: its principal names the operator's origin, for the write logs. */
     private static final class OperatorRequest extends HttpServletRequestWrapper {
-        private static final Principal OPERATOR = () -> "relay-operator";
+        private final Principal operator;
 
         OperatorRequest(HttpServletRequest request) {
             super(request);
+            String from = origin(request);
+            operator = () -> OPERATOR_PREFIX + from;
         }
 
         @Override
         public Principal getUserPrincipal() {
-            return OPERATOR;
+            return operator;
         }
 
         @Override

@@ -20,9 +20,13 @@ import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.data.redis.connection.RedisConnection;
 import tools.jackson.databind.JsonNode;
 
+@ExtendWith(OutputCaptureExtension.class)
 class RelayOpsEndpointTest {
 
     private static final String TOKEN = "s3cret-ops-token";
@@ -192,6 +196,85 @@ class RelayOpsEndpointTest {
         assertThat(kit.countAll(business, "dead")).isZero();
         assertThat(kit.countAll(business, "inflight")).isZero();
         assertThat(kit.scheduled(business)).isZero();
+    }
+
+    @Test
+    void searchesCancelsDeliversNowAndShowsPayloadsOnlyToTheOperator(CapturedOutput output) throws Exception {
+        String business = kit.business("opsentries");
+        String exchange = kit.exchange("opsentries");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        RedisDelayedMessageProducer producer = kit.producer();
+        long now = kit.redisNowMs();
+        for (int i = 1; i <= 4; i++) {
+            producer.scheduleById(business, "order-" + i, "{\"order\":" + i + "}", Instant.ofEpochMilli(now + i * 3_600_000L));
+        }
+        producer.schedule(business, "other-1", Instant.ofEpochMilli(now + 7_200_000L));
+        WebRelay relay = start(RelayTestKit.business(kit.baseProperties(), business, exchange, "due"));
+        String base = "/actuator/relay/" + business;
+
+        Answer anonymous = relay.get(base + "/peek?search=order-");
+        assertThat(anonymous.json().get("bodies").asBoolean()).isFalse();
+        assertThat(members(anonymous.json().get("entries"))).containsExactly("order-1", "order-2", "order-3", "order-4");
+        assertThat(anonymous.json().get("entries").get(0).has("payload")).isFalse();
+        Answer operator = relay.get(base + "/peek?search=order-&limit=2", TOKEN);
+        assertThat(operator.json().get("bodies").asBoolean()).isTrue();
+        assertThat(members(operator.json().get("entries"))).containsExactly("order-1", "order-2");
+        assertThat(operator.json().get("entries").get(0).get("payload").asString()).isEqualTo("{\"order\":1}");
+        assertThat(members(relay.get(base + "/peek?search=other").json().get("entries"))).containsExactly("other-1");
+        assertThat(relay.get(base + "/peek?search=o*").json().get("count").asInt()).as("glob characters match literally").isZero();
+
+        assertThat(relay.post(base + "/cancel", null, "{\"member\":\"order-3\"}").status()).isEqualTo(401);
+        Answer cancelled = relay.post(base + "/cancel", TOKEN, "{\"members\":\"order-3\\norder-4\\nnobody\"}");
+        assertThat(cancelled.status()).isEqualTo(200);
+        assertThat(cancelled.json().get("cancelled").asLong()).isEqualTo(2);
+        assertThat(members(relay.get(base + "/peek?search=order-").json().get("entries"))).containsExactly("order-1", "order-2");
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        try (RedisConnection c = kit.redis()) {
+            int shard = ShardSelector.shardOf("order-3", 16);
+            assertThat(c.hashCommands().hExists(bytes(keys.payloads(shard)), bytes("order-3"))).isFalse();
+        }
+
+        Answer now1 = relay.post(base + "/deliver-now", TOKEN, "{\"member\":\"order-2\"}");
+        assertThat(now1.json().get("dueNow").asLong()).isEqualTo(1);
+        assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ofMillis(300)))
+                .extracting(Received::text).containsExactly("{\"order\":2}");
+        assertThat(relay.post(base + "/deliver-now", TOKEN, "{}").status()).isEqualTo(400);
+        assertThat(output.getOut()).contains("business=" + business + ": 2 scheduled entr(y/ies) cancelled (members [order-3, order-4, nobody]) by operator from 127.0.0.1")
+                .contains("business=" + business + ": 1 scheduled entr(y/ies) made due now (members [order-2]) by operator from 127.0.0.1");
+    }
+
+    @Test
+    void replaysAndPurgesSelectedOrOldestDeadLettersAndFiltersThemByReason() throws Exception {
+        String business = kit.business("opsselect");
+        String exchange = kit.exchange("opsselect");
+        WebRelay relay = start(RelayTestKit.business(kit.baseProperties(), business, exchange, "later"));
+        RedisDelayedMessageProducer producer = kit.producer();
+        for (int i = 1; i <= 6; i++) {
+            producer.scheduleByIdAfter(business, "dead-" + i, "body " + i, Duration.ZERO);
+            int dead = i;
+            // one at a time: the times of death give the order
+            await().atMost(Duration.ofSeconds(10)).until(() -> kit.countAll(business, "dead") == dead);
+        }
+        String base = "/actuator/relay/" + business;
+        JsonNode dead = relay.get(base + "/dead?reason=NO_ROUTE", TOKEN).json();
+        assertThat(members(dead.get("deadLetters"))).containsExactly("dead-1", "dead-2", "dead-3", "dead-4", "dead-5", "dead-6");
+        assertThat(dead.get("deadLetters").get(0).get("attempts").asInt()).isEqualTo(1);
+        assertThat(dead.get("deadLetters").get(0).get("payload").asString()).isEqualTo("body 1");
+        assertThat(relay.get(base + "/dead?reason=lease%20expired").json().get("count").asInt()).isZero();
+
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "later"));
+        Answer selected = relay.post(base + "/replay", TOKEN, "{\"members\":\"dead-5\\ndead-2\"}");
+        assertThat(selected.json().get("replayed").asLong()).isEqualTo(2);
+        assertThat(RelayTestKit.collect(received, 2, Duration.ofSeconds(5), Duration.ofMillis(300)))
+                .extracting(Received::text).containsExactlyInAnyOrder("body 5", "body 2");
+        Answer oldest = relay.post(base + "/replay", TOKEN, "{\"limit\":2}");
+        assertThat(oldest.json().get("replayed").asLong()).isEqualTo(2);
+        assertThat(RelayTestKit.collect(received, 2, Duration.ofSeconds(5), Duration.ofMillis(300)))
+                .extracting(Received::text).containsExactlyInAnyOrder("body 1", "body 3");
+        Answer purged = relay.post(base + "/purge", TOKEN, "{\"limit\":1}");
+        assertThat(purged.json().get("purged").asLong()).isEqualTo(1);
+        assertThat(members(relay.get(base + "/dead").json().get("deadLetters"))).containsExactly("dead-6");
+        assertThat(relay.post(base + "/replay", TOKEN, "{\"limit\":0}").status()).isEqualTo(400);
     }
 
     @Test

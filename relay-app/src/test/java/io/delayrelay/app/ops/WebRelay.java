@@ -44,6 +44,10 @@ final class WebRelay implements AutoCloseable {
         return send(HttpRequest.newBuilder(uri(path)).GET(), null);
     }
 
+    Answer get(String path, String token) {
+        return send(HttpRequest.newBuilder(uri(path)).GET(), token);
+    }
+
     Answer post(String path, String token, String jsonBody) {
         HttpRequest.BodyPublisher body = jsonBody == null ? HttpRequest.BodyPublishers.noBody()
                 : HttpRequest.BodyPublishers.ofString(jsonBody);

@@ -1,0 +1,112 @@
+package io.delayrelay.helm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import io.delayrelay.helm.Chart.Manifests;
+import io.delayrelay.helm.Chart.Nodes;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * The chart's alert rules as Prometheus runs them: the rendered PrometheusRule passes {@code promtool check rules},
+ * and {@code promtool test rules} (src/test/resources/promtool/alerts-test.yaml) shows each alert firing on the
+ * series that should fire it and staying quiet on the others.
+ */
+class PrometheusRulesTest {
+
+    static final String INSTALL_HINT = "promtool is not installed. Install Debian's prometheus package: apt-get install -y"
+            + " --no-install-recommends prometheus (scripts/test.sh does this as root)";
+    private static final Path TESTS = Chart.MODULE.resolve("src/test/resources/promtool/alerts-test.yaml");
+    private static final Path WORK = Chart.MODULE.resolve("target/promtool");
+
+    @Test
+    void renderedRulesPassPromtoolCheckAndEveryAlertHasUnitTests() throws Exception {
+        Files.createDirectories(WORK);
+        Path rules = WORK.resolve("rules.yaml");
+        List<String> alerts = writeRules(Chart.template(Chart.FULL_VALUES), rules);
+        Files.copy(TESTS, WORK.resolve("alerts-test.yaml"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+
+        Result check = promtool("check", "rules", rules.toString());
+        assertThat(check.exitCode()).as("promtool check rules:%n%s", check.output()).isZero();
+        Result test = promtool("test", "rules", WORK.resolve("alerts-test.yaml").toString());
+        assertThat(test.exitCode()).as("promtool test rules:%n%s", test.output()).isZero();
+        assertThat(test.output()).contains("SUCCESS");
+
+        String tests = Files.readString(TESTS, StandardCharsets.UTF_8);
+        assertThat(alerts).hasSize(9).allSatisfy(alert ->
+                assertThat(tests).as("a unit test of %s", alert).contains("alertname: " + alert));
+    }
+
+    @Test
+    void allDownAlertOnlyWhenTheChartsServiceMonitorScrapes(@TempDir Path dir) throws Exception {
+        Path values = dir.resolve("values.yaml");
+        Files.writeString(values, "metrics:\n  prometheusRule:\n    enabled: true\n");
+        List<String> withoutMonitor = writeRules(Chart.template(values), dir.resolve("rules.yaml"));
+        Files.writeString(values, "metrics:\n  prometheusRule:\n    enabled: true\n  serviceMonitor:\n    enabled: true\n");
+        List<String> withMonitor = writeRules(Chart.template(values), dir.resolve("rules.yaml"));
+
+        assertThat(withoutMonitor).doesNotContain("DelayRelayAllDown").contains("DelayRelayDown");
+        assertThat(withMonitor).contains("DelayRelayAllDown");
+    }
+
+    /** Writes the PrometheusRule's groups as a Prometheus rule file; returns the alert names. */
+    @SuppressWarnings("unchecked")
+    private static List<String> writeRules(Manifests manifests, Path file) throws IOException {
+        Map<String, Object> spec = Nodes.map(Nodes.at(manifests.one("PrometheusRule"), "spec"));
+        Files.writeString(file, new Yaml().dump(spec), StandardCharsets.UTF_8);
+        List<String> alerts = new ArrayList<>();
+        for (Object group : Nodes.list(spec.get("groups"))) {
+            for (Object rule : Nodes.list(((Map<String, Object>) group).get("rules"))) {
+                alerts.add((String) ((Map<String, Object>) rule).get("alert"));
+            }
+        }
+        return alerts;
+    }
+
+    private static Result promtool(String... args) throws IOException, InterruptedException {
+        Path binary = findOnPath("promtool");
+        if (binary == null) {
+            fail(INSTALL_HINT);
+        }
+        List<String> command = new ArrayList<>(List.of(binary.toString()));
+        command.addAll(List.of(args));
+        Path output = Files.createTempFile("promtool", ".out");
+        try {
+            Process process = new ProcessBuilder(command).directory(WORK.toFile()).redirectErrorStream(true)
+                    .redirectOutput(output.toFile()).start();
+            if (!process.waitFor(120, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                fail("promtool " + String.join(" ", args) + " did not finish within 120 s");
+            }
+            return new Result(process.exitValue(), Files.readString(output, StandardCharsets.UTF_8));
+        } finally {
+            Files.deleteIfExists(output);
+        }
+    }
+
+    private static Path findOnPath(String name) {
+        String path = System.getenv("PATH");
+        for (String dir : path == null ? new String[0] : path.split(File.pathSeparator)) {
+            Path candidate = Path.of(dir, name);
+            if (Files.isExecutable(candidate)) {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
+    private record Result(int exitCode, String output) {
+    }
+}

@@ -1,0 +1,231 @@
+package io.delayrelay.helm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import com.marcnuri.helm.Helm;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The {@code relay} part of values.schema.json is generated from the relay's Spring configuration metadata (the
+ * configuration processor's output in the relay-app and relay-api jars, plus their additional metadata): one
+ * source for the README's property tables, the IDE and the chart. When a property is added, regenerate it:
+ * {@code ./mvnw -B verify -pl helm -am -Dtest=RelayValuesSchemaTest -Drelay.schema.write=true}.
+ */
+class RelayValuesSchemaTest {
+
+    private static final Path SCHEMA = Chart.DIR.resolve("values.schema.json");
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final String DURATION = "^([0-9]+(ns|us|ms|s|m|h|d)?|[Pp][0-9A-Za-z.]+)$";
+    private static final String BUSINESS_NAME = "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$";
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void relayPartIsGeneratedFromTheSpringConfigurationMetadata() throws Exception {
+        Map<String, Object> schema = JSON.readValue(Files.readString(SCHEMA), Map.class);
+        Map<String, Object> generated = generate();
+        Map<String, Object> properties = (Map<String, Object>) schema.get("properties");
+        if (Boolean.getBoolean("relay.schema.write")) {
+            properties.put("relay", generated);
+            Files.writeString(SCHEMA, Json.write(schema) + "\n", StandardCharsets.UTF_8);
+        }
+        assertThat(properties.get("relay"))
+                .as("values.schema.json's relay part differs from the configuration metadata; regenerate it with"
+                        + " ./mvnw -B verify -pl helm -am -Dtest=RelayValuesSchemaTest -Drelay.schema.write=true")
+                .isEqualTo(generated);
+    }
+
+    @Test
+    void chartAcceptsEveryDocumentedRelayPropertyAndRejectsUnknownOnes() {
+        var command = new Helm(Chart.DIR).template().withName(Chart.RELEASE).withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.reshard-grace", "1m").set("relay.reload.enabled", "false")
+                .set("relay.metrics.sample-interval", "10s").set("relay.ops.dead-trim-interval", "5m")
+                .set("relay.ops.console-enabled", "false").set("relay.defaults.dead-max-size", "500")
+                .set("relay.businesses.orders.exchange", "x").set("relay.businesses.orders.routing-key", "y")
+                .set("relay.businesses.orders.dead-max-age", "30d");
+        assertThat(command.call()).contains("dead-max-age: 30d");
+
+        var typo = new Helm(Chart.DIR).template().withName(Chart.RELEASE).withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.defaults.shard", "4");
+        org.assertj.core.api.Assertions.assertThatThrownBy(typo::call).hasMessageContaining("shard");
+    }
+
+    /** The schema of {@code relay:} from every {@code relay.*} property in the metadata on the classpath. */
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> generate() throws IOException {
+        Map<String, Map<String, Object>> byName = new TreeMap<>();
+        Map<String, List<String>> hints = new LinkedHashMap<>();
+        for (URL url : Collections.list(RelayValuesSchemaTest.class.getClassLoader()
+                .getResources("META-INF/spring-configuration-metadata.json"))) {
+            try (InputStream in = url.openStream()) {
+                Map<String, Object> metadata = JSON.readValue(in, Map.class);
+                for (Object p : (List<Object>) metadata.getOrDefault("properties", List.of())) {
+                    Map<String, Object> property = (Map<String, Object>) p;
+                    String name = (String) property.get("name");
+                    if (name.startsWith("relay.") && !name.equals("relay.businesses") && !name.equals("relay.defaults")) {
+                        byName.put(name, property);
+                    }
+                }
+                for (Object h : (List<Object>) metadata.getOrDefault("hints", List.of())) {
+                    Map<String, Object> hint = (Map<String, Object>) h;
+                    List<String> values = new ArrayList<>();
+                    ((List<Object>) hint.getOrDefault("values", List.of()))
+                            .forEach(v -> values.add(String.valueOf(((Map<String, Object>) v).get("value"))));
+                    hints.put((String) hint.get("name"), values);
+                }
+            }
+        }
+        Map<String, Object> relay = object();
+        Map<String, Object> business = object();
+        byName.forEach((name, property) -> {
+            Map<String, Object> schema = propertySchema(property, hints.get(name));
+            if (name.startsWith("relay.defaults.")) {
+                properties(business).put(name.substring("relay.defaults.".length()), schema);
+            } else {
+                put(relay, name.substring("relay.".length()).split("\\."), schema);
+            }
+        });
+        properties(relay).put("defaults", business);
+        Map<String, Object> businesses = new LinkedHashMap<>();
+        businesses.put("type", "object");
+        businesses.put("description", "Businesses by name; each takes the same keys as defaults.");
+        businesses.put("propertyNames", Map.of("pattern", BUSINESS_NAME));
+        businesses.put("additionalProperties", business);
+        properties(relay).put("businesses", businesses);
+        return relay;
+    }
+
+    private static Map<String, Object> propertySchema(Map<String, Object> property, List<String> hint) {
+        Map<String, Object> schema = new LinkedHashMap<>();
+        String type = String.valueOf(property.get("type"));
+        switch (type) {
+            case "java.lang.Boolean", "boolean" -> schema.put("type", "boolean");
+            case "java.lang.Integer", "int", "java.lang.Long", "long" -> schema.put("type", "integer");
+            case "java.time.Duration" -> {
+                schema.put("type", "string");
+                schema.put("pattern", DURATION);
+            }
+            default -> {
+                if (type.startsWith("java.util.Map<")) {
+                    schema.put("type", "object");
+                    schema.put("additionalProperties", Map.of("type", "string"));
+                } else if (type.startsWith("java.util.List<") || type.startsWith("java.util.Set<")) {
+                    schema.put("type", "array");
+                } else {
+                    schema.put("type", "string");
+                }
+            }
+        }
+        if (hint != null && !hint.isEmpty()) {
+            schema.put("enum", hint);
+        }
+        Object description = property.get("description");
+        if (description != null) {
+            schema.put("description", description);
+        }
+        return schema;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void put(Map<String, Object> node, String[] path, Map<String, Object> leaf) {
+        Map<String, Object> current = node;
+        for (int i = 0; i < path.length - 1; i++) {
+            current = (Map<String, Object>) properties(current).computeIfAbsent(path[i], k -> object());
+        }
+        properties(current).put(path[path.length - 1], leaf);
+    }
+
+    private static Map<String, Object> object() {
+        Map<String, Object> node = new LinkedHashMap<>();
+        node.put("type", "object");
+        node.put("additionalProperties", false);
+        node.put("properties", new LinkedHashMap<String, Object>());
+        return node;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> properties(Map<String, Object> node) {
+        return (Map<String, Object>) node.get("properties");
+    }
+
+    /** Just enough JSON to write the schema back, two-space indented like the rest of the chart's files. */
+    static final class Json {
+
+        private Json() {
+        }
+
+        static String write(Object value) {
+            StringBuilder out = new StringBuilder();
+            write(value, out, "");
+            return out.toString();
+        }
+
+        @SuppressWarnings("unchecked")
+        private static void write(Object value, StringBuilder out, String indent) {
+            String inner = indent + "  ";
+            if (value instanceof Map<?, ?> map) {
+                if (map.isEmpty()) {
+                    out.append("{}");
+                    return;
+                }
+                out.append("{\n");
+                int i = 0;
+                for (Map.Entry<String, Object> e : ((Map<String, Object>) map).entrySet()) {
+                    out.append(inner).append(string(e.getKey())).append(": ");
+                    write(e.getValue(), out, inner);
+                    out.append(++i < map.size() ? ",\n" : "\n");
+                }
+                out.append(indent).append('}');
+            } else if (value instanceof List<?> list) {
+                if (list.isEmpty()) {
+                    out.append("[]");
+                    return;
+                }
+                out.append("[\n");
+                for (int i = 0; i < list.size(); i++) {
+                    out.append(inner);
+                    write(list.get(i), out, inner);
+                    out.append(i + 1 < list.size() ? ",\n" : "\n");
+                }
+                out.append(indent).append(']');
+            } else if (value instanceof String s) {
+                out.append(string(s));
+            } else {
+                out.append(value);
+            }
+        }
+
+        private static String string(String s) {
+            StringBuilder out = new StringBuilder("\"");
+            for (char c : s.toCharArray()) {
+                switch (c) {
+                    case '"' -> out.append("\\\"");
+                    case '\\' -> out.append("\\\\");
+                    case '\n' -> out.append("\\n");
+                    case '\t' -> out.append("\\t");
+                    default -> {
+                        if (c < 0x20) {
+                            out.append(String.format("\\u%04x", (int) c));
+                        } else {
+                            out.append(c);
+                        }
+                    }
+                }
+            }
+            return out.append('"').toString();
+        }
+    }
+}

@@ -1,0 +1,197 @@
+package io.delayrelay.app.ops;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.support.LuaScripts;
+import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.metrics.RelayMeterNames;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.core.env.Environment;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+
+/**
+ * Keeps every business's dead set bounded (like Sidekiq's dead set): every interval it removes dead letters older
+ * than the business's {@code dead-max-age}, then the oldest ones past its {@code dead-max-size}, with their payloads
+ * when nothing else refers to them. Both bounds become a time-of-death cutoff before anything is removed, so
+ * replicas trimming at the same time remove the same entries. Counted by {@value RelayMeterNames#DEAD_TRIMMED}.
+ */
+public class DeadSetTrimmer implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(DeadSetTrimmer.class);
+
+    /** Dead letters removed per script call, and the most the size bound trims per step. */
+    static final int STEP = 1000;
+    /** Size steps per business per run: a huge backlog is worked off over several runs, not in one long one. */
+    static final int MAX_SIZE_STEPS = 100;
+
+    private static final RedisScript<Long> TRIM = LuaScripts.load("io/delayrelay/app/lua/trim-dead.lua", Long.class);
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static final RedisScript<List<Object>> DEAD_OLDEST =
+            (RedisScript) LuaScripts.load("io/delayrelay/app/lua/dead-oldest.lua", List.class);
+
+    private final RelayEngine engine;
+    private final RedisTemplate<byte[], byte[]> redis;
+    private final Environment environment;
+    private final RelayEvents events;
+    private final Duration interval;
+    private ScheduledExecutorService executor;
+
+    public DeadSetTrimmer(RelayEngine engine, RedisTemplate<byte[], byte[]> redis, Environment environment,
+            RelayEvents events, Duration interval) {
+        this.engine = engine;
+        this.redis = redis;
+        this.environment = environment;
+        this.events = events;
+        this.interval = interval;
+    }
+
+    /** What one trim removed. */
+    public record Trimmed(long tooOld, long overSize) {
+    }
+
+    /** Trims every business once; a failing business is logged and skipped. */
+    public void trimAll() {
+        for (BusinessRelay relay : engine.relays().values()) {
+            BusinessSpec spec = relay.spec();
+            try {
+                trim(spec, scanWidth(relay), DeadSetBounds.of(environment, spec.name()));
+            } catch (RuntimeException e) {
+                log.warn("business={}: trimming the dead set failed: {}", spec.name(), e.toString());
+            }
+        }
+    }
+
+    /** Trims one business's dead sets over shards 0..shards-1 to its bounds. */
+    public Trimmed trim(BusinessSpec spec, int shards, DeadSetBounds bounds) {
+        long now = redisNowMs();
+        long tooOld = removeDiedBy(spec, shards, now - bounds.maxAge().toMillis());
+        long overSize = 0;
+        for (int step = 0; step < MAX_SIZE_STEPS; step++) {
+            OptionalLong cutoff = sizeCutoff(spec, shards, bounds.maxSize());
+            if (cutoff.isEmpty()) {
+                break;
+            }
+            long removed = removeDiedBy(spec, shards, cutoff.getAsLong());
+            overSize += removed;
+            if (removed == 0) {
+                break;
+            }
+        }
+        report(spec, RelayMeterNames.BOUND_MAX_AGE, tooOld, "older than " + bounds.maxAge());
+        report(spec, RelayMeterNames.BOUND_MAX_SIZE, overSize, "over the cap of " + bounds.maxSize());
+        return new Trimmed(tooOld, overSize);
+    }
+
+    private void report(BusinessSpec spec, String bound, long count, String why) {
+        if (count == 0) {
+            return;
+        }
+        log.info("business={}: {} dead letter(s) trimmed ({})", spec.name(), count, why);
+        try {
+            events.deadTrimmed(spec, bound, count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording trimmed dead letters failed", spec.name(), e);
+        }
+    }
+
+    /** Removes the dead letters that died at or before {@code cutoffMs} from every shard. */
+    private long removeDiedBy(BusinessSpec spec, int shards, long cutoffMs) {
+        byte[] cutoff = DelayQueueKeys.bytes(Long.toString(cutoffMs));
+        byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
+        long total = 0;
+        for (int shard = 0; shard < shards; shard++) {
+            List<byte[]> keys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
+                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
+            long n;
+            do {
+                Long removed = redis.execute(TRIM, keys, cutoff, step);
+                n = removed == null ? 0 : removed;
+                total += n;
+            } while (n == STEP);
+        }
+        return total;
+    }
+
+    /**
+     * The time of death up to which dead letters are over the cap (at most {@link #STEP} of them), or empty when the
+     * dead sets are within it. Each shard's size and oldest entries are read together: then, while another replica
+     * trims, what this one sees is still "the oldest entries are gone", and its cutoff never passes the other's.
+     */
+    private OptionalLong sizeCutoff(BusinessSpec spec, int shards, int maxSize) {
+        long total = 0;
+        List<Long> scores = new ArrayList<>();
+        byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
+        for (int shard = 0; shard < shards; shard++) {
+            List<Object> read = redis.execute(DEAD_OLDEST, List.of(DelayQueueKeys.bytes(spec.keys().dead(shard))), step);
+            if (read == null || read.isEmpty()) {
+                continue;
+            }
+            total += (Long) read.get(0);
+            for (Object score : read.subList(1, read.size())) {
+                scores.add(Long.parseLong(new String((byte[]) score, StandardCharsets.UTF_8)));
+            }
+        }
+        long excess = total - maxSize;
+        if (excess <= 0 || scores.isEmpty()) {
+            return OptionalLong.empty();
+        }
+        Collections.sort(scores);
+        return OptionalLong.of(scores.get((int) Math.min(Math.min(excess, STEP), scores.size()) - 1));
+    }
+
+    private long redisNowMs() {
+        Long now = redis.execute((RedisCallback<Long>) c -> c.serverCommands().time());
+        if (now == null) {
+            throw new IllegalStateException("Redis TIME returned nothing");
+        }
+        return now;
+    }
+
+    /** Shards the relay scans: its shard count, more while retired shards drain. */
+    private static int scanWidth(BusinessRelay relay) {
+        return relay.state().scanWidth();
+    }
+
+    @Override
+    public synchronized void start() {
+        if (executor != null) {
+            return;
+        }
+        executor = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "relay-dead-trimmer");
+            t.setDaemon(true);
+            return t;
+        });
+        long ms = Math.max(1, interval.toMillis());
+        executor.scheduleWithFixedDelay(this::trimAll, ms, ms, TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public synchronized void stop() {
+        if (executor != null) {
+            executor.shutdownNow();
+            executor = null;
+        }
+    }
+
+    @Override
+    public synchronized boolean isRunning() {
+        return executor != null;
+    }
+}

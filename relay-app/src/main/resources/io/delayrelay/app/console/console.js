@@ -1,0 +1,411 @@
+// delay-relay console: plain JS over the relay actuator endpoint. Data is always put in the page as text
+// (textContent), never as HTML. The ops token lives in sessionStorage: entered once per browser session.
+'use strict';
+
+const API = document.querySelector('meta[name="relay-endpoint"]').content;
+const TOKEN_KEY = 'delay-relay-ops-token';
+const TOKEN_HEADER = 'X-Relay-Token';
+const REFRESH_MS = 5000;
+const WINDOW_MS = 60000;
+
+const state = {
+  tab: 'overview',
+  overview: null,
+  // per business: readings of this instance's relayed count and lag histogram, for rates over the last minute
+  samples: {},
+};
+
+// ---------- helpers ----------
+
+const $ = (sel) => document.querySelector(sel);
+const $$ = (sel) => Array.from(document.querySelectorAll(sel));
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  Object.entries(attrs || {}).forEach(([k, v]) => {
+    if (v === undefined || v === null || v === false) return;
+    if (k === 'class') node.className = v;
+    else if (k.startsWith('on')) node.addEventListener(k.substring(2), v);
+    else node.setAttribute(k, v === true ? '' : v);
+  });
+  children.flat().forEach((c) => {
+    if (c === undefined || c === null) return;
+    node.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  });
+  return node;
+}
+
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
+async function call(method, path, body) {
+  const headers = {};
+  if (token()) headers[TOKEN_HEADER] = token();
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(API + path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store',
+  });
+  let json = null;
+  try { json = await response.json(); } catch (e) { /* not JSON */ }
+  if (!response.ok) {
+    const message = json && json.error ? json.error : response.status + ' ' + response.statusText;
+    const error = new Error(message);
+    error.status = response.status;
+    throw error;
+  }
+  return json;
+}
+
+function notify(text, isError) {
+  const box = $('#notice');
+  box.textContent = text;
+  box.className = 'notice' + (isError ? ' error' : '');
+  box.hidden = false;
+  clearTimeout(notify.timer);
+  notify.timer = setTimeout(() => { box.hidden = true; }, isError ? 12000 : 6000);
+}
+
+const fmt = new Intl.NumberFormat('en-US');
+function count(n) { return n === undefined || n === null ? '—' : fmt.format(n); }
+
+function duration(ms) {
+  if (ms === undefined || ms === null) return '—';
+  if (ms < 1000) return Math.round(ms) + ' ms';
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
+  if (s < 3600) return Math.floor(s / 60) + 'm ' + Math.round(s % 60) + 's';
+  if (s < 86400) return Math.floor(s / 3600) + 'h ' + Math.round((s % 3600) / 60) + 'm';
+  return Math.floor(s / 86400) + 'd ' + Math.round((s % 86400) / 3600) + 'h';
+}
+
+// 2026-11-23 09:14:06 in the browser's time zone: sortable, no AM/PM
+function localTime(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' + p(d.getHours()) + ':' +
+    p(d.getMinutes()) + ':' + p(d.getSeconds());
+}
+
+// a dead letter's reason without the attempt count, which has its own column
+function bareReason(reason) { return (reason || '').replace(/\s*\(attempts: \d+\)$/, ''); }
+
+function when(ms) {
+  if (ms === undefined || ms === null) return el('span', { class: 'muted' }, '—');
+  const d = new Date(ms);
+  const delta = ms - Date.now();
+  const relative = Math.abs(delta) < 1000 ? 'now' : delta > 0 ? 'in ' + duration(delta) : duration(-delta) + ' ago';
+  return el('span', { title: d.toISOString() }, localTime(d), el('div', { class: 'sub' }, relative));
+}
+
+function num(n, cls) {
+  return el('td', { class: 'num' + (n === 0 ? ' zero' : '') + (cls && n > 0 ? ' ' + cls : '') }, count(n));
+}
+
+// ---------- token ----------
+
+function renderToken() {
+  const has = !!token();
+  document.body.classList.toggle('operator', has);
+  $('#token-form').hidden = has;
+  $('#token-state').hidden = !has;
+  $('#token-forget').hidden = !has;
+}
+
+$('#token-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const value = $('#token-input').value.trim();
+  if (!value) return;
+  sessionStorage.setItem(TOKEN_KEY, value);
+  $('#token-input').value = '';
+  renderToken();
+  refreshTab();
+});
+
+$('#token-forget').addEventListener('click', () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  renderToken();
+  refreshTab();
+});
+
+// ---------- overview ----------
+
+function rememberSample(name, local) {
+  if (!local || local.relayed === undefined) return;
+  const list = state.samples[name] || (state.samples[name] = []);
+  const now = Date.now();
+  list.push({ at: now, relayed: local.relayed, buckets: local.lagBuckets || [] });
+  while (list.length > 2 && now - list[1].at >= WINDOW_MS) list.shift();
+}
+
+// relayed per minute and lag p99 of this instance between the oldest kept reading (about a minute ago) and now
+function rates(name) {
+  const list = state.samples[name] || [];
+  if (list.length < 2) return { perMinute: null, p99: null };
+  const first = list[0];
+  const last = list[list.length - 1];
+  const minutes = (last.at - first.at) / 60000;
+  const perMinute = minutes > 0 ? (last.relayed - first.relayed) / minutes : null;
+  const deltas = last.buckets.map((b, i) => [b[0], b[1] - ((first.buckets[i] || [0, 0])[1])]);
+  const total = last.relayed - first.relayed;
+  let p99 = null;
+  if (total > 0) {
+    const wanted = total * 0.99;
+    const hit = deltas.find((b) => b[1] >= wanted);
+    p99 = hit ? '≤ ' + duration(hit[0]) : '> ' + duration(deltas.length ? deltas[deltas.length - 1][0] : 0);
+  }
+  return { perMinute, p99 };
+}
+
+function stateCell(b) {
+  const pills = [];
+  if (!b.running) pills.push(el('span', { class: 'pill bad' }, 'stopped'));
+  else if (b.paused) {
+    const p = b.pause || {};
+    const by = p.operator ? 'by ' + (p.by || 'operator') : p.config ? 'by config' : '';
+    pills.push(el('span', { class: 'pill warn', title: p.at ? 'since ' + new Date(p.at).toISOString() : '' },
+      'paused' + (by ? ' ' + by : '')));
+  } else pills.push(el('span', { class: 'pill ok' }, 'relaying'));
+  const td = el('td', {}, pills);
+  if (state.overview && state.overview.writeEnabled) {
+    td.appendChild(el('button', {
+      class: 'write gap',
+      onclick: () => act(b.name, b.paused ? 'resume' : 'pause', undefined, (b.paused ? 'Resume ' : 'Pause ') + b.name + '?'),
+    }, b.paused ? 'Resume' : 'Pause'));
+  }
+  return td;
+}
+
+function renderOverview(data) {
+  state.overview = data;
+  const businesses = Object.values(data.businesses || {});
+  const engine = $('#engine-state');
+  engine.textContent = data.running ? 'engine running' : 'engine stopped';
+  engine.className = 'pill ' + (data.running ? 'ok' : 'bad');
+
+  const total = { due: 0, scheduled: 0, inflight: 0, dead: 0, perMinute: 0, oldest: 0 };
+  const rows = businesses.map((b) => {
+    rememberSample(b.name, b.local);
+    const backlog = b.backlog || {};
+    const r = rates(b.name);
+    ['due', 'scheduled', 'inflight', 'dead'].forEach((k) => { total[k] += backlog[k] || 0; });
+    total.perMinute += r.perMinute || 0;
+    total.oldest = Math.max(total.oldest, backlog.oldestOverdueMs || 0);
+    const instances = Array.isArray(b.instances) ? b.instances.length : null;
+    const draining = b.drainShards > b.shards ? b.shards + ' / ' + b.drainShards : String(b.shards);
+    return el('tr', { 'data-business': b.name },
+      el('td', {}, el('strong', {}, b.name), el('div', { class: 'sub' }, b.config.exchange + ' → ' + b.config.routingKey)),
+      stateCell(b),
+      backlog.error ? el('td', { colspan: 5, class: 'dead-count' }, backlog.error) : null,
+      backlog.error ? null : num(backlog.due),
+      backlog.error ? null : num(backlog.scheduled),
+      backlog.error ? null : num(backlog.inflight),
+      backlog.error ? null : el('td', { class: 'num' + (backlog.dead ? ' dead-count' : ' zero'), 'data-field': 'dead' }, count(backlog.dead)),
+      backlog.error ? null : el('td', { class: 'num' }, backlog.oldestOverdueMs ? duration(backlog.oldestOverdueMs) : '—'),
+      el('td', { class: 'num' }, r.perMinute === null ? '—' : fmt.format(Math.round(r.perMinute))),
+      el('td', { class: 'num' }, r.p99 || '—'),
+      el('td', { class: 'num', title: b.drainShards > b.shards ? 'retired shards still draining' : '' }, draining),
+      el('td', { class: 'num' }, instances === null ? '—' : String(instances)));
+  });
+  const body = $('#overview tbody');
+  body.replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 11, class: 'empty' }, 'No business configured.'))]));
+
+  const tile = (label, value, cls) => el('div', { class: 'tile ' + (cls || '') },
+    el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
+  $('#tiles').replaceChildren(
+    tile('Businesses', String(businesses.length)),
+    tile('Due now', count(total.due), total.due > 0 ? 'warn' : ''),
+    tile('Scheduled', count(total.scheduled)),
+    tile('In flight', count(total.inflight)),
+    tile('Dead letters', count(total.dead), total.dead > 0 ? 'bad' : ''),
+    tile('Oldest overdue', total.oldest ? duration(total.oldest) : '—', total.oldest > 60000 ? 'warn' : ''));
+
+  renderBusinessSelects(businesses.map((b) => b.name));
+  renderInstances(businesses);
+  $('#footer').textContent = 'Updated ' + localTime(new Date()) +
+    (data.writeEnabled ? '' : ' · write operations are disabled on this relay (no relay.ops.token)');
+}
+
+function renderBusinessSelects(names) {
+  $$('.business-select').forEach((select) => {
+    const current = select.value;
+    const same = select.options.length === names.length && names.every((n, i) => select.options[i].value === n);
+    if (!same) {
+      select.replaceChildren(...names.map((n) => el('option', { value: n }, n)));
+      if (names.includes(current)) select.value = current;
+    }
+  });
+}
+
+function renderInstances(businesses) {
+  const rows = [];
+  businesses.forEach((b) => {
+    if (!Array.isArray(b.instances)) {
+      rows.push(el('tr', {}, el('td', {}, b.name), el('td', { colspan: 5, class: 'muted' }, '— (this relay reports no instances)')));
+      return;
+    }
+    b.instances.forEach((i) => rows.push(el('tr', {},
+      el('td', {}, b.name), el('td', { class: 'member' }, i.id || '—'), el('td', {}, i.host || '—'),
+      el('td', {}, i.version || '—'), el('td', {}, when(i.startedAt)), el('td', {}, when(i.lastSeen)))));
+  });
+  $('#instances tbody').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 6, class: 'empty' }, 'No instances.'))]));
+}
+
+async function loadOverview() {
+  try {
+    renderOverview(await call('GET', ''));
+  } catch (e) {
+    notify('Cannot read the relay endpoint: ' + e.message, true);
+  }
+}
+
+// ---------- scheduled ----------
+
+function payloadCell(item, bodies) {
+  if (!bodies) return el('td', { class: 'payload muted' }, 'unlock with the ops token to see bodies');
+  if (item.payload === null || item.payload === undefined) return el('td', { class: 'payload muted' }, '(the member is the message)');
+  return el('td', { class: 'payload' }, item.payload);
+}
+
+function selected(table) {
+  return $$('#' + table + ' tbody input[type=checkbox]:checked').map((c) => c.value);
+}
+
+// a table shows the answer to the latest request only: an earlier, slower answer must not overwrite it
+const latest = { scheduled: 0, dead: 0 };
+
+async function loadScheduled() {
+  const business = $('#scheduled-business').value;
+  if (!business) return;
+  const request = ++latest.scheduled;
+  const params = new URLSearchParams({ limit: $('#scheduled-limit').value || '50' });
+  const search = $('#scheduled-search').value.trim();
+  if (search) params.set('search', search);
+  try {
+    const data = await call('GET', '/' + encodeURIComponent(business) + '/peek?' + params);
+    if (request !== latest.scheduled) return;
+    const rows = data.entries.map((e) => el('tr', { 'data-member': e.member },
+      el('td', { class: 'check' }, el('input', { type: 'checkbox', value: e.member, class: 'write', 'aria-label': 'select' })),
+      el('td', { class: 'member' }, e.member),
+      el('td', { class: 'num' }, String(e.shard)),
+      el('td', { class: 'when' }, when(e.dueAtMs)),
+      payloadCell(e, data.bodies),
+      el('td', { class: 'actions' },
+        el('button', { class: 'write', onclick: () => act(business, 'deliver-now', { member: e.member }, null, loadScheduled) }, 'Deliver now'),
+        ' ',
+        el('button', { class: 'write danger', onclick: () => act(business, 'cancel', { member: e.member }, 'Cancel ' + e.member + '?', loadScheduled) }, 'Cancel'))));
+    $('#scheduled tbody').replaceChildren(...(rows.length ? rows
+      : [el('tr', {}, el('td', { colspan: 6, class: 'empty' }, search ? 'Nothing scheduled matches "' + search + '".' : 'Nothing scheduled.'))]));
+  } catch (e) {
+    notify('Cannot read scheduled entries: ' + e.message, true);
+  }
+}
+
+$('#scheduled-form').addEventListener('submit', (e) => { e.preventDefault(); loadScheduled(); });
+$('#scheduled-business').addEventListener('change', loadScheduled);
+$('#scheduled-now-selected').addEventListener('click', () => {
+  const members = selected('scheduled');
+  if (members.length) act($('#scheduled-business').value, 'deliver-now', { members: members.join('\n') }, null, loadScheduled);
+});
+$('#scheduled-cancel-selected').addEventListener('click', () => {
+  const members = selected('scheduled');
+  if (members.length) act($('#scheduled-business').value, 'cancel', { members: members.join('\n') }, 'Cancel ' + members.length + ' entries?', loadScheduled);
+});
+
+// ---------- dead letters ----------
+
+async function loadDead() {
+  const business = $('#dead-business').value;
+  if (!business) return;
+  const request = ++latest.dead;
+  const params = new URLSearchParams({ limit: $('#dead-limit').value || '100' });
+  const reason = $('#dead-reason').value;
+  if (reason) params.set('reason', reason);
+  try {
+    const data = await call('GET', '/' + encodeURIComponent(business) + '/dead?' + params);
+    if (request !== latest.dead) return;
+    if (!reason) renderReasons(data.deadLetters);
+    const rows = data.deadLetters.map((d) => el('tr', { 'data-member': d.member },
+      el('td', { class: 'check' }, el('input', { type: 'checkbox', value: d.member, class: 'write', 'aria-label': 'select' })),
+      el('td', { class: 'member' }, d.member),
+      el('td', {}, bareReason(d.reason) || '—'),
+      el('td', { class: 'num' }, d.attempts === null || d.attempts === undefined ? '—' : String(d.attempts)),
+      el('td', { class: 'when' }, when(d.originalDueMs)),
+      el('td', { class: 'when' }, when(d.deadAtMs)),
+      payloadCell(d, data.bodies),
+      el('td', { class: 'actions' },
+        el('button', { class: 'write', onclick: () => act(business, 'replay', { member: d.member }, null, loadDead) }, 'Replay'),
+        ' ',
+        el('button', { class: 'write danger', onclick: () => act(business, 'purge', { member: d.member }, 'Purge ' + d.member + ' for good?', loadDead) }, 'Purge'))));
+    $('#dead tbody').replaceChildren(...(rows.length ? rows
+      : [el('tr', {}, el('td', { colspan: 8, class: 'empty' }, 'No dead letters' + (reason ? ' with reason "' + reason + '"' : '') + '.'))]));
+  } catch (e) {
+    notify('Cannot read dead letters: ' + e.message, true);
+  }
+}
+
+// the reason filter offers the reasons seen, without the attempt count ("unroutable: 312 NO_ROUTE")
+function renderReasons(letters) {
+  const select = $('#dead-reason');
+  const seen = new Set(letters.map((d) => bareReason(d.reason)).filter((r) => r));
+  const options = [el('option', { value: '' }, 'any')].concat(Array.from(seen).sort().map((r) => el('option', { value: r }, r)));
+  select.replaceChildren(...options);
+}
+
+$('#dead-form').addEventListener('submit', (e) => { e.preventDefault(); loadDead(); });
+$('#dead-business').addEventListener('change', () => { $('#dead-reason').value = ''; loadDead(); });
+$('#dead-reason').addEventListener('change', loadDead);
+$('#dead-replay-selected').addEventListener('click', () => {
+  const members = selected('dead');
+  if (members.length) act($('#dead-business').value, 'replay', { members: members.join('\n') }, null, loadDead);
+});
+$('#dead-replay-oldest').addEventListener('click', () => {
+  const limit = parseInt($('#dead-replay-limit').value, 10);
+  if (limit > 0) act($('#dead-business').value, 'replay', { limit }, 'Replay the oldest ' + limit + ' dead letters?', loadDead);
+});
+$('#dead-purge-selected').addEventListener('click', () => {
+  const members = selected('dead');
+  if (members.length) act($('#dead-business').value, 'purge', { members: members.join('\n') }, 'Purge ' + members.length + ' dead letters for good?', loadDead);
+});
+$('#dead-purge-all').addEventListener('click', () => {
+  const business = $('#dead-business').value;
+  act(business, 'purge', {}, 'Purge EVERY dead letter of ' + business + ' for good?', loadDead);
+});
+
+// ---------- writes ----------
+
+const DONE = { replayed: 'replayed', purged: 'purged', cancelled: 'cancelled', dueNow: 'made due now' };
+
+async function act(business, action, body, question, after) {
+  if (question && !window.confirm(question)) return;
+  try {
+    const result = await call('POST', '/' + encodeURIComponent(business) + '/' + action, body === undefined ? {} : body);
+    const key = Object.keys(DONE).find((k) => result && result[k] !== undefined);
+    notify(business + ': ' + (key ? count(result[key]) + ' ' + DONE[key] : action + ' done'));
+  } catch (e) {
+    notify(business + ': ' + action + ' failed: ' + e.message, true);
+    if (e.status === 401) { sessionStorage.removeItem(TOKEN_KEY); renderToken(); }
+  }
+  await loadOverview();
+  if (after) await after();
+}
+
+// ---------- tabs ----------
+
+function showTab(tab) {
+  state.tab = tab;
+  $$('#tabs button').forEach((b) => b.classList.toggle('active', b.dataset.tab === tab));
+  $$('.tab').forEach((s) => { s.hidden = s.id !== 'tab-' + tab; });
+  refreshTab();
+}
+
+function refreshTab() {
+  if (state.tab === 'scheduled') loadScheduled();
+  else if (state.tab === 'dead') loadDead();
+}
+
+$$('#tabs button').forEach((b) => b.addEventListener('click', () => showTab(b.dataset.tab)));
+$$('.select-all').forEach((box) => box.addEventListener('change', () => {
+  box.closest('table').querySelectorAll('tbody input[type=checkbox]').forEach((c) => { c.checked = box.checked; });
+}));
+
+renderToken();
+loadOverview().then(refreshTab);
+setInterval(loadOverview, REFRESH_MS);

@@ -1,0 +1,35 @@
+-- An operator's action on scheduled entries of one shard (one Redis Cluster slot), from the ops endpoint.
+-- KEYS[1] K:i  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:dead  KEYS[5] {K:i}:attempts
+-- ARGV[1] 'cancel': takes each member out of K:i; its payload goes only when the member is in neither
+--                   inflight nor dead (payload invariant: never delete a payload something still refers to);
+--                   its attempts mark goes with it (a later schedule starts afresh)
+--         'now':    moves each member that is still scheduled to now (Redis time), so it is delivered next
+-- ARGV[2] wake channel K:wake, ARGV[3] shard index: 'now' publishes "<shard>:<now>" so sleeping workers look
+-- ARGV[4..] members
+-- Returns how many members were acted on.
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local done = 0
+for i = 4, #ARGV do
+  local m = ARGV[i]
+  if ARGV[1] == 'cancel' then
+    if redis.call('ZREM', KEYS[1], m) == 1 then
+      -- as contract/cancel.lua: a delivery in flight keeps its attempts mark (it holds the lease token) and its
+      -- payload; a dead letter keeps its payload
+      if not redis.call('ZSCORE', KEYS[3], m) then
+        redis.call('HDEL', KEYS[5], m)
+        if not redis.call('ZSCORE', KEYS[4], m) then
+          redis.call('HDEL', KEYS[2], m)
+        end
+      end
+      done = done + 1
+    end
+  elseif redis.call('ZSCORE', KEYS[1], m) then
+    redis.call('ZADD', KEYS[1], 'XX', now, m)
+    done = done + 1
+  end
+end
+if ARGV[1] == 'now' and done > 0 then
+  redis.call('PUBLISH', ARGV[2], ARGV[3] .. ':' .. now)
+end
+return done

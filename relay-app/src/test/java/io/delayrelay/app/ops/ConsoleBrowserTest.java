@@ -1,0 +1,191 @@
+package io.delayrelay.app.ops;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
+import org.openqa.selenium.OutputType;
+import org.openqa.selenium.WebElement;
+import org.openqa.selenium.support.ui.Select;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * The operator console in a real headless chromium against the real Redis and RabbitMQ: its figures are the
+ * endpoint's, bodies stay hidden until the token is entered, and a dead letter replayed from the page arrives in a
+ * real queue. Screenshots land in target/ (docs/console.png is one of them).
+ */
+class ConsoleBrowserTest {
+
+    private static final String TOKEN = "console-ops-token";
+    private static final Path SCREENSHOTS = Path.of("target", "console");
+    private static final Duration PAGE_WAIT = Duration.ofSeconds(20);
+    /** Columns of the overview table. */
+    private static final int STATE = 1, DUE = 2, SCHEDULED = 3, INFLIGHT = 4, DEAD = 5, RELAYED_PER_MINUTE = 7, SHARDS = 9;
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private WebRelay relay;
+    private HeadlessChromium chromium;
+
+    @AfterEach
+    void cleanUp() {
+        if (chromium != null) {
+            chromium.close();
+        }
+        if (relay != null) {
+            relay.close();
+        }
+        kit.close();
+    }
+
+    @Test
+    void showsTheEndpointsFiguresAndReplaysADeadLetterIntoARealQueue() throws Exception {
+        String orders = kit.business("orders");
+        String ordersExchange = kit.exchange("orders");
+        String reminders = kit.business("reminders");
+        String invoices = kit.business("invoices");
+        String invoicesExchange = kit.exchange("invoices");
+        BlockingQueue<Received> invoicesQueue = kit.consume(kit.queue(invoicesExchange, "invoice.due"));
+        RedisDelayedMessageProducer producer = kit.producer();
+        long now = kit.redisNowMs();
+        // orders: nothing bound to its routing key yet, so what falls due dies as unroutable
+        for (int i = 1; i <= 3; i++) {
+            producer.scheduleByIdAfter(orders, "order-100" + i, orderJson(100 + i, "cancel-unpaid"), Duration.ZERO);
+        }
+        for (int i = 1; i <= 12; i++) {
+            producer.scheduleById(orders, "order-20" + (10 + i), orderJson(2000 + i, "cancel-unpaid"),
+                    Instant.ofEpochMilli(now + i * 7 * 60_000L));
+        }
+        // reminders: paused, so due entries wait
+        for (int i = 1; i <= 5; i++) {
+            producer.schedule(reminders, "remind user-" + i + " about their cart", Instant.ofEpochMilli(now - i * 40_000L));
+            producer.schedule(reminders, "remind user-" + (10 + i) + " to review", Instant.ofEpochMilli(now + i * 3_600_000L));
+        }
+        Map<String, Object> properties = kit.baseProperties();
+        RelayTestKit.business(properties, orders, ordersExchange, "order.due");
+        RelayTestKit.business(properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true);
+        RelayTestKit.business(properties, invoices, invoicesExchange, "invoice.due", "shards", 4);
+        properties.put("relay.ops.token", TOKEN);
+        properties.put("relay.metrics.sample-interval", "200ms");
+        relay = new WebRelay(properties);
+        await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(orders, "dead") == 3);
+
+        chromium = new HeadlessChromium(1440, 900);
+        var browser = chromium.driver;
+        browser.get("http://127.0.0.1:" + relay.managementPort + RelayConsoleServlet.PATH);
+
+        // overview: every business, its figures equal to the endpoint's
+        for (String business : List.of(orders, reminders, invoices)) {
+            await().atMost(PAGE_WAIT).untilAsserted(() -> {
+                JsonNode view = relay.get("/actuator/relay/" + business).json();
+                List<String> cells = overviewCells(browser, business);
+                assertThat(cells).as("overview row of %s", business).hasSize(11);
+                JsonNode backlog = view.get("backlog");
+                assertThat(cells.get(DUE)).isEqualTo(figure(backlog.get("due").asLong()));
+                assertThat(cells.get(SCHEDULED)).isEqualTo(figure(backlog.get("scheduled").asLong()));
+                assertThat(cells.get(INFLIGHT)).isEqualTo(figure(backlog.get("inflight").asLong()));
+                assertThat(cells.get(DEAD)).isEqualTo(figure(backlog.get("dead").asLong()));
+                assertThat(cells.get(SHARDS)).isEqualTo(Integer.toString(view.get("shards").asInt()));
+                assertThat(cells.get(STATE)).startsWith(view.get("paused").asBoolean() ? "paused" : "relaying");
+            });
+        }
+        assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("3");
+        assertThat(overviewCells(browser, orders).get(SCHEDULED)).isEqualTo("12");
+        assertThat(overviewCells(browser, reminders).get(DUE)).isEqualTo("5");
+        assertThat(overviewCells(browser, invoices).get(SHARDS)).isEqualTo("4");
+        // relayed per minute: the page diffs its readings of the relay's counters (one every 5 s)
+        for (int i = 0; i < 240; i++) {
+            producer.scheduleAfter(invoices, "invoice-" + i, Duration.ZERO);
+        }
+        assertThat(RelayTestKit.collect(invoicesQueue, 240, Duration.ofSeconds(15), Duration.ZERO)).hasSize(240);
+        await().atMost(PAGE_WAIT).ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
+                .untilAsserted(() -> assertThat(overviewCells(browser, invoices).get(RELAYED_PER_MINUTE))
+                .matches("[0-9,]+").isNotEqualTo("0"));
+        screenshot(browser, "console-overview.png");
+
+        // without the token: dead letters listed, bodies hidden, no write buttons
+        browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
+        new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
+        await().atMost(PAGE_WAIT).until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]")).size() == 3);
+        WebElement locked = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"));
+        assertThat(locked.getText()).contains("unroutable").contains("unlock with the ops token").doesNotContain("order 101");
+        assertThat(locked.findElements(By.tagName("button"))).allMatch(b -> !b.isDisplayed());
+
+        // token once per session: bodies and writes appear
+        browser.findElement(By.id("token-input")).sendKeys(TOKEN);
+        browser.findElement(By.id("token-save")).click();
+        await().atMost(PAGE_WAIT).until(() -> browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"))
+                .getText().contains("\"order\":101"));
+        assertThat(browser.executeScript("return sessionStorage.getItem('delay-relay-ops-token')")).isEqualTo(TOKEN);
+        WebElement deadRow = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"));
+        assertThat(deadRow.findElements(By.tagName("td")).get(3).getText()).isEqualTo("1");
+        screenshot(browser, "console-dead-letters.png");
+
+        // replay one from the page: it arrives in a real queue, the others stay dead
+        BlockingQueue<Received> ordersQueue = kit.consume(kit.queue(ordersExchange, "order.due"));
+        deadRow.findElement(By.xpath(".//button[text()='Replay']")).click();
+        List<Received> replayed = RelayTestKit.collect(ordersQueue, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(replayed).extracting(Received::text).containsExactly(new String(orderJson(101, "cancel-unpaid"),
+                StandardCharsets.UTF_8));
+        await().atMost(PAGE_WAIT).until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]")).size() == 2);
+        assertThat(browser.findElement(By.id("notice")).getText()).contains("1 replayed");
+        assertThat(relay.get("/actuator/relay/" + orders + "/dead").json().get("count").asInt()).isEqualTo(2);
+
+        // scheduled: search by id prefix, bodies shown with the token
+        browser.findElement(By.cssSelector("#tabs button[data-tab='scheduled']")).click();
+        new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(orders);
+        browser.findElement(By.id("scheduled-search")).sendKeys("order-202");
+        browser.findElement(By.cssSelector("#scheduled-form button[type=submit]")).click();
+        await().atMost(PAGE_WAIT).until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]")).size() == 3);
+        assertThat(browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]")))
+                .extracting(r -> r.getAttribute("data-member")).containsExactly("order-2020", "order-2021", "order-2022");
+        screenshot(browser, "console-scheduled.png");
+
+        browser.findElement(By.cssSelector("#tabs button[data-tab='overview']")).click();
+        await().atMost(PAGE_WAIT).ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
+                .untilAsserted(() -> assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("2"));
+        screenshot(browser, "console.png");
+    }
+
+    /**
+     * The overview row's cells as text, read in one script (the page re-renders the table every refresh, so element
+     * references go stale between calls).
+     */
+    @SuppressWarnings("unchecked")
+    private static List<String> overviewCells(JavascriptExecutor browser, String business) {
+        return (List<String>) browser.executeScript("return Array.from(document.querySelectorAll("
+                + "'#overview tr[data-business=\"' + arguments[0] + '\"] td')).map(td => td.innerText.trim())", business);
+    }
+
+    private static byte[] orderJson(int order, String action) {
+        return ("{\"order\":" + order + ",\"action\":\"" + action + "\",\"customer\":\"c-" + (order * 37 % 1000)
+                + "\"}").getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A count as the page writes it (en-US grouping). */
+    private static String figure(long n) {
+        return String.format(java.util.Locale.US, "%,d", n);
+    }
+
+    private static void screenshot(org.openqa.selenium.TakesScreenshot browser, String name) throws IOException {
+        Files.createDirectories(SCREENSHOTS);
+        Path file = browser.getScreenshotAs(OutputType.FILE).toPath();
+        Files.copy(file, SCREENSHOTS.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+    }
+}
