@@ -58,14 +58,16 @@ final class WorkerPool {
         for (int i = 0; i < state.spec().threads(); i++) {
             String name = state.spec().threadNamePrefix() + i;
             if (!names.contains(name)) {
+                // Read the death mark before the new thread starts: a new worker that dies at once marks its name
+                // again, and that mark belongs to the next round, not to this restart.
+                if (died.remove(name)) {
+                    restarted.add(name);
+                }
                 int index = i;
                 Thread thread = new Thread(factory.create(index, () -> keeps(index)), name);
                 thread.setUncaughtExceptionHandler(this::died);
                 workers.add(thread);
                 thread.start();
-                if (died.remove(name)) {
-                    restarted.add(name);
-                }
             }
         }
         return restarted;

@@ -61,12 +61,13 @@ class ExecJarIT {
     @Test
     void nacosProfileWithoutItsServerFailsWithOneLineNamingServerAndDataId() throws Exception {
         String dataId = "exec-jar-it-" + ProcessHandle.current().pid() + ".yaml";
+        String nowhere = "127.0.0.1:" + FreePort.next();
         try (RelayProcess relay = RelayProcess.start("nacos-no-server", Map.of("spring.profiles.active", "nacos",
-                "NACOS_ADDR", "127.0.0.1:18001", "NACOS_DATA_ID", dataId), false, "-XX:TieredStopAtLevel=1")) {
+                "NACOS_ADDR", nowhere, "NACOS_DATA_ID", dataId), false, "-XX:TieredStopAtLevel=1")) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
             String output = relay.output();
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();
-            String line = "Nacos server 127.0.0.1:18001 (namespace public) is unreachable: cannot load data id '"
+            String line = "Nacos server " + nowhere + " (namespace public) is unreachable: cannot load data id '"
                     + dataId + "' (group DEFAULT_GROUP)";
             assertThat(output.lines().filter(l -> l.equals(line)).count()).as(output).isEqualTo(1);
             assertThat(output).doesNotContain("delay-relay started");

@@ -40,11 +40,12 @@ class FleetPauseIT {
         kit.close();
     }
 
-    private RelayProcess start(String name, String business, String exchange, int port) throws Exception {
+    private RelayProcess start(String name, String business, String exchange, int port, int managementPort)
+            throws Exception {
         Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
                 "max-idle", MAX_IDLE.toMillis() + "ms", "shards", 4, "threads", 1);
         props.put("server.port", port);
-        props.put("management.server.port", port + 1);
+        props.put("management.server.port", managementPort);
         props.put("relay.ops.token", TOKEN);
         props.put("relay.fleet.instance-id", name);
         props.put("relay.fleet.heartbeat-interval", "1s");
@@ -80,10 +81,13 @@ class FleetPauseIT {
         String business = kit.business("fleet");
         String exchange = kit.exchange("fleet");
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        RelayProcess a = start("a", business, exchange, 18010);
-        RelayProcess b = start("b", business, exchange, 18020);
-        OpsClient opsA = new OpsClient(18011, TOKEN);
-        OpsClient opsB = new OpsClient(18021, TOKEN);
+        int portB = FreePort.next();
+        int managementB = FreePort.next();
+        int managementA = FreePort.next();
+        RelayProcess a = start("a", business, exchange, FreePort.next(), managementA);
+        RelayProcess b = start("b", business, exchange, portB, managementB);
+        OpsClient opsA = new OpsClient(managementA, TOKEN);
+        OpsClient opsB = new OpsClient(managementB, TOKEN);
         awaitStarted(a, opsA);
         awaitStarted(b, opsB);
 
@@ -121,7 +125,7 @@ class FleetPauseIT {
         assertThat(kit.scheduled(business)).isEqualTo(20);
 
         b.close();
-        RelayProcess b2 = start("b2", business, exchange, 18020);
+        RelayProcess b2 = start("b2", business, exchange, portB, managementB);
         awaitStarted(b2, opsB);
         assertThat(view(opsB, business).get("paused").asBoolean()).as("restarted instance comes up paused").isTrue();
         assertThat(received.poll(1, TimeUnit.SECONDS)).as("nothing relayed by the restarted instance").isNull();

@@ -92,9 +92,10 @@ class NacosReloadIT {
         });
     }
 
-    private RelayProcess start(String name, Map<String, Object> props, int port) throws Exception {
-        props.put("server.port", port);
-        props.put("management.server.port", port + 1);
+    /** Starts the exec jar with web on; returns its process, management port in {@code managementPort}. */
+    private RelayProcess start(String name, Map<String, Object> props, int managementPort) throws Exception {
+        props.put("server.port", FreePort.next());
+        props.put("management.server.port", managementPort);
         props.put("relay.ops.token", TOKEN);
         props.put("relay.reshard-grace", "2s");
         RelayProcess process = RelayProcess.start("nacos-" + name, props, true, "-XX:TieredStopAtLevel=1");
@@ -118,8 +119,9 @@ class NacosReloadIT {
         props.put("NACOS_DATA_ID", dataId);
         props.put("NACOS_GROUP", GROUP);
         props.put("spring.config.additional-location", "optional:file:" + dir.toAbsolutePath() + "/");
-        RelayProcess a = start("a", props, 18030);
-        OpsClient opsA = new OpsClient(18031, TOKEN);
+        int managementA = FreePort.next();
+        RelayProcess a = start("a", props, managementA);
+        OpsClient opsA = new OpsClient(managementA, TOKEN);
         awaitStarted(a, opsA);
         assertThat(metaShards(business)).as("Nacos's shards: 4 wins over the local file's 2").isEqualTo("4");
         assertThat(opsA.get("/actuator/relay/" + business).get("config").get("threads").asInt())
@@ -162,8 +164,9 @@ class NacosReloadIT {
 
         // A second instance that never saw Nacos, started with the old local configuration (4 shards).
         Map<String, Object> old = RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "shards", 4);
-        RelayProcess b = start("b-old-config", old, 18040);
-        OpsClient opsB = new OpsClient(18041, TOKEN);
+        int managementB = FreePort.next();
+        RelayProcess b = start("b-old-config", old, managementB);
+        OpsClient opsB = new OpsClient(managementB, TOKEN);
         awaitStarted(b, opsB);
         int width = opsB.get("/actuator/relay/" + business).get("drainShards").asInt();
         System.out.printf("FIGURE nacos reload: instance with the old local config (4) scans %d shards%n", width);
@@ -181,23 +184,26 @@ class NacosReloadIT {
         nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
         // The Nacos client talks gRPC on the server port + an offset: route it through a proxy the test can cut.
         int nacosGrpc = Integer.parseInt(System.getenv("NACOS_ADDR").replaceAll(".*:", "")) + 1000;
-        try (TcpProxy proxy = new TcpProxy(18061, nacosGrpc)) {
+        int proxyPort = FreePort.next();
+        String relayNacosAddr = "127.0.0.1:" + (proxyPort - 1); // gRPC port = this + offset 1 = the proxy
+        int management = FreePort.next();
+        try (TcpProxy proxy = new TcpProxy(proxyPort, nacosGrpc)) {
             Map<String, Object> props = kit.baseProperties();
             props.put("spring.profiles.active", "nacos");
-            props.put("NACOS_ADDR", "127.0.0.1:18060");
+            props.put("NACOS_ADDR", relayNacosAddr);
             props.put("NACOS_DATA_ID", dataId);
             props.put("NACOS_GROUP", GROUP);
             props.put("relay.nacos.check-interval", "500ms");
-            props.put("server.port", 18050);
-            props.put("management.server.port", 18051);
+            props.put("server.port", FreePort.next());
+            props.put("management.server.port", management);
             RelayProcess relay = RelayProcess.start("nacos-away", props, true, "-XX:TieredStopAtLevel=1",
                     "-Dnacos.server.grpc.port.offset=1");
             processes.add(relay);
-            awaitStarted(relay, new OpsClient(18051, TOKEN));
+            awaitStarted(relay, new OpsClient(management, TOKEN));
             assertThat(metaShards(business)).isEqualTo("4");
 
             proxy.cut();
-            String lost = "Nacos server 127.0.0.1:18060 unreachable: keeping the last good configuration of data id '"
+            String lost = "Nacos server " + relayNacosAddr + " unreachable: keeping the last good configuration of data id '"
                     + dataId + "' (group " + GROUP + "); reconnecting";
             await().atMost(Duration.ofSeconds(30)).until(() -> relay.output().contains(lost));
             nacos.publish(dataId, GROUP, businessYaml(business, exchange, 8));
@@ -213,7 +219,38 @@ class NacosReloadIT {
                     .until(() -> "8".equals(metaShards(business)));
             System.out.printf("FIGURE nacos outage: change published while away applied %.1f s after the server was "
                     + "reachable again%n", (System.nanoTime() - back) / 1e9);
-            assertThat(relay.output()).contains("Nacos server 127.0.0.1:18060 reachable: following data id '" + dataId);
+            await().atMost(Duration.ofSeconds(5)).until(() ->
+                    relay.output().contains("Nacos server " + relayNacosAddr + " reachable: following data id '" + dataId));
         }
+    }
+
+    @Test
+    void aMissingDataIdFailsStartUpNamingItOrWithOptionalIsAppliedOnceItIsPublished() throws Exception {
+        String business = kit.business("nacos-missing");
+        String exchange = kit.exchange("nacos-missing");
+        dataId = "delay-relay-it-" + business + ".yaml";
+        Map<String, Object> props = kit.baseProperties();
+        props.put("spring.profiles.active", "nacos");
+        props.put("NACOS_ADDR", System.getenv("NACOS_ADDR"));
+        props.put("NACOS_DATA_ID", dataId);
+        props.put("NACOS_GROUP", GROUP);
+        String line = "Nacos data id '" + dataId + "' (group " + GROUP + ") is missing or empty on server "
+                + System.getenv("NACOS_ADDR") + " (namespace public)";
+
+        try (RelayProcess strict = RelayProcess.start("nacos-missing-strict", props, false, "-XX:TieredStopAtLevel=1")) {
+            Integer exit = strict.awaitExit(START);
+            assertThat(exit).as(strict.output()).isNotNull().isNotZero();
+            assertThat(strict.output().lines().filter(l -> l.equals(line)).count()).as(strict.output()).isEqualTo(1);
+        }
+
+        props.put("relay.nacos.optional", "true");
+        int management = FreePort.next();
+        RelayProcess optional = start("missing-optional", props, management);
+        awaitStarted(optional, new OpsClient(management, TOKEN));
+        assertThat(optional.output()).contains("WARN").contains(line + "; relay.nacos.optional=true: starting on local "
+                + "configuration and retrying in the background");
+        assertThat(metaShards(business)).as("no such business yet").isNull();
+        nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
+        await().atMost(Duration.ofSeconds(30)).until(() -> "4".equals(metaShards(business)));
     }
 }
