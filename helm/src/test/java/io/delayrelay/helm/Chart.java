@@ -17,7 +17,8 @@ import org.yaml.snakeyaml.Yaml;
 /** The chart under test: lint and render it through helm-java (Helm's Go library, no helm binary needed). */
 final class Chart {
 
-    static final Path MODULE = Path.of(System.getProperty("basedir", ".")).toAbsolutePath().normalize();
+    static final Path MODULE =
+            Path.of(System.getProperty("basedir", ".")).toAbsolutePath().normalize();
     static final Path DIR = MODULE.resolve("delay-relay");
     static final Path FULL_VALUES = DIR.resolve("ci/full-values.yaml");
     static final Path REPOSITORY = MODULE.getParent();
@@ -26,8 +27,7 @@ final class Chart {
     /** helm-java's built-in default (v1.20) is older than the chart's kubeVersion; render for a current cluster. */
     static final String KUBE_VERSION = "v1.30.0";
 
-    private Chart() {
-    }
+    private Chart() {}
 
     /** {@code helm lint --strict} with the chart's values.yaml, overlaid by {@code valuesFile} when not null. */
     static LintResult lintStrict(Path valuesFile, Path workDir) {
@@ -37,7 +37,10 @@ final class Chart {
 
     /** {@code helm template}; {@code valuesFile} may be null for the defaults. */
     static Manifests template(Path valuesFile) {
-        var command = new Helm(DIR).template().withName(RELEASE).withNamespace(NAMESPACE)
+        var command = new Helm(DIR)
+                .template()
+                .withName(RELEASE)
+                .withNamespace(NAMESPACE)
                 .withKubeVersion(KUBE_VERSION);
         if (valuesFile != null) {
             command = command.withValuesFile(valuesFile);
@@ -113,7 +116,8 @@ final class Chart {
         }
 
         Map<String, Object> container() {
-            return Nodes.map(Nodes.list(Nodes.at(one("Deployment"), "spec", "template", "spec", "containers")).get(0));
+            return Nodes.map(Nodes.list(Nodes.at(one("Deployment"), "spec", "template", "spec", "containers"))
+                    .get(0));
         }
 
         /** The relay's application.yaml from the chart's own ConfigMap. */
@@ -121,15 +125,15 @@ final class Chart {
             return ofKind("ConfigMap").stream()
                     .filter(c -> Nodes.map(c.get("data")).containsKey("application.yaml"))
                     .map(c -> (String) Nodes.map(c.get("data")).get("application.yaml"))
-                    .findFirst().orElseThrow(() -> new AssertionError("no ConfigMap with application.yaml"));
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError("no ConfigMap with application.yaml"));
         }
     }
 
     /** Navigation in parsed YAML. */
     static final class Nodes {
 
-        private Nodes() {
-        }
+        private Nodes() {}
 
         static Object at(Map<String, Object> node, String... path) {
             Object current = node;

@@ -1,7 +1,5 @@
 package io.delayrelay.helm;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,6 +7,8 @@ import java.nio.file.Path;
 import com.marcnuri.helm.LintResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class ChartLintTest {
 
@@ -19,20 +19,25 @@ class ChartLintTest {
     void defaultValuesPassStrictLint() {
         LintResult result = Chart.lintStrict(null, work);
 
-        assertThat(result.isFailed()).as("helm lint --strict: %s", result.getMessages()).isFalse();
+        assertThat(result.isFailed())
+                .as("helm lint --strict: %s", result.getMessages())
+                .isFalse();
     }
 
     @Test
     void fullExampleValuesPassStrictLint() {
         LintResult result = Chart.lintStrict(Chart.FULL_VALUES, work);
 
-        assertThat(result.isFailed()).as("helm lint --strict with ci/full-values.yaml: %s", result.getMessages())
+        assertThat(result.isFailed())
+                .as("helm lint --strict with ci/full-values.yaml: %s", result.getMessages())
                 .isFalse();
     }
 
     @Test
     void strictLintRejectsABadBusinessNameAndExchangeType() throws IOException {
-        Path bad = Files.writeString(work.resolve("bad-values.yaml"), """
+        Path bad = Files.writeString(
+                work.resolve("bad-values.yaml"),
+                """
                 relay:
                   businesses:
                     Orders:
@@ -44,6 +49,8 @@ class ChartLintTest {
         LintResult result = Chart.lintStrict(bad, work);
 
         assertThat(result.isFailed()).isTrue();
-        assertThat(String.join("\n", result.getMessages())).contains("exchange-type").contains("'Orders'");
+        assertThat(String.join("\n", result.getMessages()))
+                .contains("exchange-type")
+                .contains("'Orders'");
     }
 }

@@ -1,7 +1,5 @@
 package io.delayrelay.helm;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -12,11 +10,19 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.yaml.snakeyaml.Yaml;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 class ChartReadmeTest {
 
     /** Values documented as one row rather than key by key. */
-    static final Set<String> DOCUMENTED_WHOLE = Set.of("resources", "podSecurityContext", "securityContext",
-            "probes.startup", "probes.liveness", "probes.readiness", "metrics.grafanaDashboard.labels");
+    static final Set<String> DOCUMENTED_WHOLE = Set.of(
+            "resources",
+            "podSecurityContext",
+            "securityContext",
+            "probes.startup",
+            "probes.liveness",
+            "probes.readiness",
+            "metrics.grafanaDashboard.labels");
 
     @Test
     void readmeListsEveryValue() throws IOException {
@@ -25,8 +31,9 @@ class ChartReadmeTest {
         List<String> paths = new ArrayList<>();
         collect("", values, paths);
 
-        assertThat(paths).hasSizeGreaterThan(60)
-                .allSatisfy(path -> assertThat(readme).as("README.md row for %s", path).contains("| `" + path + "` |"));
+        assertThat(paths).hasSizeGreaterThan(60).allSatisfy(path -> assertThat(readme)
+                .as("README.md row for %s", path)
+                .contains("| `" + path + "` |"));
     }
 
     @SuppressWarnings("unchecked")

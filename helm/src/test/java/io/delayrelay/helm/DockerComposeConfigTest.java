@@ -1,8 +1,5 @@
 package io.delayrelay.helm;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.fail;
-
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -16,6 +13,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.yaml.snakeyaml.Yaml;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
 /** docker-compose.yml is valid: checked by docker-compose itself (no Docker engine needed for {@code config}). */
 class DockerComposeConfigTest {
 
@@ -27,7 +27,9 @@ class DockerComposeConfigTest {
     void composeFileIsValid() throws Exception {
         Result result = compose("config", "-q");
 
-        assertThat(result.exitCode()).as("docker-compose config -q:%n%s", result.output()).isZero();
+        assertThat(result.exitCode())
+                .as("docker-compose config -q:%n%s", result.output())
+                .isZero();
     }
 
     @Test
@@ -44,9 +46,10 @@ class DockerComposeConfigTest {
         Result result = compose("config");
         assertThat(result.exitCode()).as(result.output()).isZero();
 
-        Map<String, Map<String, Object>> services =
-                (Map<String, Map<String, Object>>) new Yaml().<Map<String, Object>>load(result.output()).get("services");
-        services.forEach((name, service) -> assertThat(service.get("restart")).as("restart policy of %s", name)
+        Map<String, Map<String, Object>> services = (Map<String, Map<String, Object>>)
+                new Yaml().<Map<String, Object>>load(result.output()).get("services");
+        services.forEach((name, service) -> assertThat(service.get("restart"))
+                .as("restart policy of %s", name)
                 .isEqualTo(name.equals("nacos-config") ? "on-failure" : "unless-stopped"));
         // RabbitMQ stores its data under rabbit@<hostname>: a random hostname would orphan the volume's data
         assertThat(services.get("rabbitmq").get("hostname")).isEqualTo("rabbitmq");
@@ -61,8 +64,11 @@ class DockerComposeConfigTest {
         command.addAll(List.of(args));
         Path output = Files.createTempFile("docker-compose", ".out");
         try {
-            Process process = new ProcessBuilder(command).directory(Chart.REPOSITORY.toFile())
-                    .redirectErrorStream(true).redirectOutput(output.toFile()).start();
+            Process process = new ProcessBuilder(command)
+                    .directory(Chart.REPOSITORY.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(output.toFile())
+                    .start();
             if (!process.waitFor(120, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
                 fail("docker-compose " + String.join(" ", args) + " did not finish within 120 s");
@@ -87,6 +93,5 @@ class DockerComposeConfigTest {
         return null;
     }
 
-    private record Result(int exitCode, String output) {
-    }
+    private record Result(int exitCode, String output) {}
 }

@@ -1,13 +1,11 @@
 package io.delayrelay.helm;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.fail;
-
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -19,6 +17,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.yaml.snakeyaml.Yaml;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
 /**
  * The chart's alert rules as Prometheus runs them: the rendered PrometheusRule passes {@code promtool check rules},
  * and {@code promtool test rules} (src/test/resources/promtool/alerts-test.yaml) shows each alert firing on the
@@ -26,8 +27,9 @@ import org.yaml.snakeyaml.Yaml;
  */
 class PrometheusRulesTest {
 
-    static final String INSTALL_HINT = "promtool is not installed. Install Debian's prometheus package: apt-get install -y"
-            + " --no-install-recommends prometheus (scripts/test.sh does this as root)";
+    static final String INSTALL_HINT =
+            "promtool is not installed. Install Debian's prometheus package: apt-get install -y"
+                    + " --no-install-recommends prometheus (scripts/test.sh does this as root)";
     private static final Path TESTS = Chart.MODULE.resolve("src/test/resources/promtool/alerts-test.yaml");
     private static final Path WORK = Chart.MODULE.resolve("target/promtool");
 
@@ -36,17 +38,22 @@ class PrometheusRulesTest {
         Files.createDirectories(WORK);
         Path rules = WORK.resolve("rules.yaml");
         List<String> alerts = writeRules(Chart.template(Chart.FULL_VALUES), rules);
-        Files.copy(TESTS, WORK.resolve("alerts-test.yaml"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        Files.copy(TESTS, WORK.resolve("alerts-test.yaml"), StandardCopyOption.REPLACE_EXISTING);
 
         Result check = promtool("check", "rules", rules.toString());
-        assertThat(check.exitCode()).as("promtool check rules:%n%s", check.output()).isZero();
+        assertThat(check.exitCode())
+                .as("promtool check rules:%n%s", check.output())
+                .isZero();
         Result test = promtool("test", "rules", WORK.resolve("alerts-test.yaml").toString());
-        assertThat(test.exitCode()).as("promtool test rules:%n%s", test.output()).isZero();
+        assertThat(test.exitCode())
+                .as("promtool test rules:%n%s", test.output())
+                .isZero();
         assertThat(test.output()).contains("SUCCESS");
 
         String tests = Files.readString(TESTS, StandardCharsets.UTF_8);
-        assertThat(alerts).hasSize(9).allSatisfy(alert ->
-                assertThat(tests).as("a unit test of %s", alert).contains("alertname: " + alert));
+        assertThat(alerts).hasSize(9).allSatisfy(alert -> assertThat(tests)
+                .as("a unit test of %s", alert)
+                .contains("alertname: " + alert));
     }
 
     @Test
@@ -54,7 +61,8 @@ class PrometheusRulesTest {
         Path values = dir.resolve("values.yaml");
         Files.writeString(values, "metrics:\n  prometheusRule:\n    enabled: true\n");
         List<String> withoutMonitor = writeRules(Chart.template(values), dir.resolve("rules.yaml"));
-        Files.writeString(values, "metrics:\n  prometheusRule:\n    enabled: true\n  serviceMonitor:\n    enabled: true\n");
+        Files.writeString(
+                values, "metrics:\n  prometheusRule:\n    enabled: true\n  serviceMonitor:\n    enabled: true\n");
         List<String> withMonitor = writeRules(Chart.template(values), dir.resolve("rules.yaml"));
 
         assertThat(withoutMonitor).doesNotContain("DelayRelayAllDown").contains("DelayRelayDown");
@@ -84,8 +92,11 @@ class PrometheusRulesTest {
         command.addAll(List.of(args));
         Path output = Files.createTempFile("promtool", ".out");
         try {
-            Process process = new ProcessBuilder(command).directory(WORK.toFile()).redirectErrorStream(true)
-                    .redirectOutput(output.toFile()).start();
+            Process process = new ProcessBuilder(command)
+                    .directory(WORK.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(output.toFile())
+                    .start();
             if (!process.waitFor(120, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
                 fail("promtool " + String.join(" ", args) + " did not finish within 120 s");
@@ -107,6 +118,5 @@ class PrometheusRulesTest {
         return null;
     }
 
-    private record Result(int exitCode, String output) {
-    }
+    private record Result(int exitCode, String output) {}
 }

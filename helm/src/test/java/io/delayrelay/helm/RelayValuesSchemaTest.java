@@ -1,7 +1,5 @@
 package io.delayrelay.helm;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URL;
@@ -16,8 +14,11 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import com.marcnuri.helm.Helm;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.json.JsonMapper;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The {@code relay} part of values.schema.json is generated from the relay's Spring configuration metadata (the
@@ -50,17 +51,27 @@ class RelayValuesSchemaTest {
 
     @Test
     void chartAcceptsEveryDocumentedRelayPropertyAndRejectsUnknownOnes() {
-        var command = new Helm(Chart.DIR).template().withName(Chart.RELEASE).withKubeVersion(Chart.KUBE_VERSION)
-                .set("relay.reshard-grace", "1m").set("relay.reload.enabled", "false")
-                .set("relay.metrics.sample-interval", "10s").set("relay.ops.dead-trim-interval", "5m")
-                .set("relay.ops.console-enabled", "false").set("relay.defaults.dead-max-size", "500")
-                .set("relay.businesses.orders.exchange", "x").set("relay.businesses.orders.routing-key", "y")
+        var command = new Helm(Chart.DIR)
+                .template()
+                .withName(Chart.RELEASE)
+                .withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.reshard-grace", "1m")
+                .set("relay.reload.enabled", "false")
+                .set("relay.metrics.sample-interval", "10s")
+                .set("relay.ops.dead-trim-interval", "5m")
+                .set("relay.ops.console-enabled", "false")
+                .set("relay.defaults.dead-max-size", "500")
+                .set("relay.businesses.orders.exchange", "x")
+                .set("relay.businesses.orders.routing-key", "y")
                 .set("relay.businesses.orders.dead-max-age", "30d");
         assertThat(command.call()).contains("dead-max-age: 30d");
 
-        var typo = new Helm(Chart.DIR).template().withName(Chart.RELEASE).withKubeVersion(Chart.KUBE_VERSION)
+        var typo = new Helm(Chart.DIR)
+                .template()
+                .withName(Chart.RELEASE)
+                .withKubeVersion(Chart.KUBE_VERSION)
                 .set("relay.defaults.shard", "4");
-        org.assertj.core.api.Assertions.assertThatThrownBy(typo::call).hasMessageContaining("shard");
+        Assertions.assertThatThrownBy(typo::call).hasMessageContaining("shard");
     }
 
     /** The schema of {@code relay:} from every {@code relay.*} property in the metadata on the classpath. */
@@ -68,14 +79,17 @@ class RelayValuesSchemaTest {
     static Map<String, Object> generate() throws IOException {
         Map<String, Map<String, Object>> byName = new TreeMap<>();
         Map<String, List<String>> hints = new LinkedHashMap<>();
-        for (URL url : Collections.list(RelayValuesSchemaTest.class.getClassLoader()
+        for (URL url : Collections.list(RelayValuesSchemaTest.class
+                .getClassLoader()
                 .getResources("META-INF/spring-configuration-metadata.json"))) {
             try (InputStream in = url.openStream()) {
                 Map<String, Object> metadata = JSON.readValue(in, Map.class);
                 for (Object p : (List<Object>) metadata.getOrDefault("properties", List.of())) {
                     Map<String, Object> property = (Map<String, Object>) p;
                     String name = (String) property.get("name");
-                    if (name.startsWith("relay.") && !name.equals("relay.businesses") && !name.equals("relay.defaults")) {
+                    if (name.startsWith("relay.")
+                            && !name.equals("relay.businesses")
+                            && !name.equals("relay.defaults")) {
                         byName.put(name, property);
                     }
                 }
@@ -164,8 +178,7 @@ class RelayValuesSchemaTest {
     /** Just enough JSON to write the schema back, two-space indented like the rest of the chart's files. */
     static final class Json {
 
-        private Json() {
-        }
+        private Json() {}
 
         static String write(Object value) {
             StringBuilder out = new StringBuilder();

@@ -1,7 +1,5 @@
 package io.delayrelay.helm;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -19,14 +17,18 @@ import org.springframework.core.env.MutablePropertySources;
 import org.springframework.core.env.StandardEnvironment;
 import org.springframework.core.io.ByteArrayResource;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /** The application.yaml the chart renders (and the compose demo's) is what the relay actually accepts. */
 class RenderedConfigBindsToRelayTest {
 
     @Test
     void fullValuesBindToRelayProperties() throws IOException {
-        StandardEnvironment environment = environmentOf(Chart.template(Chart.FULL_VALUES).applicationYaml());
+        StandardEnvironment environment =
+                environmentOf(Chart.template(Chart.FULL_VALUES).applicationYaml());
 
-        RelayProperties relay = Binder.get(environment).bind("relay", RelayProperties.class).get();
+        RelayProperties relay =
+                Binder.get(environment).bind("relay", RelayProperties.class).get();
 
         assertThat(relay.getReaperInterval()).isEqualTo(Duration.ofSeconds(2));
         assertThat(relay.getShutdownTimeout()).isEqualTo(Duration.ofSeconds(20));
@@ -41,7 +43,8 @@ class RenderedConfigBindsToRelayTest {
 
     @Test
     void fullValuesResolveToBusinessSpecsWithDefaultsApplied() throws IOException {
-        StandardEnvironment environment = environmentOf(Chart.template(Chart.FULL_VALUES).applicationYaml());
+        StandardEnvironment environment =
+                environmentOf(Chart.template(Chart.FULL_VALUES).applicationYaml());
 
         List<BusinessSpec> specs = BusinessSpecResolver.resolve(environment, List.of());
 
@@ -66,7 +69,11 @@ class RenderedConfigBindsToRelayTest {
         StandardEnvironment environment = environmentOf(Chart.template(null).applicationYaml());
 
         assertThat(BusinessSpecResolver.resolve(environment, List.of())).isEmpty();
-        assertThat(Binder.get(environment).bind("relay", RelayProperties.class).get().isEnabled()).isTrue();
+        assertThat(Binder.get(environment)
+                        .bind("relay", RelayProperties.class)
+                        .get()
+                        .isEnabled())
+                .isTrue();
     }
 
     @Test

@@ -1,11 +1,5 @@
 package io.delayrelay.helm;
 
-import static io.delayrelay.helm.Chart.Nodes.at;
-import static io.delayrelay.helm.Chart.Nodes.list;
-import static io.delayrelay.helm.Chart.Nodes.map;
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +16,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.yaml.snakeyaml.Yaml;
+
+import static io.delayrelay.helm.Chart.Nodes.at;
+import static io.delayrelay.helm.Chart.Nodes.list;
+import static io.delayrelay.helm.Chart.Nodes.map;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class RenderedManifestsTest {
 
@@ -43,8 +43,8 @@ class RenderedManifestsTest {
         for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
             assertThat(at(container, probe, "httpGet", "port")).as(probe).isEqualTo("http-management");
         }
-        assertThat(list(container.get("ports"))).contains(Map.of("name", "http-management", "containerPort", 8081,
-                "protocol", "TCP"));
+        assertThat(list(container.get("ports")))
+                .contains(Map.of("name", "http-management", "containerPort", 8081, "protocol", "TCP"));
         Map<String, Object> service = manifests.one("Service");
         assertThat(list(at(service, "spec", "ports"))).singleElement().satisfies(port -> {
             assertThat(map(port)).containsEntry("name", "http-management").containsEntry("port", 8081);
@@ -73,7 +73,9 @@ class RenderedManifestsTest {
     void noConfigMapHoldsAPassword(String values, Manifests manifests) {
         for (Map<String, Object> configMap : manifests.ofKind("ConfigMap")) {
             for (Object content : map(configMap.get("data")).values()) {
-                assertThat(content.toString().toLowerCase()).doesNotContain("password").doesNotContain("secret");
+                assertThat(content.toString().toLowerCase())
+                        .doesNotContain("password")
+                        .doesNotContain("secret");
             }
         }
         assertThat(manifests.ofKind("Secret")).isEmpty();
@@ -103,7 +105,8 @@ class RenderedManifestsTest {
         Map<String, Object> config = new Yaml().load(FULL.applicationYaml());
 
         assertThat(map(at(config, "relay", "businesses")).keySet()).containsExactly("order-timeout", "review-default");
-        assertThat(at(config, "relay", "businesses", "order-timeout", "exchange")).isEqualTo("order.events");
+        assertThat(at(config, "relay", "businesses", "order-timeout", "exchange"))
+                .isEqualTo("order.events");
         assertThat(at(config, "relay", "defaults", "batch-size")).isEqualTo(200);
         assertThat(at(config, "spring", "data", "redis", "host")).isEqualTo("redis-master.data.svc");
         assertThat(at(config, "spring", "data", "redis", "ssl", "enabled")).isEqualTo(true);
@@ -120,30 +123,41 @@ class RenderedManifestsTest {
 
     @Test
     void rabbitmqAddressesReplaceHostAndPortForACluster(@TempDir Path work) throws IOException {
-        Path values = Files.writeString(work.resolve("cluster-values.yaml"), """
+        Path values = Files.writeString(
+                work.resolve("cluster-values.yaml"),
+                """
                 rabbitmq:
                   addresses: rabbit-0:5672,rabbit-1:5672,rabbit-2:5672
                 """);
 
-        Map<String, Object> rabbit = map(at(new Yaml().load(Chart.template(values).applicationYaml()), "spring", "rabbitmq"));
+        Map<String, Object> rabbit =
+                map(at(new Yaml().load(Chart.template(values).applicationYaml()), "spring", "rabbitmq"));
 
-        assertThat(rabbit).containsEntry("addresses", "rabbit-0:5672,rabbit-1:5672,rabbit-2:5672")
+        assertThat(rabbit)
+                .containsEntry("addresses", "rabbit-0:5672,rabbit-1:5672,rabbit-2:5672")
                 .doesNotContainKeys("host", "port");
         Map<String, Object> single = map(at(new Yaml().load(DEFAULTS.applicationYaml()), "spring", "rabbitmq"));
-        assertThat(single).containsEntry("host", "rabbitmq").containsEntry("port", 5672).doesNotContainKey("addresses");
+        assertThat(single)
+                .containsEntry("host", "rabbitmq")
+                .containsEntry("port", 5672)
+                .doesNotContainKey("addresses");
     }
 
     @Test
     void replicasSpreadOverNodesAndSurviveVoluntaryDisruptions() {
         Map<String, Object> podSpec = map(at(DEFAULTS.one("Deployment"), "spec", "template", "spec"));
-        Map<String, Object> term = map(list(at(podSpec, "affinity", "podAntiAffinity",
-                "preferredDuringSchedulingIgnoredDuringExecution")).get(0));
+        Map<String, Object> term =
+                map(list(at(podSpec, "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"))
+                        .get(0));
 
         assertThat(at(term, "podAffinityTerm", "topologyKey")).isEqualTo("kubernetes.io/hostname");
         assertThat(at(DEFAULTS.one("Deployment"), "spec", "replicas")).isEqualTo(2);
-        assertThat(at(DEFAULTS.one("PodDisruptionBudget"), "spec", "maxUnavailable")).isEqualTo(1);
+        assertThat(at(DEFAULTS.one("PodDisruptionBudget"), "spec", "maxUnavailable"))
+                .isEqualTo(1);
         assertThat(at(FULL.one("PodDisruptionBudget"), "spec", "minAvailable")).isEqualTo(2);
-        assertThat(map(at(FULL.one("Deployment"), "spec"))).as("HPA owns replicas").doesNotContainKey("replicas");
+        assertThat(map(at(FULL.one("Deployment"), "spec")))
+                .as("HPA owns replicas")
+                .doesNotContainKey("replicas");
     }
 
     @Test
@@ -153,7 +167,8 @@ class RenderedManifestsTest {
             assertThat(FULL.ofKind(kind)).as(kind).hasSize(1);
         }
         assertThat(at(FULL.one("ServiceMonitor"), "spec", "endpoints").toString())
-                .contains("port=http-management").contains("path=/actuator/prometheus");
+                .contains("port=http-management")
+                .contains("path=/actuator/prometheus");
 
         List<String> expressions = new ArrayList<>();
         for (Object group : list(at(FULL.one("PrometheusRule"), "spec", "groups"))) {
@@ -161,23 +176,33 @@ class RenderedManifestsTest {
                 expressions.add(map(rule).get("expr").toString());
             }
         }
-        assertThat(String.join("\n", expressions)).contains("up{job=\"relay-delay-relay\", namespace=\"delayed\"}")
-                .contains("delay_relay_oldest_overdue_seconds").contains("> 30")
-                .contains("delay_relay_dead_lettered_total").contains("delay_relay_publish_failures_total");
+        assertThat(String.join("\n", expressions))
+                .contains("up{job=\"relay-delay-relay\", namespace=\"delayed\"}")
+                .contains("delay_relay_oldest_overdue_seconds")
+                .contains("> 30")
+                .contains("delay_relay_dead_lettered_total")
+                .contains("delay_relay_publish_failures_total");
 
         Map<String, Object> dashboard = FULL.ofKind("ConfigMap").stream()
-                .filter(c -> map(at(c, "metadata", "labels")).containsKey("grafana_dashboard")).findFirst()
+                .filter(c -> map(at(c, "metadata", "labels")).containsKey("grafana_dashboard"))
+                .findFirst()
                 .orElseThrow();
         assertThat(at(dashboard, "metadata", "labels", "grafana_dashboard")).isEqualTo("1");
         Map<String, Object> json = new Yaml().load((String) at(dashboard, "data", "delay-relay.json"));
-        assertThat(list(json.get("panels")).toString()).contains("delay_relay_lag_seconds_bucket")
-                .contains("delay_relay_relayed_total").contains("delay_relay_backlog_messages");
+        assertThat(list(json.get("panels")).toString())
+                .contains("delay_relay_lag_seconds_bucket")
+                .contains("delay_relay_relayed_total")
+                .contains("delay_relay_backlog_messages");
     }
 
     @Test
     void schemaRejectsAnUnknownExchangeType() {
-        var command = new Helm(Chart.DIR).template().withName(Chart.RELEASE).withKubeVersion(Chart.KUBE_VERSION)
-                .set("relay.businesses.orders.exchange", "x").set("relay.businesses.orders.routing-key", "y")
+        var command = new Helm(Chart.DIR)
+                .template()
+                .withName(Chart.RELEASE)
+                .withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.businesses.orders.exchange", "x")
+                .set("relay.businesses.orders.routing-key", "y")
                 .set("relay.businesses.orders.exchange-type", "bogus");
 
         assertThatThrownBy(command::call).hasMessageContaining("exchange-type");

@@ -1,7 +1,10 @@
 package io.delayrelay.api;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Every Redis key of the delay-relay contract, built in one place.
@@ -27,7 +30,7 @@ public final class DelayQueueKeys {
     public static final String DEFAULT_PREFIX = "delayqueue:";
 
     private final String sourceKey;
-    private final java.util.Map<Integer, byte[][]> shardKeyCache = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Integer, byte[][]> shardKeyCache = new ConcurrentHashMap<>();
 
     private DelayQueueKeys(String sourceKey) {
         this.sourceKey = sourceKey;
@@ -136,18 +139,23 @@ public final class DelayQueueKeys {
      */
     public byte[][] shardKeyBytes(int shard) {
         return shardKeyCache.computeIfAbsent(checkShard(shard), i -> new byte[][] {
-            bytes(shard(i)), bytes(payloads(i)), bytes(inflight(i)), bytes(attempts(i)), bytes(dead(i)), bytes(deadReasons(i))
+            bytes(shard(i)),
+            bytes(payloads(i)),
+            bytes(inflight(i)),
+            bytes(attempts(i)),
+            bytes(dead(i)),
+            bytes(deadReasons(i))
         });
     }
 
     /** The listed keys of a shard (indexes as in {@link #shardKeyBytes}), in that order. */
-    public java.util.List<byte[]> shardKeyBytes(int shard, int... which) {
+    public List<byte[]> shardKeyBytes(int shard, int... which) {
         byte[][] all = shardKeyBytes(shard);
         byte[][] picked = new byte[which.length][];
         for (int i = 0; i < which.length; i++) {
             picked[i] = all[which[i]];
         }
-        return java.util.List.of(picked);
+        return List.of(picked);
     }
 
     public static byte[] bytes(String s) {

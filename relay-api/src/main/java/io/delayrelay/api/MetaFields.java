@@ -38,6 +38,5 @@ public final class MetaFields {
     /** When the business was paused, epoch ms (Redis time). */
     public static final String PAUSED_AT = "paused-at";
 
-    private MetaFields() {
-    }
+    private MetaFields() {}
 }

@@ -2,7 +2,7 @@ package io.delayrelay.api;
 
 import java.util.List;
 
-import io.delayrelay.api.support.LuaScripts;
+import io.delayrelay.api.internal.LuaScripts;
 import org.springframework.data.redis.core.script.RedisScript;
 
 /**
@@ -25,13 +25,17 @@ final class ProducerScripts {
 
     private static final String LOCATION = "io/delayrelay/api/lua/";
 
-    private ProducerScripts() {
-    }
+    private ProducerScripts() {}
 
     /** The KEYS every producer script takes, in the documented order: K:i, payloads, inflight, attempts, dead. */
     static List<byte[]> keys(DelayQueueKeys keys, int shard) {
-        return keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
-                DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD);
+        return keys.shardKeyBytes(
+                shard,
+                DelayQueueKeys.SHARD,
+                DelayQueueKeys.PAYLOADS,
+                DelayQueueKeys.INFLIGHT,
+                DelayQueueKeys.ATTEMPTS,
+                DelayQueueKeys.DEAD);
     }
 
     private static RedisScript<Long> load(String file) {

@@ -13,6 +13,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 
+import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.api.internal.ShardTopology;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -29,7 +31,6 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     private static final Logger log = LoggerFactory.getLogger(RedisDelayedMessageProducer.class);
 
-
     private final RedisTemplate<byte[], byte[]> redis;
     private final Function<String, DelayQueueKeys> keysFor;
     private final int defaultShards;
@@ -37,13 +38,20 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     private final LongSupplier nanoClock;
     private final Map<String, CachedTopology> topologies = new ConcurrentHashMap<>();
 
-    public RedisDelayedMessageProducer(RedisConnectionFactory connectionFactory, int defaultShards,
-            Duration metaCacheTtl, Function<String, DelayQueueKeys> keysFor) {
+    public RedisDelayedMessageProducer(
+            RedisConnectionFactory connectionFactory,
+            int defaultShards,
+            Duration metaCacheTtl,
+            Function<String, DelayQueueKeys> keysFor) {
         this(connectionFactory, defaultShards, metaCacheTtl, keysFor, System::nanoTime);
     }
 
-    RedisDelayedMessageProducer(RedisConnectionFactory connectionFactory, int defaultShards, Duration metaCacheTtl,
-            Function<String, DelayQueueKeys> keysFor, LongSupplier nanoClock) {
+    RedisDelayedMessageProducer(
+            RedisConnectionFactory connectionFactory,
+            int defaultShards,
+            Duration metaCacheTtl,
+            Function<String, DelayQueueKeys> keysFor,
+            LongSupplier nanoClock) {
         if (defaultShards < 1) {
             throw new IllegalArgumentException("relay.producer.default-shards must be >= 1, was " + defaultShards);
         }
@@ -58,7 +66,8 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     /** A producer for businesses using the default source key {@code delayqueue:<business>}. */
     public static RedisDelayedMessageProducer withDefaultKeys(RedisConnectionFactory connectionFactory) {
-        return new RedisDelayedMessageProducer(connectionFactory, 16, Duration.ofSeconds(5), DelayQueueKeys::forBusiness);
+        return new RedisDelayedMessageProducer(
+                connectionFactory, 16, Duration.ofSeconds(5), DelayQueueKeys::forBusiness);
     }
 
     @Override
@@ -146,16 +155,20 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
             int i = 0;
             for (Tuple tuple : tuples) {
                 byte[] payload = payloads == null ? null : payloads.get(i);
-                entries.add(new ScheduledEntry(shard, tuple.getValue(), payload, tuple.getScore().longValue()));
+                entries.add(new ScheduledEntry(
+                        shard, tuple.getValue(), payload, tuple.getScore().longValue()));
                 i++;
             }
             return entries;
         });
     }
 
-    /** The shard topology of a business: from {@code K:meta}, cached briefly, else the configured default. */
-    public ShardTopology topology(String business) {
-        return topology(business, keysFor.apply(business));
+    /**
+     * The shard count this producer writes a business's new entries under: from {@code K:meta}, cached for
+     * {@code meta-cache-ttl}, else the configured default.
+     */
+    public int shardCount(String business) {
+        return topology(business, keysFor.apply(business)).shards();
     }
 
     private ShardTopology topology(String business, DelayQueueKeys keys) {
@@ -171,8 +184,12 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     private ShardTopology readTopology(String business, DelayQueueKeys keys) {
         byte[] metaKey = DelayQueueKeys.bytes(keys.meta());
-        List<byte[]> fields = redis.execute((RedisCallback<List<byte[]>>) connection -> connection.hashCommands()
-                .hMGet(metaKey, DelayQueueKeys.bytes(MetaFields.SHARDS), DelayQueueKeys.bytes(MetaFields.DRAINING),
+        List<byte[]> fields = redis.execute((RedisCallback<List<byte[]>>) connection -> connection
+                .hashCommands()
+                .hMGet(
+                        metaKey,
+                        DelayQueueKeys.bytes(MetaFields.SHARDS),
+                        DelayQueueKeys.bytes(MetaFields.DRAINING),
                         DelayQueueKeys.bytes(MetaFields.HISTORY)));
         byte[] shardsField = fields == null ? null : fields.get(0);
         if (shardsField == null) {
@@ -186,12 +203,17 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
             shards = -1;
         }
         if (shards < 1) {
-            log.warn("business={} {} field '{}' is '{}', not a positive number; using default shards {}",
-                    business, keys.meta(), MetaFields.SHARDS, text, defaultShards);
+            log.warn(
+                    "business={} {} field '{}' is '{}', not a positive number; using default shards {}",
+                    business,
+                    keys.meta(),
+                    MetaFields.SHARDS,
+                    text,
+                    defaultShards);
             return ShardTopology.of(defaultShards);
         }
-        return new ShardTopology(shards, ShardTopology.parseList(text(fields.get(1))),
-                ShardTopology.parseList(text(fields.get(2))));
+        return new ShardTopology(
+                shards, ShardTopology.parseList(text(fields.get(1))), ShardTopology.parseList(text(fields.get(2))));
     }
 
     private static String text(byte[] field) {
@@ -209,10 +231,22 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
         ShardTopology topology = topology(business, keys);
         int shard = ShardSelector.shardOf(member, topology.shards());
         Long due = payload == null
-                ? redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard),
-                        member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard)))
-                : redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard),
-                        member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard)),
+                ? redis.execute(
+                        ProducerScripts.SCHEDULE,
+                        ProducerScripts.keys(keys, shard),
+                        member,
+                        mode,
+                        bytes(Long.toString(millis)),
+                        bytes(keys.wake()),
+                        bytes(Integer.toString(shard)))
+                : redis.execute(
+                        ProducerScripts.SCHEDULE,
+                        ProducerScripts.keys(keys, shard),
+                        member,
+                        mode,
+                        bytes(Long.toString(millis)),
+                        bytes(keys.wake()),
+                        bytes(Integer.toString(shard)),
                         payload);
         for (int earlier : topology.candidateShards(member)) {
             if (earlier != shard) {
@@ -234,8 +268,13 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
                 cancelIn(keys, shard, member);
                 continue;
             }
-            Long due = redis.execute(ProducerScripts.RESCHEDULE, ProducerScripts.keys(keys, shard),
-                    member, ProducerScripts.AT, bytes(Long.toString(dueAt.toEpochMilli())), bytes(keys.wake()),
+            Long due = redis.execute(
+                    ProducerScripts.RESCHEDULE,
+                    ProducerScripts.keys(keys, shard),
+                    member,
+                    ProducerScripts.AT,
+                    bytes(Long.toString(dueAt.toEpochMilli())),
+                    bytes(keys.wake()),
                     bytes(Integer.toString(shard)));
             moved = due != null && due >= 0;
         }
@@ -279,6 +318,5 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
         return delay.toMillis();
     }
 
-    private record CachedTopology(ShardTopology topology, long readAtNanos) {
-    }
+    private record CachedTopology(ShardTopology topology, long readAtNanos) {}
 }

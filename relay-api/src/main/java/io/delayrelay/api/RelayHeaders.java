@@ -19,6 +19,5 @@ public final class RelayHeaders {
     /** The id, for entries scheduled by id (String); absent otherwise. */
     public static final String ID = "x-delay-id";
 
-    private RelayHeaders() {
-    }
+    private RelayHeaders() {}
 }

@@ -12,8 +12,7 @@ import java.util.zip.CRC32;
  */
 public final class ShardSelector {
 
-    private ShardSelector() {
-    }
+    private ShardSelector() {}
 
     /** Unsigned CRC32 of the bytes. */
     public static long crc32(byte[] key) {

@@ -1,10 +1,12 @@
 package io.delayrelay.api;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import java.util.stream.IntStream;
 
 import io.lettuce.core.cluster.SlotHash;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class DelayQueueKeysTest {
 
@@ -29,8 +31,13 @@ class DelayQueueKeysTest {
         DelayQueueKeys keys = DelayQueueKeys.of("orders:timeout");
         for (int shard = 0; shard < 64; shard++) {
             int slot = SlotHash.getSlot(keys.shard(shard));
-            for (String key : new String[] {keys.payloads(shard), keys.inflight(shard), keys.attempts(shard),
-                    keys.dead(shard), keys.deadReasons(shard)}) {
+            for (String key : new String[] {
+                keys.payloads(shard),
+                keys.inflight(shard),
+                keys.attempts(shard),
+                keys.dead(shard),
+                keys.deadReasons(shard)
+            }) {
                 assertThat(SlotHash.getSlot(key)).as(key).isEqualTo(slot);
             }
         }
@@ -39,7 +46,10 @@ class DelayQueueKeysTest {
     @Test
     void shardsSpreadOverManySlots() {
         DelayQueueKeys keys = DelayQueueKeys.of("orders:timeout");
-        long distinct = java.util.stream.IntStream.range(0, 16).map(i -> SlotHash.getSlot(keys.shard(i))).distinct().count();
+        long distinct = IntStream.range(0, 16)
+                .map(i -> SlotHash.getSlot(keys.shard(i)))
+                .distinct()
+                .count();
         assertThat(distinct).isEqualTo(16);
     }
 
@@ -47,7 +57,8 @@ class DelayQueueKeysTest {
     void rejectsBracesAndEmptyNamesNamingTheValue() {
         assertThatThrownBy(() -> DelayQueueKeys.of("orders{x}"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("source key must not contain '{' or '}' (they decide the Redis Cluster slot), was 'orders{x}'");
+                .hasMessage(
+                        "source key must not contain '{' or '}' (they decide the Redis Cluster slot), was 'orders{x}'");
         assertThatThrownBy(() -> DelayQueueKeys.forBusiness(" "))
                 .hasMessage("business name must not be empty, was ' '");
         assertThatThrownBy(() -> DelayQueueKeys.forBusiness(null))

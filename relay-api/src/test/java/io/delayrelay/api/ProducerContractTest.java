@@ -1,8 +1,5 @@
 package io.delayrelay.api;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -15,6 +12,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 
+import io.delayrelay.api.internal.ByteRedisTemplates;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -24,6 +22,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import org.springframework.data.redis.core.Cursor;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.ScanOptions;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The producer scripts of contract/ and the producer's shard handling, against a real Redis (REDIS_HOST/REDIS_PORT,
@@ -36,7 +37,8 @@ class ProducerContractTest {
     private static final int PORT = Integer.parseInt(System.getenv().getOrDefault("REDIS_PORT", "6379"));
     private static final long FAR = 1_900_000_000_000L;
 
-    private final String business = "contract-test-" + UUID.randomUUID().toString().substring(0, 8);
+    private final String business =
+            "contract-test-" + UUID.randomUUID().toString().substring(0, 8);
     private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
     private LettuceConnectionFactory factory;
     private RedisDelayedMessageProducer producer;
@@ -46,8 +48,10 @@ class ProducerContractTest {
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress(HOST, PORT), 1000);
         } catch (IOException e) {
-            throw new IllegalStateException("Redis is not reachable at " + HOST + ":" + PORT
-                    + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)", e);
+            throw new IllegalStateException(
+                    "Redis is not reachable at " + HOST + ":" + PORT
+                            + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)",
+                    e);
         }
         factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(HOST, PORT));
         factory.afterPropertiesSet();
@@ -72,7 +76,8 @@ class ProducerContractTest {
         reshard(16, 7);
         producer.scheduleById(business, "order-1001", "v2", Instant.ofEpochMilli(FAR + 1));
 
-        assertThat(liveCopies("order-1001")).as("one live entry, in the shard of the new count")
+        assertThat(liveCopies("order-1001"))
+                .as("one live entry, in the shard of the new count")
                 .containsExactly(Map.entry(ShardSelector.shardOf("order-1001", 7), FAR + 1));
         assertThat(payloads("order-1001")).containsExactly(Map.entry(ShardSelector.shardOf("order-1001", 7), "v2"));
     }
@@ -86,7 +91,9 @@ class ProducerContractTest {
 
         assertThat(producer.cancelById(business, "order-1001")).isTrue();
 
-        assertThat(liveCopies("order-1001")).as("cancel really cancels: no copy left to fire").isEmpty();
+        assertThat(liveCopies("order-1001"))
+                .as("cancel really cancels: no copy left to fire")
+                .isEmpty();
         assertThat(payloads("order-1001")).isEmpty();
         assertThat(producer.cancelById(business, "order-1001")).isFalse();
     }
@@ -97,9 +104,12 @@ class ProducerContractTest {
         reshard(16, 7);
         scheduleRaw(ShardSelector.shardOf("order-1001", 7), "order-1001", "v2", FAR + 5);
 
-        assertThat(producer.rescheduleById(business, "order-1001", Instant.ofEpochMilli(FAR + 9))).isTrue();
+        assertThat(producer.rescheduleById(business, "order-1001", Instant.ofEpochMilli(FAR + 9)))
+                .isTrue();
 
-        assertThat(liveCopies("order-1001")).as("exactly one live copy, at the new time").hasSize(1)
+        assertThat(liveCopies("order-1001"))
+                .as("exactly one live copy, at the new time")
+                .hasSize(1)
                 .containsValue(FAR + 9);
     }
 
@@ -109,8 +119,8 @@ class ProducerContractTest {
         reshard(16, 7);
         producer.schedule(business, "remind user 42", Instant.ofEpochMilli(FAR + 1));
 
-        assertThat(liveCopies("remind user 42")).containsExactly(
-                Map.entry(ShardSelector.shardOf("remind user 42", 7), FAR + 1));
+        assertThat(liveCopies("remind user 42"))
+                .containsExactly(Map.entry(ShardSelector.shardOf("remind user 42", 7), FAR + 1));
     }
 
     @Test
@@ -135,15 +145,24 @@ class ProducerContractTest {
         popIntoFlight(shard, "order-8", "1:" + FAR);
 
         producer.scheduleById(business, "order-8", "v2", Instant.ofEpochMilli(FAR + 1000));
-        assertThat(hget(keys.attempts(shard), "order-8")).as("the in-flight delivery's mark").isEqualTo("1:" + FAR);
-        assertThat(score(keys.inflight(shard), "order-8")).as("the in-flight lease is not disturbed").isNotNull();
+        assertThat(hget(keys.attempts(shard), "order-8"))
+                .as("the in-flight delivery's mark")
+                .isEqualTo("1:" + FAR);
+        assertThat(score(keys.inflight(shard), "order-8"))
+                .as("the in-flight lease is not disturbed")
+                .isNotNull();
         assertThat(score(keys.shard(shard), "order-8")).as("the new schedule").isEqualTo((double) (FAR + 1000));
 
-        assertThat(producer.cancelById(business, "order-8")).as("cancels the new schedule").isTrue();
-        assertThat(hget(keys.payloads(shard), "order-8")).as("a retry of the in-flight delivery still has its body")
+        assertThat(producer.cancelById(business, "order-8"))
+                .as("cancels the new schedule")
+                .isTrue();
+        assertThat(hget(keys.payloads(shard), "order-8"))
+                .as("a retry of the in-flight delivery still has its body")
                 .isEqualTo("v2");
         assertThat(hget(keys.attempts(shard), "order-8")).isEqualTo("1:" + FAR);
-        assertThat(producer.cancelById(business, "order-8")).as("in flight: not cancellable").isFalse();
+        assertThat(producer.cancelById(business, "order-8"))
+                .as("in flight: not cancellable")
+                .isFalse();
     }
 
     @Test
@@ -155,7 +174,8 @@ class ProducerContractTest {
         producer.scheduleById(business, "order-9", "the body", Instant.ofEpochMilli(FAR + 1000));
         assertThat(producer.cancelById(business, "order-9")).isTrue();
 
-        assertThat(hget(keys.payloads(shard), "order-9")).as("a replay of the dead letter publishes the real body")
+        assertThat(hget(keys.payloads(shard), "order-9"))
+                .as("a replay of the dead letter publishes the real body")
                 .isEqualTo("the body");
         assertThat(score(keys.dead(shard), "order-9")).isNotNull();
     }
@@ -174,11 +194,11 @@ class ProducerContractTest {
     void theScriptsRejectBadArgumentsNamingTheValue() {
         RedisTemplate<byte[], byte[]> redis = ByteRedisTemplates.create(factory);
         List<byte[]> scriptKeys = ProducerScripts.keys(keys, 0);
-        assertThatThrownBy(() -> redis.execute(ProducerScripts.SCHEDULE, scriptKeys,
-                b("m"), b("at"), b("soon"), b(keys.wake()), b("0")))
+        assertThatThrownBy(() -> redis.execute(
+                        ProducerScripts.SCHEDULE, scriptKeys, b("m"), b("at"), b("soon"), b(keys.wake()), b("0")))
                 .hasStackTraceContaining("ARGV[3] must be integer milliseconds, was soon");
-        assertThatThrownBy(() -> redis.execute(ProducerScripts.RESCHEDULE, scriptKeys,
-                b("m"), b("in"), b("5"), b(keys.wake()), b("0")))
+        assertThatThrownBy(() -> redis.execute(
+                        ProducerScripts.RESCHEDULE, scriptKeys, b("m"), b("in"), b("5"), b(keys.wake()), b("0")))
                 .hasStackTraceContaining("ARGV[2] must be 'at' or 'after', was in");
         assertThat(liveCopies("m")).isEmpty();
     }
@@ -191,7 +211,9 @@ class ProducerContractTest {
         }
         assertThatThrownBy(() -> producer.scheduleById(business, "order-11", "body", Instant.ofEpochMilli(FAR)))
                 .hasStackTraceContaining("WRONGTYPE");
-        assertThat(hget(keys.payloads(shard), "order-11")).as("no orphan payload").isNull();
+        assertThat(hget(keys.payloads(shard), "order-11"))
+                .as("no orphan payload")
+                .isNull();
     }
 
     /** What the relay does on a shard-count change (reshard.lua), written directly. */
@@ -255,7 +277,11 @@ class ProducerContractTest {
         List<String> found = new ArrayList<>();
         try (RedisConnection c = factory.getConnection()) {
             for (String pattern : List.of(keys.sourceKey() + ":*", "{" + keys.sourceKey() + ":*")) {
-                try (Cursor<byte[]> cursor = c.keyCommands().scan(ScanOptions.scanOptions().match(pattern).count(1000).build())) {
+                try (Cursor<byte[]> cursor = c.keyCommands()
+                        .scan(ScanOptions.scanOptions()
+                                .match(pattern)
+                                .count(1000)
+                                .build())) {
                     cursor.forEachRemaining(k -> found.add(new String(k, StandardCharsets.UTF_8)));
                 }
             }

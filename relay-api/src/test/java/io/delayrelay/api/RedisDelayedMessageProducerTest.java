@@ -1,9 +1,5 @@
 package io.delayrelay.api;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -23,13 +19,18 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 import org.springframework.data.redis.listener.ChannelTopic;
 import org.springframework.data.redis.listener.RedisMessageListenerContainer;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
 /** Against a real Redis (REDIS_HOST/REDIS_PORT, default 127.0.0.1:6379); fails, never skips, when it is down. */
 class RedisDelayedMessageProducerTest {
 
     private static final String HOST = System.getenv().getOrDefault("REDIS_HOST", "127.0.0.1");
     private static final int PORT = Integer.parseInt(System.getenv().getOrDefault("REDIS_PORT", "6379"));
 
-    private final String business = "producer-test-" + UUID.randomUUID().toString().substring(0, 8);
+    private final String business =
+            "producer-test-" + UUID.randomUUID().toString().substring(0, 8);
     private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
     private LettuceConnectionFactory factory;
     private RedisDelayedMessageProducer producer;
@@ -39,8 +40,10 @@ class RedisDelayedMessageProducerTest {
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress(HOST, PORT), 1000);
         } catch (IOException e) {
-            throw new IllegalStateException("Redis is not reachable at " + HOST + ":" + PORT
-                    + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)", e);
+            throw new IllegalStateException(
+                    "Redis is not reachable at " + HOST + ":" + PORT
+                            + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)",
+                    e);
         }
         factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(HOST, PORT));
         factory.afterPropertiesSet();
@@ -65,14 +68,16 @@ class RedisDelayedMessageProducerTest {
         long due = producer.scheduleAfter(business, "remind user 42", Duration.ofSeconds(5));
         long after = redisTime();
         assertThat(due).isBetween(before + 5000, after + 5000);
-        assertThat(score(keys.shard(ShardSelector.shardOf("remind user 42", 16)), "remind user 42")).isEqualTo((double) due);
+        assertThat(score(keys.shard(ShardSelector.shardOf("remind user 42", 16)), "remind user 42"))
+                .isEqualTo((double) due);
     }
 
     @Test
     void scheduleAtAnInstantStoresItAsTheScore() {
         long due = producer.schedule(business, "at instant", Instant.ofEpochMilli(1_900_000_000_123L));
         assertThat(due).isEqualTo(1_900_000_000_123L);
-        assertThat(score(keys.shard(ShardSelector.shardOf("at instant", 16)), "at instant")).isEqualTo(1.900000000123E12);
+        assertThat(score(keys.shard(ShardSelector.shardOf("at instant", 16)), "at instant"))
+                .isEqualTo(1.900000000123E12);
     }
 
     @Test
@@ -80,7 +85,8 @@ class RedisDelayedMessageProducerTest {
         List<String> wakes = new CopyOnWriteArrayList<>();
         RedisMessageListenerContainer container = new RedisMessageListenerContainer();
         container.setConnectionFactory(factory);
-        container.addMessageListener((message, pattern) -> wakes.add(new String(message.getBody(), StandardCharsets.UTF_8)),
+        container.addMessageListener(
+                (message, pattern) -> wakes.add(new String(message.getBody(), StandardCharsets.UTF_8)),
                 new ChannelTopic(keys.wake()));
         container.afterPropertiesSet();
         container.start();
@@ -93,8 +99,13 @@ class RedisDelayedMessageProducerTest {
             producer.scheduleById(business, sameShard[1] + "-later", "x", Instant.ofEpochMilli(now + 30_000));
             producer.schedule(business, "third " + sameShard[0], Instant.ofEpochMilli(now + 60_000));
             producer.reschedule(business, sameShard[1], Instant.ofEpochMilli(now + 5_000));
-            await().atMost(Duration.ofSeconds(5)).until(() -> wakes.stream().filter(w -> w.startsWith(shard + ":")).count() >= 2);
-            assertThat(wakes).filteredOn(w -> w.startsWith(shard + ":"))
+            await().atMost(Duration.ofSeconds(5))
+                    .until(() -> wakes.stream()
+                                    .filter(w -> w.startsWith(shard + ":"))
+                                    .count()
+                            >= 2);
+            assertThat(wakes)
+                    .filteredOn(w -> w.startsWith(shard + ":"))
                     .as("the 20 s entry was not the earliest of its shard: no wake-up")
                     .containsExactly(shard + ":" + (now + 10_000), shard + ":" + (now + 5_000));
         } finally {
@@ -109,12 +120,12 @@ class RedisDelayedMessageProducerTest {
 
     @Test
     void readsTheShardCountFromMetaAndFallsBackToTheDefault() {
-        assertThat(producer.topology(business).shards()).isEqualTo(16);
+        assertThat(producer.shardCount(business)).isEqualTo(16);
         hset(keys.meta(), MetaFields.SHARDS, "4");
         producer.schedule(business, "order-1001", Instant.ofEpochMilli(1_900_000_000_000L));
         assertThat(score(keys.shard(230890041 % 4), "order-1001")).isNotNull();
         hset(keys.meta(), MetaFields.SHARDS, "many");
-        assertThat(producer.topology(business).shards()).as("garbage in meta: default").isEqualTo(16);
+        assertThat(producer.shardCount(business)).as("garbage in meta: default").isEqualTo(16);
     }
 
     @Test
@@ -124,11 +135,13 @@ class RedisDelayedMessageProducerTest {
         hset(keys.meta(), MetaFields.SHARDS, "7");
         hset(keys.meta(), MetaFields.DRAINING, "16");
         hset(keys.meta(), MetaFields.HISTORY, "16");
-        assertThat(producer.rescheduleById(business, "order-1001", Instant.ofEpochMilli(1_900_000_000_500L))).isTrue();
+        assertThat(producer.rescheduleById(business, "order-1001", Instant.ofEpochMilli(1_900_000_000_500L)))
+                .isTrue();
         assertThat(score(keys.shard(9), "order-1001")).isEqualTo(1.9000000005E12);
         assertThat(producer.count(business)).isEqualTo(1);
-        assertThat(producer.peek(business, 5)).singleElement()
-                .satisfies(e -> assertThat(new String(e.message(), StandardCharsets.UTF_8)).isEqualTo("{\"cancel\":1001}"));
+        assertThat(producer.peek(business, 5)).singleElement().satisfies(e -> assertThat(
+                        new String(e.message(), StandardCharsets.UTF_8))
+                .isEqualTo("{\"cancel\":1001}"));
         assertThat(producer.cancelById(business, "order-1001")).isTrue();
         assertThat(producer.count(business)).isZero();
         try (RedisConnection c = factory.getConnection()) {
@@ -141,7 +154,9 @@ class RedisDelayedMessageProducerTest {
         producer.scheduleById(business, "order-1001", "{\"cancel\":1001}", Instant.ofEpochMilli(1_900_000_000_000L));
         hset(keys.meta(), MetaFields.SHARDS, "10");
         hset(keys.meta(), MetaFields.HISTORY, "16,4");
-        assertThat(ShardSelector.shardOf("order-1001", 10)).as("hashes elsewhere under the new count").isEqualTo(1);
+        assertThat(ShardSelector.shardOf("order-1001", 10))
+                .as("hashes elsewhere under the new count")
+                .isEqualTo(1);
         assertThat(producer.count(business)).as("shard 9 < 10 is still scanned").isEqualTo(1);
         assertThat(producer.cancelById(business, "order-1001")).isTrue();
     }
@@ -152,7 +167,9 @@ class RedisDelayedMessageProducerTest {
         for (int i = 0; i < 40; i++) {
             producer.schedule(business, "m" + i, Instant.ofEpochMilli(base + (39 - i) * 10L));
         }
-        assertThat(producer.peek(business, 3)).extracting(ScheduledEntry::memberAsString).containsExactly("m39", "m38", "m37");
+        assertThat(producer.peek(business, 3))
+                .extracting(ScheduledEntry::memberAsString)
+                .containsExactly("m39", "m38", "m37");
         assertThat(producer.count(business)).isEqualTo(40);
     }
 

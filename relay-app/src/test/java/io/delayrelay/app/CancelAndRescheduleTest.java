@@ -1,7 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -17,6 +15,8 @@ import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class CancelAndRescheduleTest {
 
@@ -43,8 +43,10 @@ class CancelAndRescheduleTest {
         assertThat(producer.cancel(business, "cancelled")).as("second cancel").isFalse();
         assertThat(producer.cancel(business, "never scheduled")).isFalse();
         long movedDue = now + 2000;
-        assertThat(producer.reschedule(business, "moved", Instant.ofEpochMilli(movedDue))).isTrue();
-        assertThat(producer.reschedule(business, "never scheduled", Instant.ofEpochMilli(movedDue))).isFalse();
+        assertThat(producer.reschedule(business, "moved", Instant.ofEpochMilli(movedDue)))
+                .isTrue();
+        assertThat(producer.reschedule(business, "never scheduled", Instant.ofEpochMilli(movedDue)))
+                .isFalse();
         assertThat(producer.count(business)).isEqualTo(2);
 
         List<Received> all = RelayTestKit.collect(received, 2, Duration.ofSeconds(8), Duration.ofMillis(500));
@@ -62,20 +64,28 @@ class CancelAndRescheduleTest {
         RedisDelayedMessageProducer producer = kit.producer();
         long now = kit.redisNowMs();
 
-        producer.scheduleById(business, "order-1", "{\"order\":1,\"action\":\"cancel\"}", Instant.ofEpochMilli(now + 800));
-        producer.scheduleById(business, "order-2", "{\"order\":2,\"action\":\"cancel\"}", Instant.ofEpochMilli(now + 800));
-        producer.scheduleById(business, "order-3", "{\"order\":3,\"action\":\"cancel\"}", Instant.ofEpochMilli(now + 800));
+        producer.scheduleById(
+                business, "order-1", "{\"order\":1,\"action\":\"cancel\"}", Instant.ofEpochMilli(now + 800));
+        producer.scheduleById(
+                business, "order-2", "{\"order\":2,\"action\":\"cancel\"}", Instant.ofEpochMilli(now + 800));
+        producer.scheduleById(
+                business, "order-3", "{\"order\":3,\"action\":\"cancel\"}", Instant.ofEpochMilli(now + 800));
         assertThat(producer.cancelById(business, "order-1")).isTrue();
         assertThat(payload(business, "order-1")).as("cancelled payload removed").isNull();
         long movedDue = now + 2000;
-        assertThat(producer.rescheduleById(business, "order-2", Instant.ofEpochMilli(movedDue))).isTrue();
-        assertThat(producer.rescheduleById(business, "order-9", Instant.ofEpochMilli(movedDue))).isFalse();
-        assertThat(producer.peek(business, 10)).extracting(e -> e.memberAsString()).containsExactly("order-3", "order-2");
+        assertThat(producer.rescheduleById(business, "order-2", Instant.ofEpochMilli(movedDue)))
+                .isTrue();
+        assertThat(producer.rescheduleById(business, "order-9", Instant.ofEpochMilli(movedDue)))
+                .isFalse();
+        assertThat(producer.peek(business, 10))
+                .extracting(e -> e.memberAsString())
+                .containsExactly("order-3", "order-2");
         assertThat(new String(producer.peek(business, 1).get(0).message(), StandardCharsets.UTF_8))
                 .isEqualTo("{\"order\":3,\"action\":\"cancel\"}");
 
         List<Received> all = RelayTestKit.collect(received, 2, Duration.ofSeconds(8), Duration.ofMillis(500));
-        assertThat(all).extracting(Received::text)
+        assertThat(all)
+                .extracting(Received::text)
                 .containsExactly("{\"order\":3,\"action\":\"cancel\"}", "{\"order\":2,\"action\":\"cancel\"}");
         assertThat(all).extracting(r -> r.headers().get(RelayHeaders.ID)).containsExactly("order-3", "order-2");
         assertThat(all.get(1).receivedAtMs()).isGreaterThanOrEqualTo(movedDue);
@@ -87,8 +97,8 @@ class CancelAndRescheduleTest {
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         int shard = ShardSelector.shardOf(id, 16);
         try (RedisConnection c = kit.redis()) {
-            return c.hashCommands().hGet(keys.payloads(shard).getBytes(StandardCharsets.UTF_8),
-                    id.getBytes(StandardCharsets.UTF_8));
+            return c.hashCommands()
+                    .hGet(keys.payloads(shard).getBytes(StandardCharsets.UTF_8), id.getBytes(StandardCharsets.UTF_8));
         }
     }
 }

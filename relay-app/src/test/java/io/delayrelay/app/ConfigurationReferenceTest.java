@@ -1,7 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.beans.BeanInfo;
 import java.beans.Introspector;
 import java.beans.PropertyDescriptor;
@@ -27,6 +25,8 @@ import org.junit.jupiter.api.Test;
 import org.springframework.util.unit.DataSize;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The README's property tables are the truth users read: every property is listed there, with the default the
@@ -59,8 +59,10 @@ class ConfigurationReferenceTest {
     @Test
     void generatedMetadataDescribesEveryDocumentedPropertyInPlainText() throws Exception {
         Map<String, String> documented = readmeRows();
-        JsonNode metadata = JsonMapper.builder().build()
-                .readTree(Path.of("target", "classes", "META-INF", "spring-configuration-metadata.json").toFile());
+        JsonNode metadata = JsonMapper.builder()
+                .build()
+                .readTree(Path.of("target", "classes", "META-INF", "spring-configuration-metadata.json")
+                        .toFile());
         List<String> problems = new ArrayList<>();
         List<String> names = new ArrayList<>();
         for (JsonNode property : metadata.get("properties")) {
@@ -71,19 +73,27 @@ class ConfigurationReferenceTest {
             names.add(name);
             String row = name.startsWith("relay.defaults.") ? "…" + name.substring("relay.defaults.".length()) : name;
             String cell = documented.get(row);
-            String description = property.has("description") ? property.get("description").asString() : "";
+            String description =
+                    property.has("description") ? property.get("description").asString() : "";
             if (cell == null) {
                 problems.add(row + " is in the metadata but not in the README's property tables");
-            } else if (property.has("defaultValue") && !cell.equals("`" + property.get("defaultValue").asString() + "`")) {
-                problems.add(row + ": README says " + cell + ", the metadata's default is " + property.get("defaultValue"));
+            } else if (property.has("defaultValue")
+                    && !cell.equals("`" + property.get("defaultValue").asString() + "`")) {
+                problems.add(
+                        row + ": README says " + cell + ", the metadata's default is " + property.get("defaultValue"));
             }
             if (description.isBlank() || description.contains("{@")) {
                 problems.add(name + ": description missing or not plain text: '" + description + "'");
             }
         }
         assertThat(problems).isEmpty();
-        assertThat(names).contains("relay.defaults.shards", "relay.defaults.exchange-type", "relay.defaults.dead-max-size",
-                "relay.reload.enabled", "relay.ops.console-enabled");
+        assertThat(names)
+                .contains(
+                        "relay.defaults.shards",
+                        "relay.defaults.exchange-type",
+                        "relay.defaults.dead-max-size",
+                        "relay.reload.enabled",
+                        "relay.ops.console-enabled");
         List<String> exchangeTypes = new ArrayList<>();
         for (JsonNode hint : metadata.get("hints")) {
             if (hint.get("name").asString().equals("relay.defaults.exchange-type")) {
@@ -109,8 +119,11 @@ class ConfigurationReferenceTest {
         BeanInfo info = Introspector.getBeanInfo(defaults.getClass(), Object.class);
         for (PropertyDescriptor property : info.getPropertyDescriptors()) {
             Class<?> type = property.getPropertyType();
-            if (property.getWriteMethod() == null || !(type.isPrimitive() || type == String.class || type == Duration.class
-                    || type == DataSize.class)) {
+            if (property.getWriteMethod() == null
+                    || !(type.isPrimitive()
+                            || type == String.class
+                            || type == Duration.class
+                            || type == DataSize.class)) {
                 continue;
             }
             String name = prefix + kebab(property.getName());

@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashSet;
@@ -25,6 +22,9 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 class CrashSafetyTest {
 
@@ -61,8 +61,7 @@ class CrashSafetyTest {
                 }
 
                 @Override
-                public void prepareExchange(BusinessSpec spec) {
-                }
+                public void prepareExchange(BusinessSpec spec) {}
             };
         }
     }
@@ -76,8 +75,19 @@ class CrashSafetyTest {
         for (int i = 0; i < 50; i++) {
             kit.producer().schedule(business, "job-" + i, Instant.ofEpochMilli(due));
         }
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                "lease", "3s", "publish-timeout", "1s", "batch-size", 10, "threads", 2);
+        Map<String, Object> props = RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "lease",
+                "3s",
+                "publish-timeout",
+                "1s",
+                "batch-size",
+                10,
+                "threads",
+                2);
 
         POPPED_BEFORE_CRASH.set(0);
         CRASHED_WORKERS.set(0);
@@ -86,8 +96,12 @@ class CrashSafetyTest {
         crashed.close();
         int popped = POPPED_BEFORE_CRASH.get();
         assertThat(popped).isPositive();
-        assertThat(kit.countAll(business, "inflight")).as("left in flight by the crash").isEqualTo(popped);
-        assertThat(received.poll(200, TimeUnit.MILLISECONDS)).as("nothing published by the crashed relay").isNull();
+        assertThat(kit.countAll(business, "inflight"))
+                .as("left in flight by the crash")
+                .isEqualTo(popped);
+        assertThat(received.poll(200, TimeUnit.MILLISECONDS))
+                .as("nothing published by the crashed relay")
+                .isNull();
 
         long restartedAt = System.currentTimeMillis();
         kit.startRelay(props);
@@ -97,7 +111,9 @@ class CrashSafetyTest {
         while (bodies.size() < 50 && System.currentTimeMillis() < deadline) {
             Received r = received.poll(500, TimeUnit.MILLISECONDS);
             if (r != null) {
-                assertThat(bodies.add(r.text())).as("no duplicate of %s", r.text()).isTrue();
+                assertThat(bodies.add(r.text()))
+                        .as("no duplicate of %s", r.text())
+                        .isTrue();
                 if (r.header(RelayHeaders.ATTEMPT) == 2) {
                     redelivered++;
                 }

@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -15,6 +12,9 @@ import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 class DeadLetterTest {
 
@@ -38,8 +38,12 @@ class DeadLetterTest {
         byte[] member = "order 7 expired".getBytes(StandardCharsets.UTF_8);
         await().atMost(Duration.ofSeconds(5)).until(() -> deadScore(keys.dead(shard), member) != null);
         try (RedisConnection c = kit.redis()) {
-            String reason = new String(c.hashCommands().hGet(bytes(keys.deadReasons(shard)), member), StandardCharsets.UTF_8);
-            assertThat(reason).startsWith("unroutable: 312 NO_ROUTE").contains(exchange).contains("nobody-listens");
+            String reason =
+                    new String(c.hashCommands().hGet(bytes(keys.deadReasons(shard)), member), StandardCharsets.UTF_8);
+            assertThat(reason)
+                    .startsWith("unroutable: 312 NO_ROUTE")
+                    .contains(exchange)
+                    .contains("nobody-listens");
         }
         assertThat(kit.scheduled(business)).isZero();
         assertThat(kit.countAll(business, "inflight")).isZero();
@@ -49,8 +53,17 @@ class DeadLetterTest {
     void missingExchangeDeadLettersAfterMaxAttemptsAndTheWorkerKeepsRunning() throws Exception {
         String business = kit.business("noexchange");
         String exchange = kit.exchange("noexchange");
-        kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                "max-attempts", 3, "retry-delay", "100ms", "threads", 1));
+        kit.startRelay(RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "max-attempts",
+                3,
+                "retry-delay",
+                "100ms",
+                "threads",
+                1));
         kit.channel().exchangeDelete(exchange);
 
         kit.producer().scheduleAfter(business, "lost exchange", Duration.ZERO);
@@ -60,7 +73,8 @@ class DeadLetterTest {
         byte[] member = "lost exchange".getBytes(StandardCharsets.UTF_8);
         await().atMost(Duration.ofSeconds(15)).until(() -> deadScore(keys.dead(shard), member) != null);
         try (RedisConnection c = kit.redis()) {
-            String reason = new String(c.hashCommands().hGet(bytes(keys.deadReasons(shard)), member), StandardCharsets.UTF_8);
+            String reason =
+                    new String(c.hashCommands().hGet(bytes(keys.deadReasons(shard)), member), StandardCharsets.UTF_8);
             assertThat(reason).contains("NOT_FOUND").endsWith("(attempts: 3)");
         }
 

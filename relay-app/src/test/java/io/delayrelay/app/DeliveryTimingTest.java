@@ -1,7 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -20,6 +18,8 @@ import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class DeliveryTimingTest {
 
@@ -50,7 +50,9 @@ class DeliveryTimingTest {
         assertThat(message.header(RelayHeaders.ATTEMPT)).isEqualTo(1);
         assertThat(message.header(RelayHeaders.SHARD)).isEqualTo(ShardSelector.shardOf("cancel order 1001", 16));
         assertThat(message.messageId()).isNotBlank();
-        assertThat(received.poll(300, TimeUnit.MILLISECONDS)).as("exactly one delivery").isNull();
+        assertThat(received.poll(300, TimeUnit.MILLISECONDS))
+                .as("exactly one delivery")
+                .isNull();
         assertThat(kit.countAll(business, "inflight")).isZero();
     }
 
@@ -76,7 +78,9 @@ class DeliveryTimingTest {
             producer.schedule(business, body, Instant.ofEpochMilli(due));
             dueByBody.put(Base64.getEncoder().encodeToString(body), due);
         }
-        assertThat(kit.redisNowMs()).as("all written before the first falls due").isLessThan(base);
+        assertThat(kit.redisNowMs())
+                .as("all written before the first falls due")
+                .isLessThan(base);
 
         List<Received> all = new ArrayList<>();
         long deadline = System.currentTimeMillis() + 15_000;

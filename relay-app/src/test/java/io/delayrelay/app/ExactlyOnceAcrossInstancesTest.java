@@ -1,11 +1,9 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
-import java.util.List;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
@@ -14,6 +12,8 @@ import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class ExactlyOnceAcrossInstancesTest {
 
@@ -30,8 +30,8 @@ class ExactlyOnceAcrossInstancesTest {
         String exchange = kit.exchange("once");
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         for (int instance = 0; instance < 3; instance++) {
-            kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                    "threads", 4, "batch-size", 50));
+            kit.startRelay(RelayTestKit.business(
+                    kit.baseProperties(), business, exchange, "due", "threads", 4, "batch-size", 50));
         }
         RedisDelayedMessageProducer producer = kit.producer();
         long due = kit.redisNowMs() + 500;

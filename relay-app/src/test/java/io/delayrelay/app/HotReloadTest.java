@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,6 +30,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Hot reload the way Spring Cloud does it: the relay imports a config file, the file changes, a
@@ -85,11 +85,13 @@ class HotReloadTest {
     }
 
     private static String business(String name, String exchange, String settings) {
-        StringBuilder yaml = new StringBuilder("relay:\n  businesses:\n    " + name + ":\n      exchange: " + exchange
-                + "\n      routing-key: due\n");
+        StringBuilder yaml = new StringBuilder(
+                "relay:\n  businesses:\n    " + name + ":\n      exchange: " + exchange + "\n      routing-key: due\n");
         for (String line : settings.split(",")) {
             if (!line.isBlank()) {
-                yaml.append("      ").append(line.trim().replaceFirst("=", ": ")).append('\n');
+                yaml.append("      ")
+                        .append(line.trim().replaceFirst("=", ": "))
+                        .append('\n');
             }
         }
         return yaml.toString();
@@ -103,8 +105,8 @@ class HotReloadTest {
         Path file = config(business(name, exchange, "shards=4, threads=2, batch-size=50"));
         ConfigurableApplicationContext context = start(file);
         BusinessRelay relay = context.getBean(RelayEngine.class).relays().get(name);
-        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(kit.redisFactory(), 16,
-                Duration.ofMillis(100), DelayQueueKeys::forBusiness);
+        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(
+                kit.redisFactory(), 16, Duration.ofMillis(100), DelayQueueKeys::forBusiness);
 
         List<String> far = new ArrayList<>();
         for (int i = 0; i < 20_000; i++) {
@@ -117,7 +119,9 @@ class HotReloadTest {
                 Files.writeString(file, business(name, exchange, "shards=2, threads=2, batch-size=50"));
                 refresh(context);
                 assertThat(relay.spec().shards()).isEqualTo(2);
-                assertThat(relay.state().scanWidth()).as("retired shards still scanned").isEqualTo(16);
+                assertThat(relay.state().scanWidth())
+                        .as("retired shards still scanned")
+                        .isEqualTo(16);
             }
             String message = "m-" + i;
             if (i % 10 == 0) {
@@ -132,11 +136,15 @@ class HotReloadTest {
                 .forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
         assertThat(deliveries).hasSize(18_000);
         assertThat(far).allSatisfy(m -> assertThat(deliveries).doesNotContainKey(m));
-        assertThat(relay.state().scanWidth()).as("far entries keep retired shards scanned").isEqualTo(16);
+        assertThat(relay.state().scanWidth())
+                .as("far entries keep retired shards scanned")
+                .isEqualTo(16);
 
         Instant now = Instant.ofEpochMilli(kit.redisNowMs());
         for (String message : far) {
-            assertThat(producer.reschedule(name, message, now)).as("found %s", message).isTrue();
+            assertThat(producer.reschedule(name, message, now))
+                    .as("found %s", message)
+                    .isTrue();
         }
         RelayTestKit.collect(received, 2_000, Duration.ofSeconds(30), Duration.ofSeconds(1))
                 .forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
@@ -147,10 +155,14 @@ class HotReloadTest {
         assertThat(kit.scheduled(name)).isZero();
         assertThat(kit.countAll(name, "inflight")).isZero();
         try (RedisConnection c = kit.redis()) {
-            Map<byte[], byte[]> meta = c.hashCommands().hGetAll(DelayQueueKeys.forBusiness(name).meta().getBytes(StandardCharsets.UTF_8));
+            Map<byte[], byte[]> meta = c.hashCommands()
+                    .hGetAll(DelayQueueKeys.forBusiness(name).meta().getBytes(StandardCharsets.UTF_8));
             Map<String, String> fields = new HashMap<>();
-            meta.forEach((k, v) -> fields.put(new String(k, StandardCharsets.UTF_8), new String(v, StandardCharsets.UTF_8)));
-            assertThat(fields).containsEntry(MetaFields.SHARDS, "2").containsEntry(MetaFields.DRAINING, "")
+            meta.forEach(
+                    (k, v) -> fields.put(new String(k, StandardCharsets.UTF_8), new String(v, StandardCharsets.UTF_8)));
+            assertThat(fields)
+                    .containsEntry(MetaFields.SHARDS, "2")
+                    .containsEntry(MetaFields.DRAINING, "")
                     .containsEntry(MetaFields.HISTORY, "16,4");
         }
     }
@@ -168,7 +180,8 @@ class HotReloadTest {
         refresh(context);
         assertThat(relay.spec().batchSize()).isEqualTo(250);
         await().atMost(Duration.ofSeconds(5)).until(() -> relay.liveWorkers() == 3);
-        assertThat(Thread.getAllStackTraces().keySet()).extracting(Thread::getName)
+        assertThat(Thread.getAllStackTraces().keySet())
+                .extracting(Thread::getName)
                 .contains("relay-" + name + "-0", "relay-" + name + "-1", "relay-" + name + "-2");
 
         Files.writeString(file, business(name, exchange, "threads=1, batch-size=250"));
@@ -190,7 +203,9 @@ class HotReloadTest {
         for (int i = 0; i < 20; i++) {
             kit.producer().scheduleAfter(name, "while paused " + i, Duration.ZERO);
         }
-        assertThat(received.poll(1, TimeUnit.SECONDS)).as("nothing delivered while paused").isNull();
+        assertThat(received.poll(1, TimeUnit.SECONDS))
+                .as("nothing delivered while paused")
+                .isNull();
         assertThat(kit.scheduled(name)).isEqualTo(20);
 
         Files.writeString(file, business(name, exchange, "max-idle=100ms, paused=false"));
@@ -214,21 +229,25 @@ class HotReloadTest {
         refresh(context);
         assertThat(relay.spec().shards()).isEqualTo(4);
         assertThat(relay.spec().threads()).isEqualTo(2);
-        assertThat(REJECTED).contains(
-                name + ": relay.businesses." + name + ".shards=0: must be between 1 and 16384",
-                name + ": relay.businesses." + name + ".threads=-1: must be between 1 and 256",
-                name + ": relay.businesses." + name + ".threads=-1: must be between 1 and 256");
-        assertThat(REJECTED).contains(name + ": relay.businesses." + name
-                + ".exchange-type=fanfare: must be one of [direct, topic, fanout, headers]");
+        assertThat(REJECTED)
+                .contains(
+                        name + ": relay.businesses." + name + ".shards=0: must be between 1 and 16384",
+                        name + ": relay.businesses." + name + ".threads=-1: must be between 1 and 256",
+                        name + ": relay.businesses." + name + ".threads=-1: must be between 1 and 256");
+        assertThat(REJECTED)
+                .contains(name + ": relay.businesses." + name
+                        + ".exchange-type=fanfare: must be one of [direct, topic, fanout, headers]");
         kit.producer().scheduleAfter(name, "still relayed", Duration.ZERO);
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ZERO))
-                .extracting(Received::text).containsExactly("still relayed");
+                .extracting(Received::text)
+                .containsExactly("still relayed");
 
         REJECTED.clear();
         Files.writeString(file, business(name, "no.such.exchange." + name, "shards=4, threads=2"));
         refresh(context);
-        assertThat(REJECTED).containsExactly(name + ": relay.businesses." + name + ".exchange=no.such.exchange." + name
-                + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
+        assertThat(REJECTED)
+                .containsExactly(name + ": relay.businesses." + name + ".exchange=no.such.exchange." + name
+                        + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
         assertThat(relay.spec().exchange()).isEqualTo(exchange);
     }
 
@@ -242,12 +261,15 @@ class HotReloadTest {
         ConfigurableApplicationContext context = start(file);
         RelayEngine engine = context.getBean(RelayEngine.class);
 
-        Files.writeString(file, business(first, exchange, "") + business(second, exchange, "").replace("relay:\n  businesses:\n", ""));
+        Files.writeString(
+                file,
+                business(first, exchange, "") + business(second, exchange, "").replace("relay:\n  businesses:\n", ""));
         refresh(context);
         assertThat(engine.relays()).containsKeys(first, second);
         kit.producer().scheduleAfter(second, "to the new business", Duration.ZERO);
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ZERO))
-                .extracting(Received::text).containsExactly("to the new business");
+                .extracting(Received::text)
+                .containsExactly("to the new business");
 
         BusinessRelay removed = engine.relays().get(first);
         Files.writeString(file, business(second, exchange, ""));
@@ -256,6 +278,8 @@ class HotReloadTest {
         assertThat(removed.liveWorkers()).isZero();
         kit.producer().scheduleAfter(first, "nobody relays me", Duration.ZERO);
         assertThat(received.poll(500, TimeUnit.MILLISECONDS)).isNull();
-        assertThat(kit.scheduled(first)).as("entries of a removed business stay in Redis").isEqualTo(1);
+        assertThat(kit.scheduled(first))
+                .as("entries of a removed business stay in Redis")
+                .isEqualTo(1);
     }
 }

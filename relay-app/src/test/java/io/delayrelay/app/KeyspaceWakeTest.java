@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +21,9 @@ import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.util.FileSystemUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Keyspace notifications as the wake source: an entry written by a plain ZADD (no relay-api wake-up) is picked up
@@ -63,7 +63,9 @@ class KeyspaceWakeTest {
 
         List<Received> all = RelayTestKit.collect(f.received, 2, Duration.ofSeconds(15), Duration.ofMillis(300));
         assertThat(all).extracting(Received::text).containsExactly("due now", "due in one second");
-        assertThat(all.get(1).header("x-delay-relayed-at")).as("not before its due time").isGreaterThanOrEqualTo(now + 1_000);
+        assertThat(all.get(1).header("x-delay-relayed-at"))
+                .as("not before its due time")
+                .isGreaterThanOrEqualTo(now + 1_000);
         assertThat(config()).as("the relay left Redis' settings alone").isEqualTo("zK");
     }
 
@@ -79,7 +81,9 @@ class KeyspaceWakeTest {
         assertThat(all).extracting(Received::text).containsExactly("polled");
         String log = output.getAll();
         assertThat(log).contains("CONFIG SET notify-keyspace-events Kz").contains("relay.wake.configure-redis=true");
-        assertThat(log.split("keyspace notifications unavailable", -1)).as("one warning").hasSize(2);
+        assertThat(log.split("keyspace notifications unavailable", -1))
+                .as("one warning")
+                .hasSize(2);
         assertThat(config()).as("CONFIG SET only when allowed").isEmpty();
     }
 
@@ -96,16 +100,15 @@ class KeyspaceWakeTest {
         assertThat(all).extracting(Received::text).containsExactly("woken");
     }
 
-    private record Fixture(DelayQueueKeys keys, BlockingQueue<Received> received) {
-    }
+    private record Fixture(DelayQueueKeys keys, BlockingQueue<Received> received) {}
 
     /** A relay on this test's Redis, max-idle 10 minutes unless the settings say otherwise. */
     private Fixture startRelay(String prefix, String... settings) {
         String business = kit.business(prefix);
         String exchange = kit.exchange(prefix);
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                "max-idle", "10m");
+        Map<String, Object> props =
+                RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "max-idle", "10m");
         props.put("spring.data.redis.port", port);
         for (int i = 0; i < settings.length; i += 2) {
             props.put(String.format(settings[i], business), settings[i + 1]);
@@ -117,9 +120,25 @@ class KeyspaceWakeTest {
     private void startRedis(int port, String notify) throws Exception {
         this.port = port;
         this.dir = Files.createTempDirectory("delay-relay-keyspace");
-        Shell.run(20, "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", Integer.toString(port),
-                "--save", "", "--appendonly", "no", "--notify-keyspace-events", notify, "--dir", dir.toString(),
-                "--logfile", dir.resolve("redis.log").toString());
+        Shell.run(
+                20,
+                "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                Integer.toString(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--notify-keyspace-events",
+                notify,
+                "--dir",
+                dir.toString(),
+                "--logfile",
+                dir.resolve("redis.log").toString());
         redis = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", port));
         redis.afterPropertiesSet();
         redis.start();

@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,6 +17,9 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The {@code nacos} profile without a reachable server, in-process: start-up fails with one line naming server and
@@ -53,7 +53,9 @@ class NacosWiringTest {
     /** NACOS_ADDR as a command-line argument: it beats an NACOS_ADDR environment variable of the build. */
     private ConfigurableApplicationContext start(Map<String, Object> props) {
         ConfigurableApplicationContext context = new SpringApplicationBuilder(TestRelayApplication.class)
-                .web(WebApplicationType.NONE).properties(props).run("--NACOS_ADDR=" + NO_SERVER);
+                .web(WebApplicationType.NONE)
+                .properties(props)
+                .run("--NACOS_ADDR=" + NO_SERVER);
         contexts.add(context);
         return context;
     }
@@ -70,10 +72,17 @@ class NacosWiringTest {
         assertThat(nacos.getFileExtension()).isEqualTo("yaml");
         assertThat(context.getEnvironment().getProperty("spring.config.import")).startsWith("optional:nacos:");
         assertThat(context.getBean(RelayEngine.class).relays()).containsKey(name);
-        assertThat(output.getOut().lines().filter(l -> l.contains(" WARN ") && l.contains(
-                "Nacos server " + NO_SERVER + " (namespace public) is unreachable: cannot load data id 'wiring-" + name
-                        + ".yaml' (group DEFAULT_GROUP); relay.nacos.optional=true: starting on local configuration"))
-                .count()).isEqualTo(1);
+        assertThat(output.getOut()
+                        .lines()
+                        .filter(
+                                l -> l.contains(" WARN ")
+                                        && l.contains(
+                                                "Nacos server " + NO_SERVER
+                                                        + " (namespace public) is unreachable: cannot load data id 'wiring-"
+                                                        + name
+                                                        + ".yaml' (group DEFAULT_GROUP); relay.nacos.optional=true: starting on local configuration"))
+                        .count())
+                .isEqualTo(1);
     }
 
     @Test
@@ -83,7 +92,8 @@ class NacosWiringTest {
 
         assertThatThrownBy(() -> start(props))
                 .isInstanceOf(ConfigCenterUnavailableException.class)
-                .hasMessage("Nacos server " + NO_SERVER + " (namespace public) is unreachable: cannot load data id 'strict-"
-                        + name + ".yaml' (group DEFAULT_GROUP)");
+                .hasMessage(
+                        "Nacos server " + NO_SERVER + " (namespace public) is unreachable: cannot load data id 'strict-"
+                                + name + ".yaml' (group DEFAULT_GROUP)");
     }
 }

@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -29,6 +26,9 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * A message that cannot be published (issue 11, defect 3) goes to the dead set with its reason, at once when the
@@ -95,7 +95,9 @@ class PoisonMessageTest {
 
         assertThat(f.deliveredOnceEach("before", "after")).isTrue();
         String reason = f.awaitDeadReason(POISON);
-        assertThat(reason).contains("routing key of 300 bytes exceeds AMQP's 255").endsWith("(attempts: 1)");
+        assertThat(reason)
+                .contains("routing key of 300 bytes exceeds AMQP's 255")
+                .endsWith("(attempts: 1)");
         f.assertSettledWithoutWorkerErrors();
         assertThat(f.deadLettered("invalid-message")).isEqualTo(1.0);
     }
@@ -106,7 +108,9 @@ class PoisonMessageTest {
 
         assertThat(f.deliveredOnceEach("before", "after")).isTrue();
         String reason = f.awaitDeadReason(POISON);
-        assertThat(reason).contains("IllegalStateException: no template for this message").endsWith("(attempts: 3)");
+        assertThat(reason)
+                .contains("IllegalStateException: no template for this message")
+                .endsWith("(attempts: 3)");
         f.assertSettledWithoutWorkerErrors();
         assertThat(f.deadLettered("max-attempts")).isEqualTo(1.0);
         assertThat(f.publishFailures("message-build-failed")).isEqualTo(3.0);
@@ -127,7 +131,8 @@ class PoisonMessageTest {
 
         kit.producer().scheduleById(f.business, "later", "later", Instant.now().minusSeconds(1));
         assertThat(RelayTestKit.collect(f.received, 1, Duration.ofSeconds(10), Duration.ofMillis(300)))
-                .extracting(Received::text).containsExactly("later");
+                .extracting(Received::text)
+                .containsExactly("later");
     }
 
     private Fixture start(String prefix, String poisonKind, boolean byId) {
@@ -136,12 +141,24 @@ class PoisonMessageTest {
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         // One shard (recorded in K:meta, which the producer follows); paused by the operator while the entries
         // are scheduled, then resumed: they leave in one batch.
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                "shards", 1, "threads", 1, "max-attempts", 3, "retry-delay", "100ms");
+        Map<String, Object> props = RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "shards",
+                1,
+                "threads",
+                1,
+                "max-attempts",
+                3,
+                "retry-delay",
+                "100ms");
         props.put("test.business", business);
         props.put("test.poison", poisonKind);
         ConfigurableApplicationContext relay = kit.startRelay(props, PoisonConfig.class);
-        BusinessState state = relay.getBean(RelayEngine.class).relays().get(business).state();
+        BusinessState state =
+                relay.getBean(RelayEngine.class).relays().get(business).state();
         state.setOperatorPaused(true);
         Instant past = Instant.now().minusSeconds(10);
         String poisonMember;
@@ -176,8 +193,8 @@ class PoisonMessageTest {
         }
 
         boolean deliveredOnceEach(String... texts) throws InterruptedException {
-            List<Received> all = RelayTestKit.collect(received, texts.length, Duration.ofSeconds(10),
-                    Duration.ofMillis(500));
+            List<Received> all =
+                    RelayTestKit.collect(received, texts.length, Duration.ofSeconds(10), Duration.ofMillis(500));
             assertThat(all).extracting(Received::text).containsExactly(texts);
             return true;
         }
@@ -197,20 +214,30 @@ class PoisonMessageTest {
         void assertSettledWithoutWorkerErrors() {
             await().atMost(Duration.ofSeconds(5)).until(() -> kit.countAll(business, "inflight") == 0);
             assertThat(kit.scheduled(business)).as("nothing left scheduled").isZero();
-            Counter errors = registry.find(RelayMeterNames.ERRORS).tag(RelayMeterNames.TAG_BUSINESS, business).counter();
-            assertThat(errors == null ? 0.0 : errors.count()).as("worker errors (a back-off would count one)").isZero();
-            assertThat(publishFailures("send-failed")).as("nothing treated as a broker outage").isZero();
+            Counter errors = registry.find(RelayMeterNames.ERRORS)
+                    .tag(RelayMeterNames.TAG_BUSINESS, business)
+                    .counter();
+            assertThat(errors == null ? 0.0 : errors.count())
+                    .as("worker errors (a back-off would count one)")
+                    .isZero();
+            assertThat(publishFailures("send-failed"))
+                    .as("nothing treated as a broker outage")
+                    .isZero();
         }
 
         double deadLettered(String reason) {
-            Counter c = registry.find(RelayMeterNames.DEAD_LETTERED).tag(RelayMeterNames.TAG_BUSINESS, business)
-                    .tag(RelayMeterNames.TAG_REASON, reason).counter();
+            Counter c = registry.find(RelayMeterNames.DEAD_LETTERED)
+                    .tag(RelayMeterNames.TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_REASON, reason)
+                    .counter();
             return c == null ? 0.0 : c.count();
         }
 
         double publishFailures(String cause) {
-            Counter c = registry.find(RelayMeterNames.PUBLISH_FAILURES).tag(RelayMeterNames.TAG_BUSINESS, business)
-                    .tag(RelayMeterNames.TAG_CAUSE, cause).counter();
+            Counter c = registry.find(RelayMeterNames.PUBLISH_FAILURES)
+                    .tag(RelayMeterNames.TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_CAUSE, cause)
+                    .counter();
             return c == null ? 0.0 : c.count();
         }
     }

@@ -1,10 +1,7 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -17,6 +14,8 @@ import io.delayrelay.app.support.RelayTestKit.Received;
 import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /** A producer in another language: plain redis-cli commands following the README's recipe, no wake-up. */
 class RawRedisProducerTest {
@@ -35,7 +34,8 @@ class RawRedisProducerTest {
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "max-idle", "200ms"));
 
-        String shards = redisCli("HGET", "delayqueue:" + business + ":meta", "shards").trim();
+        String shards =
+                redisCli("HGET", "delayqueue:" + business + ":meta", "shards").trim();
         assertThat(shards).isEqualTo("16");
         List<String> messages = List.of("{\"orderId\":1}", "{\"orderId\":2}", "reminder user=42", "héllo wörld");
         long due = Long.parseLong(redisCli("TIME").lines().findFirst().orElseThrow()) * 1000 + 1000;
@@ -50,20 +50,28 @@ class RawRedisProducerTest {
         List<Received> all = new ArrayList<>();
         while (all.size() < messages.size()) {
             Received r = received.poll(5, TimeUnit.SECONDS);
-            assertThat(r).as("delivery %d of %d", all.size() + 1, messages.size()).isNotNull();
+            assertThat(r)
+                    .as("delivery %d of %d", all.size() + 1, messages.size())
+                    .isNotNull();
             all.add(r);
         }
         assertThat(all).extracting(Received::text).containsExactlyInAnyOrderElementsOf(messages);
         for (Received r : all) {
             assertThat(r.header(RelayHeaders.DUE_AT)).isEqualTo(due);
-            assertThat(r.receivedAtMs()).as("no earlier than due, within max-idle plus margin")
+            assertThat(r.receivedAtMs())
+                    .as("no earlier than due, within max-idle plus margin")
                     .isBetween(due, due + 200 + 500);
         }
     }
 
     private static String redisCli(String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("redis-cli", "-h", TestServices.redis().host(), "-p",
-                Integer.toString(TestServices.redis().port()), "--no-raw"));
+        List<String> command = new ArrayList<>(List.of(
+                "redis-cli",
+                "-h",
+                TestServices.redis().host(),
+                "-p",
+                Integer.toString(TestServices.redis().port()),
+                "--no-raw"));
         command.set(command.size() - 1, "--raw");
         command.addAll(List.of(args));
         Process process;
@@ -74,7 +82,9 @@ class RawRedisProducerTest {
         }
         String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(process.waitFor(10, TimeUnit.SECONDS)).isTrue();
-        assertThat(process.exitValue()).as("redis-cli %s: %s", List.of(args), out).isZero();
+        assertThat(process.exitValue())
+                .as("redis-cli %s: %s", List.of(args), out)
+                .isZero();
         return out;
     }
 }

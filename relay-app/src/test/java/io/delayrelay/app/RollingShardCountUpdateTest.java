@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -25,6 +22,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Issue 11, defect 10: a rolling update from 16 to 8 shards. Old instances (16 shards) and a new one (8 shards,
@@ -53,8 +53,8 @@ class RollingShardCountUpdateTest {
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         Map<String, Object> old = properties(business, exchange, OLD_SHARDS, 0);
         Map<String, Object> rolled = properties(business, exchange, NEW_SHARDS, 1);
-        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(kit.redisFactory(), OLD_SHARDS,
-                Duration.ofMillis(100), DelayQueueKeys::forBusiness);
+        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(
+                kit.redisFactory(), OLD_SHARDS, Duration.ofMillis(100), DelayQueueKeys::forBusiness);
 
         ConfigurableApplicationContext oldA = kit.startRelay(old);
         long now = kit.redisNowMs();
@@ -69,10 +69,12 @@ class RollingShardCountUpdateTest {
         ConfigurableApplicationContext fresh = kit.startRelay(rolled);
         assertThat(meta(business, MetaFields.SHARDS)).isEqualTo("8");
         ConfigurableApplicationContext oldB = kit.startRelay(old); // an old instance restarting mid-rollout
-        assertThat(meta(business, MetaFields.SHARDS)).as("the old configuration does not write 16 back").isEqualTo("8");
+        assertThat(meta(business, MetaFields.SHARDS))
+                .as("the old configuration does not write 16 back")
+                .isEqualTo("8");
         assertThat(meta(business, MetaFields.DRAINING)).isEqualTo("16");
 
-        await().atMost(Duration.ofSeconds(6)).until(() -> producer.topology(business).shards() == NEW_SHARDS);
+        await().atMost(Duration.ofSeconds(6)).until(() -> producer.shardCount(business) == NEW_SHARDS);
         for (int i = 0; i < AFTER; i++) {
             producer.schedule(business, "after-" + i, Instant.ofEpochMilli(kit.redisNowMs() + (i % 40) * 100L));
         }
@@ -81,7 +83,9 @@ class RollingShardCountUpdateTest {
         early.forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
         oldA.close();
         oldB.close();
-        assertThat(kit.scheduled(business)).as("entries left for the new instance alone").isGreaterThan(500);
+        assertThat(kit.scheduled(business))
+                .as("entries left for the new instance alone")
+                .isGreaterThan(500);
 
         RelayTestKit.collect(received, BEFORE + AFTER - early.size(), Duration.ofSeconds(30), Duration.ofSeconds(1))
                 .forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
@@ -95,8 +99,8 @@ class RollingShardCountUpdateTest {
     }
 
     private Map<String, Object> properties(String business, String exchange, int shards, int topologyVersion) {
-        Map<String, Object> p = RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "shards", shards,
-                "threads", 2, "max-idle", "200ms");
+        Map<String, Object> p = RelayTestKit.business(
+                kit.baseProperties(), business, exchange, "due", "shards", shards, "threads", 2, "max-idle", "200ms");
         p.put("relay.reaper-interval", "200ms");
         p.put("relay.reshard-grace", "1s");
         p.put("relay.topology-version", topologyVersion);
@@ -105,8 +109,10 @@ class RollingShardCountUpdateTest {
 
     private String meta(String business, String field) {
         try (RedisConnection c = kit.redis()) {
-            byte[] value = c.hashCommands().hGet(DelayQueueKeys.forBusiness(business).meta().getBytes(StandardCharsets.UTF_8),
-                    field.getBytes(StandardCharsets.UTF_8));
+            byte[] value = c.hashCommands()
+                    .hGet(
+                            DelayQueueKeys.forBusiness(business).meta().getBytes(StandardCharsets.UTF_8),
+                            field.getBytes(StandardCharsets.UTF_8));
             return value == null ? null : new String(value, StandardCharsets.UTF_8);
         }
     }

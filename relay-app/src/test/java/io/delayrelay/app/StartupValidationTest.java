@@ -1,9 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.assertj.core.api.Assertions.catchThrowable;
-
 import java.util.Map;
 
 import io.delayrelay.app.config.RelayFailureAnalyzer;
@@ -15,6 +11,10 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 class StartupValidationTest {
 
@@ -56,7 +56,8 @@ class StartupValidationTest {
     void sourceKeyWithBracesIsRejected() {
         String business = kit.business("braces");
         assertThatThrownBy(() -> kit.startRelay(declared(business, "source-key", "orders{1}")))
-                .hasStackTraceContaining("relay.businesses." + business + ".source-key=orders{1}: source key must not contain '{' or '}'");
+                .hasStackTraceContaining("relay.businesses." + business
+                        + ".source-key=orders{1}: source key must not contain '{' or '}'");
     }
 
     @Test
@@ -69,7 +70,8 @@ class StartupValidationTest {
     @Test
     void everyProblemIsReportedAtOnce() {
         String business = kit.business("many");
-        assertThatThrownBy(() -> kit.startRelay(declared(business, "threads", 0, "batch-size", 5000, "exchange-type", "fanfare")))
+        assertThatThrownBy(() -> kit.startRelay(
+                        declared(business, "threads", 0, "batch-size", 5000, "exchange-type", "fanfare")))
                 .hasStackTraceContaining(".threads=0")
                 .hasStackTraceContaining(".batch-size=5000")
                 .hasStackTraceContaining(".exchange-type=fanfare: must be one of");
@@ -78,7 +80,8 @@ class StartupValidationTest {
     @Test
     void exchangeMissingOnTheBrokerIsNamed() {
         String business = kit.business("gone");
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, "no.such.exchange." + business, "rk");
+        Map<String, Object> props =
+                RelayTestKit.business(kit.baseProperties(), business, "no.such.exchange." + business, "rk");
         assertThatThrownBy(() -> kit.startRelay(props))
                 .hasStackTraceContaining("relay.businesses." + business + ".exchange=no.such.exchange." + business
                         + ": no such exchange on the broker");
@@ -88,15 +91,17 @@ class StartupValidationTest {
     @Test
     void exchangeMissingOnTheBrokerIsATypedProblemTheFailureAnalyzerReports() {
         String business = kit.business("gone");
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, "no.such.exchange." + business, "rk");
+        Map<String, Object> props =
+                RelayTestKit.business(kit.baseProperties(), business, "no.such.exchange." + business, "rk");
         Throwable failure = catchThrowable(() -> kit.startRelay(props));
 
         FailureAnalysis analysis = new RelayFailureAnalyzer().analyze(failure);
 
         assertThat(analysis).as("formatted by the relay's failure analyzer").isNotNull();
-        assertThat(analysis.getDescription()).isEqualTo("Invalid delay-relay configuration:\n  - relay.businesses."
-                + business + ".exchange=no.such.exchange." + business
-                + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
+        assertThat(analysis.getDescription())
+                .isEqualTo("Invalid delay-relay configuration:\n  - relay.businesses."
+                        + business + ".exchange=no.such.exchange." + business
+                        + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
         RelayConfigurationException typed = (RelayConfigurationException) analysis.getCause();
         assertThat(typed.problems()).singleElement().satisfies(problem -> {
             assertThat(problem.business()).isEqualTo(business);
@@ -131,8 +136,7 @@ class StartupValidationTest {
 
         @Bean
         SameNameTrigger second() {
-            return new SameNameTrigger() {
-            };
+            return new SameNameTrigger() {};
         }
     }
 
@@ -149,7 +153,8 @@ class StartupValidationTest {
         Map<String, Object> props = declared(a, "source-key", "shared:key");
         RelayTestKit.business(props, b, kit.exchange("valid"), "rk", "source-key", "shared:key");
         assertThatThrownBy(() -> kit.startRelay(props))
-                .hasStackTraceContaining("relay.businesses." + b + ".source-key=shared:key: already used by business '" + a + "'");
+                .hasStackTraceContaining(
+                        "relay.businesses." + b + ".source-key=shared:key: already used by business '" + a + "'");
     }
 
     @Test

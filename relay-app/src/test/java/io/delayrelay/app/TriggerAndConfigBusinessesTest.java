@@ -1,7 +1,5 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -20,6 +18,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class TriggerAndConfigBusinessesTest {
 
@@ -76,7 +76,8 @@ class TriggerAndConfigBusinessesTest {
     static class TriggerConfig {
         @Bean
         OrderTimeoutTrigger orderTimeoutTrigger(Environment env) {
-            return new OrderTimeoutTrigger(env.getProperty("test.trigger.business"), env.getProperty("test.trigger.exchange"));
+            return new OrderTimeoutTrigger(
+                    env.getProperty("test.trigger.business"), env.getProperty("test.trigger.exchange"));
         }
     }
 
@@ -89,7 +90,8 @@ class TriggerAndConfigBusinessesTest {
         BlockingQueue<Received> declaredQueue = kit.consume(kit.queue(declaredExchange, "review.default"));
         BlockingQueue<Received> normalQueue = kit.consume(kit.queue(codedExchange, "order.timeout"));
         BlockingQueue<Received> vipQueue = kit.consume(kit.queue(codedExchange, "order.timeout.vip"));
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), declared, declaredExchange, "review.default");
+        Map<String, Object> props =
+                RelayTestKit.business(kit.baseProperties(), declared, declaredExchange, "review.default");
         props.put("test.trigger.business", coded);
         props.put("test.trigger.exchange", codedExchange);
         props.put("relay.businesses." + coded + ".batch-size", 7);
@@ -97,8 +99,12 @@ class TriggerAndConfigBusinessesTest {
 
         RelayEngine engine = context.getBean(RelayEngine.class);
         assertThat(engine.relays()).containsOnlyKeys(declared, coded);
-        assertThat(engine.relays().get(coded).spec().threads()).as("from the trigger").isEqualTo(3);
-        assertThat(engine.relays().get(coded).spec().batchSize()).as("config wins for a trigger").isEqualTo(7);
+        assertThat(engine.relays().get(coded).spec().threads())
+                .as("from the trigger")
+                .isEqualTo(3);
+        assertThat(engine.relays().get(coded).spec().batchSize())
+                .as("config wins for a trigger")
+                .isEqualTo(7);
         assertThat(engine.relays().get(declared).spec().threads()).as("default").isEqualTo(2);
 
         kit.producer().scheduleAfter(declared, "review order 5", Duration.ofMillis(300));

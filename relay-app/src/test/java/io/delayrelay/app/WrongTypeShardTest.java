@@ -1,9 +1,8 @@
 package io.delayrelay.app;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -19,6 +18,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class WrongTypeShardTest {
 
@@ -36,10 +37,11 @@ class WrongTypeShardTest {
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         try (RedisConnection c = kit.redis()) {
-            c.stringCommands().set(keys.shard(3).getBytes(StandardCharsets.UTF_8), "not a zset".getBytes(StandardCharsets.UTF_8));
+            c.stringCommands()
+                    .set(keys.shard(3).getBytes(StandardCharsets.UTF_8), "not a zset".getBytes(StandardCharsets.UTF_8));
         }
-        ConfigurableApplicationContext context = kit.startRelay(
-                RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 1));
+        ConfigurableApplicationContext context =
+                kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 1));
 
         List<String> messages = new ArrayList<>();
         for (int i = 0; messages.size() < 50; i++) {
@@ -50,18 +52,22 @@ class WrongTypeShardTest {
         }
         long due = kit.redisNowMs() + 500;
         for (String message : messages) {
-            kit.producer().schedule(business, message, java.time.Instant.ofEpochMilli(due));
+            kit.producer().schedule(business, message, Instant.ofEpochMilli(due));
         }
         List<Received> all = RelayTestKit.collect(received, 50, Duration.ofSeconds(5), Duration.ofMillis(200));
         assertThat(all).extracting(Received::text).containsExactlyInAnyOrderElementsOf(messages);
         assertThat(all).allSatisfy(r -> assertThat(r.receivedAtMs() - r.header(RelayHeaders.DUE_AT))
-                .as("lag of %s", r.text()).isLessThan(500));
+                .as("lag of %s", r.text())
+                .isLessThan(500));
         BusinessRelay relay = context.getBean(RelayEngine.class).relays().get(business);
         assertThat(relay.quarantinedShards()).containsExactly(3);
         assertThat(relay.liveWorkers()).isEqualTo(1);
         try (RedisConnection c = kit.redis()) {
-            assertThat(new String(c.stringCommands().get(keys.shard(3).getBytes(StandardCharsets.UTF_8)), StandardCharsets.UTF_8))
-                    .as("the foreign key is left alone").isEqualTo("not a zset");
+            assertThat(new String(
+                            c.stringCommands().get(keys.shard(3).getBytes(StandardCharsets.UTF_8)),
+                            StandardCharsets.UTF_8))
+                    .as("the foreign key is left alone")
+                    .isEqualTo("not a zset");
         }
     }
 }

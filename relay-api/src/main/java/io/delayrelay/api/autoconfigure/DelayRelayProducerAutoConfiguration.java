@@ -21,9 +21,9 @@ public class DelayRelayProducerAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(DelayedMessageProducer.class)
     @ConditionalOnBean(RedisConnectionFactory.class)
-    public RedisDelayedMessageProducer delayedMessageProducer(RedisConnectionFactory connectionFactory,
-            DelayRelayProducerProperties properties) {
-        return new RedisDelayedMessageProducer(connectionFactory, properties.getDefaultShards(),
-                properties.getMetaCacheTtl(), properties::keysFor);
+    public RedisDelayedMessageProducer delayedMessageProducer(
+            RedisConnectionFactory connectionFactory, DelayRelayProducerProperties properties) {
+        return new RedisDelayedMessageProducer(
+                connectionFactory, properties.getDefaultShards(), properties.getMetaCacheTtl(), properties::keysFor);
     }
 }

@@ -9,14 +9,15 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
-import io.delayrelay.app.trigger.RelayConfigurationException;
 import io.delayrelay.app.trigger.OutgoingMessages;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -38,8 +39,7 @@ public final class BusinessSpecResolver {
     static final DataSize MIN_BATCH_BYTES = DataSize.ofKilobytes(1);
     static final DataSize MAX_BATCH_BYTES = DataSize.ofMegabytes(512);
 
-    private BusinessSpecResolver() {
-    }
+    private BusinessSpecResolver() {}
 
     /**
      * What configuration and triggers say: the valid businesses, and the problems of the others by business name
@@ -57,8 +57,8 @@ public final class BusinessSpecResolver {
     }
 
     /** The businesses in force; throws {@link RelayConfigurationException} listing every problem. */
-    public static List<BusinessSpec> resolve(Environment environment,
-            Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
+    public static List<BusinessSpec> resolve(
+            Environment environment, Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
         Resolution resolution = resolveAll(environment, triggers);
         if (!resolution.isValid()) {
             throw new RelayConfigurationException(resolution.allProblems());
@@ -67,8 +67,8 @@ public final class BusinessSpecResolver {
     }
 
     /** Resolves every business, collecting problems per business instead of failing. */
-    public static Resolution resolveAll(Environment environment,
-            Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
+    public static Resolution resolveAll(
+            Environment environment, Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
         Binder binder = Binder.get(environment);
         Map<String, List<ConfigProblem>> problems = new LinkedHashMap<>();
         Map<String, AbstractDelayedMsgScanTrigger> byName = new LinkedHashMap<>();
@@ -76,9 +76,13 @@ public final class BusinessSpecResolver {
             String name = trigger.getBusiness();
             AbstractDelayedMsgScanTrigger previous = byName.putIfAbsent(name, trigger);
             if (previous != null) {
-                problemsOf(problems, name).add(ConfigProblem.business(name, "business '" + name + "'",
-                        "declared by two trigger beans (" + previous.getClass().getName() + ", "
-                                + trigger.getClass().getName() + ")"));
+                problemsOf(problems, name)
+                        .add(ConfigProblem.business(
+                                name,
+                                "business '" + name + "'",
+                                "declared by two trigger beans ("
+                                        + previous.getClass().getName() + ", "
+                                        + trigger.getClass().getName() + ")"));
             }
         }
         Set<String> names = new LinkedHashSet<>(byName.keySet());
@@ -95,8 +99,8 @@ public final class BusinessSpecResolver {
             if (spec != null) {
                 String other = sourceKeys.putIfAbsent(spec.keys().sourceKey(), name);
                 if (other != null) {
-                    own.add(ConfigProblem.property(name, "source-key", spec.keys().sourceKey(),
-                            "already used by business '" + other + "'"));
+                    own.add(ConfigProblem.property(
+                            name, "source-key", spec.keys().sourceKey(), "already used by business '" + other + "'"));
                 } else if (!problems.containsKey(name)) {
                     specs.add(spec);
                 }
@@ -115,17 +119,22 @@ public final class BusinessSpecResolver {
     private static Set<String> configuredNames(Binder binder, List<ConfigProblem> problems) {
         try {
             return binder.bind("relay.businesses", Bindable.mapOf(String.class, Object.class))
-                    .map(Map::keySet).map(java.util.TreeSet::new).map(LinkedHashSet::new).orElseGet(LinkedHashSet::new);
+                    .map(Map::keySet)
+                    .map(TreeSet::new)
+                    .map(LinkedHashSet::new)
+                    .orElseGet(LinkedHashSet::new);
         } catch (BindException e) {
             problems.add(ConfigProblem.global("relay.businesses", describe(e)));
             return Set.of();
         }
     }
 
-    private static BusinessSpec resolveOne(Binder binder, String name, AbstractDelayedMsgScanTrigger trigger,
-            List<ConfigProblem> problems) {
+    private static BusinessSpec resolveOne(
+            Binder binder, String name, AbstractDelayedMsgScanTrigger trigger, List<ConfigProblem> problems) {
         if (name == null || !NAME.matcher(name).matches()) {
-            problems.add(ConfigProblem.business(String.valueOf(name), "business name '" + name + "'",
+            problems.add(ConfigProblem.business(
+                    String.valueOf(name),
+                    "business name '" + name + "'",
                     "use lowercase letters, digits and '-' (it is a key under relay.businesses)"));
             return null;
         }
@@ -150,9 +159,13 @@ public final class BusinessSpecResolver {
         range(problems, name, "shards", s.getShards(), 1, MAX_SHARDS);
         range(problems, name, "threads", s.getThreads(), 1, MAX_THREADS);
         range(problems, name, "batch-size", s.getBatchSize(), 1, MAX_BATCH_SIZE);
-        if (s.getBatchBytes() == null || s.getBatchBytes().compareTo(MIN_BATCH_BYTES) < 0
+        if (s.getBatchBytes() == null
+                || s.getBatchBytes().compareTo(MIN_BATCH_BYTES) < 0
                 || s.getBatchBytes().compareTo(MAX_BATCH_BYTES) > 0) {
-            problems.add(ConfigProblem.property(name, "batch-bytes", s.getBatchBytes(),
+            problems.add(ConfigProblem.property(
+                    name,
+                    "batch-bytes",
+                    s.getBatchBytes(),
                     "must be between " + MIN_BATCH_BYTES + " and " + MAX_BATCH_BYTES));
         }
         range(problems, name, "max-attempts", s.getMaxAttempts(), 1, 1000);
@@ -161,28 +174,49 @@ public final class BusinessSpecResolver {
         required(problems, name, "exchange", s.getExchange());
         required(problems, name, "routing-key", s.getRoutingKey());
         if (s.getExchangeType() == null || !EXCHANGE_TYPES.contains(s.getExchangeType())) {
-            problems.add(ConfigProblem.property(name, "exchange-type", s.getExchangeType(),
-                    "must be one of " + EXCHANGE_TYPES));
+            problems.add(ConfigProblem.property(
+                    name, "exchange-type", s.getExchangeType(), "must be one of " + EXCHANGE_TYPES));
         }
         positive(problems, name, "max-idle", s.getMaxIdle());
         positive(problems, name, "lease", s.getLease());
         positive(problems, name, "retry-delay", s.getRetryDelay());
         positive(problems, name, "retry-delay-max", s.getRetryDelayMax());
         positive(problems, name, "publish-timeout", s.getPublishTimeout());
-        if (s.getLease() != null && s.getPublishTimeout() != null
+        if (s.getLease() != null
+                && s.getPublishTimeout() != null
                 && s.getLease().compareTo(s.getPublishTimeout()) <= 0) {
-            problems.add(ConfigProblem.property(name, "lease", s.getLease(), "must be longer than publish-timeout ("
-                    + s.getPublishTimeout() + "), or entries would be redelivered while still awaiting confirms"));
+            problems.add(ConfigProblem.property(
+                    name,
+                    "lease",
+                    s.getLease(),
+                    "must be longer than publish-timeout (" + s.getPublishTimeout()
+                            + "), or entries would be redelivered while still awaiting confirms"));
         }
         if (problems.size() > before) {
             return null;
         }
         String threadNamePrefix = s.getThreadNamePrefix() != null ? s.getThreadNamePrefix() : "relay-" + name + "-";
         OutgoingMessages outgoing = trigger != null ? trigger : OutgoingMessages.DEFAULT;
-        return new BusinessSpec(name, keys, s.getShards(), s.getThreads(), threadNamePrefix,
-                s.getExchange(), s.getRoutingKey(), s.getExchangeType(), s.isDeclareExchange(), s.getBatchSize(),
-                s.getBatchBytes().toBytes(), s.getMaxIdle(), s.getLease(), s.getMaxAttempts(), s.getRetryDelay(), s.getRetryDelayMax(),
-                s.getPublishTimeout(), s.isPaused(), outgoing);
+        return new BusinessSpec(
+                name,
+                keys,
+                s.getShards(),
+                s.getThreads(),
+                threadNamePrefix,
+                s.getExchange(),
+                s.getRoutingKey(),
+                s.getExchangeType(),
+                s.isDeclareExchange(),
+                s.getBatchSize(),
+                s.getBatchBytes().toBytes(),
+                s.getMaxIdle(),
+                s.getLease(),
+                s.getMaxAttempts(),
+                s.getRetryDelay(),
+                s.getRetryDelayMax(),
+                s.getPublishTimeout(),
+                s.isPaused(),
+                outgoing);
     }
 
     private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {
@@ -206,8 +240,8 @@ public final class BusinessSpecResolver {
         }
     }
 
-    private static void range(List<ConfigProblem> problems, String business, String property, int value, int min,
-            int max) {
+    private static void range(
+            List<ConfigProblem> problems, String business, String property, int value, int min, int max) {
         if (value < min || value > max) {
             problems.add(ConfigProblem.property(business, property, value, "must be between " + min + " and " + max));
         }

@@ -24,10 +24,11 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
  * Wires the relay engine from {@code relay.*}, trigger beans, the Redis connection factory and the RabbitMQ
  * connection factory. Every bean can be replaced; {@code relay.enabled=false} turns the relay off.
  */
-@AutoConfiguration(afterName = {
-    "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
-    "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration"
-})
+@AutoConfiguration(
+        afterName = {
+            "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+            "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration"
+        })
 @ConditionalOnProperty(prefix = "relay", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(RelayProperties.class)
 public class RelayAutoConfiguration {
@@ -58,20 +59,36 @@ public class RelayAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public RelayBusinesses relayBusinesses(Environment environment,
-            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers) {
-        List<BusinessSpec> specs = BusinessSpecResolver.resolve(environment, triggers.orderedStream().toList());
+    public RelayBusinesses relayBusinesses(
+            Environment environment, ObjectProvider<AbstractDelayedMsgScanTrigger> triggers) {
+        List<BusinessSpec> specs = BusinessSpecResolver.resolve(
+                environment, triggers.orderedStream().toList());
         return new RelayBusinesses(specs);
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public RelayEngine relayEngine(RelayBusinesses businesses, ShardStore store, BatchPublisher publisher,
-            RelayEvents events, RedisClock clock, RedisConnectionFactory redisConnectionFactory,
+    public RelayEngine relayEngine(
+            RelayBusinesses businesses,
+            ShardStore store,
+            BatchPublisher publisher,
+            RelayEvents events,
+            RedisClock clock,
+            RedisConnectionFactory redisConnectionFactory,
             RelayProperties properties) {
-        return new RelayEngine(businesses.specs(), store, publisher, events, clock, redisConnectionFactory,
-                new RelayEngine.Settings(properties.getReaperInterval(), properties.getShutdownTimeout(),
-                        properties.isVerifyExchanges(), properties.getReshardGrace(), properties.getTopologyVersion(),
+        return new RelayEngine(
+                businesses.specs(),
+                store,
+                publisher,
+                events,
+                clock,
+                redisConnectionFactory,
+                new RelayEngine.Settings(
+                        properties.getReaperInterval(),
+                        properties.getShutdownTimeout(),
+                        properties.isVerifyExchanges(),
+                        properties.getReshardGrace(),
+                        properties.getTopologyVersion(),
                         properties.getWake().toSettings()));
     }
 }

@@ -28,8 +28,11 @@ public class RelayConfigReloader {
     private final RelayEngine engine;
     private final RelayEvents events;
 
-    public RelayConfigReloader(Environment environment, ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
-            RelayEngine engine, RelayEvents events) {
+    public RelayConfigReloader(
+            Environment environment,
+            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
+            RelayEngine engine,
+            RelayEvents events) {
         this.environment = environment;
         this.triggers = triggers;
         this.engine = engine;
@@ -45,21 +48,25 @@ public class RelayConfigReloader {
 
     /** Re-resolves the businesses and applies them. Returns the problems that were rejected. */
     public synchronized List<ConfigProblem> reload() {
-        BusinessSpecResolver.Resolution resolution =
-                BusinessSpecResolver.resolveAll(environment, triggers.orderedStream().toList());
+        BusinessSpecResolver.Resolution resolution = BusinessSpecResolver.resolveAll(
+                environment, triggers.orderedStream().toList());
         List<ConfigProblem> all = new ArrayList<>(resolution.allProblems());
         List<BusinessSpec> specs = resolution.specs();
         all.addAll(engine.apply(specs, resolution.problems().keySet()));
         all.forEach(this::reject);
         if (all.isEmpty()) {
-            log.info("relay configuration reloaded: {} business(es) {}", specs.size(),
+            log.info(
+                    "relay configuration reloaded: {} business(es) {}",
+                    specs.size(),
                     specs.stream().map(BusinessSpec::name).toList());
         }
         return all;
     }
 
     private void reject(ConfigProblem problem) {
-        log.warn("business={}: reloaded configuration rejected, previous settings kept: {}", problem.business(),
+        log.warn(
+                "business={}: reloaded configuration rejected, previous settings kept: {}",
+                problem.business(),
                 problem.message());
         try {
             events.configRejected(problem.business(), problem.message());

@@ -9,7 +9,8 @@ public class RelayFailureAnalyzer extends AbstractFailureAnalyzer<RelayConfigura
 
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, RelayConfigurationException cause) {
-        return new FailureAnalysis(cause.getMessage(),
+        return new FailureAnalysis(
+                cause.getMessage(),
                 "Fix the listed relay.* properties (or trigger beans) and start again. Property reference: README.md.",
                 cause);
     }

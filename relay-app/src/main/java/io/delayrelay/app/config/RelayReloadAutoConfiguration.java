@@ -26,8 +26,11 @@ public class RelayReloadAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public RelayConfigReloader relayConfigReloader(Environment environment,
-            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers, RelayEngine engine, RelayEvents events) {
+    public RelayConfigReloader relayConfigReloader(
+            Environment environment,
+            ObjectProvider<AbstractDelayedMsgScanTrigger> triggers,
+            RelayEngine engine,
+            RelayEvents events) {
         return new RelayConfigReloader(environment, triggers, engine, events);
     }
 

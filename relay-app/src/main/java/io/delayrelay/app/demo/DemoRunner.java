@@ -56,13 +56,16 @@ class DemoRunner implements ApplicationRunner, DisposableBean {
             long now = System.currentTimeMillis();
             Object due = message.getMessageProperties().getHeaders().get(RelayHeaders.DUE_AT);
             long dueAt = due instanceof Number n ? n.longValue() : now;
-            log.info("demo consumer: received '{}' due {} -> lag {} ms",
-                    new String(message.getBody(), StandardCharsets.UTF_8), time(dueAt), now - dueAt);
+            log.info(
+                    "demo consumer: received '{}' due {} -> lag {} ms",
+                    new String(message.getBody(), StandardCharsets.UTF_8),
+                    time(dueAt),
+                    now - dueAt);
         });
         container.start();
         for (int i = 1; i <= 5; i++) {
-            long dueAt = producer.scheduleAfter(BUSINESS, "reminder #" + i + " (scheduled " + (i + 1) + " s ahead)",
-                    Duration.ofSeconds(i + 1));
+            long dueAt = producer.scheduleAfter(
+                    BUSINESS, "reminder #" + i + " (scheduled " + (i + 1) + " s ahead)", Duration.ofSeconds(i + 1));
             log.info("demo producer: scheduled reminder #{} due {}", i, time(dueAt));
         }
         log.info("demo: watch the messages arrive; Ctrl-C stops the relay");

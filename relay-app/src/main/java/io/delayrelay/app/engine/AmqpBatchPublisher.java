@@ -49,8 +49,8 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
      * needed: nothing slow runs on completion here.
      */
     @Override
-    public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec spec, List<DueMessage> batch,
-            Executor executor) {
+    public CompletableFuture<List<PublishOutcome>> publishAsync(
+            BusinessSpec spec, List<DueMessage> batch, Executor executor) {
         PendingBatch pending = new PendingBatch(batch.size());
         long timeoutMs = spec.publishTimeout().toMillis();
         PublishChannel channel = null;
@@ -60,12 +60,17 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             try {
                 built = messages.build(spec, message);
             } catch (AmqpMessageBuilder.InvalidMessageException e) {
-                pending.complete(i, PublishOutcome.rejected(PublishOutcome.Cause.INVALID_MESSAGE,
-                        "cannot be published: " + e.getMessage()));
+                pending.complete(
+                        i,
+                        PublishOutcome.rejected(
+                                PublishOutcome.Cause.INVALID_MESSAGE, "cannot be published: " + e.getMessage()));
                 continue;
             } catch (RuntimeException e) {
-                pending.complete(i, PublishOutcome.failed(PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
-                        "building the message failed: " + rootMessage(e)));
+                pending.complete(
+                        i,
+                        PublishOutcome.failed(
+                                PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
+                                "building the message failed: " + rootMessage(e)));
                 continue;
             }
             PublishOutcome closed = channel == null ? null : channel.closedOutcome();
@@ -85,8 +90,10 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             } catch (IllegalArgumentException e) {
                 // amqp-client refused this message before writing a frame (e.g. headers over the frame size):
                 // it never will take it; the channel retired itself if its numbering moved.
-                pending.complete(i, PublishOutcome.rejected(PublishOutcome.Cause.INVALID_MESSAGE,
-                        "cannot be published: " + rootMessage(e)));
+                pending.complete(
+                        i,
+                        PublishOutcome.rejected(
+                                PublishOutcome.Cause.INVALID_MESSAGE, "cannot be published: " + rootMessage(e)));
             } catch (IOException | AlreadyClosedException | AmqpException e) {
                 PublishOutcome closedNow = channel == null ? null : channel.closedOutcome();
                 PublishOutcome rest = closedNow != null && closedNow.cause() != PublishOutcome.Cause.CHANNEL_CLOSED
@@ -102,7 +109,8 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             PublishChannel used = channel;
             CompletableFuture.delayedExecutor(timeoutMs, TimeUnit.MILLISECONDS).execute(() -> {
                 if (!pending.isDone()) {
-                    pending.completeRest(PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
+                    pending.completeRest(
+                            PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
                     if (used != null) {
                         used.forget(pending);
                     }
@@ -119,7 +127,8 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         if (current != null && current.usable()) {
             return current;
         }
-        PublishChannel fresh = PublishChannel.open(connectionFactory.createConnection().getDelegate(), retireTimeoutMs);
+        PublishChannel fresh =
+                PublishChannel.open(connectionFactory.createConnection().getDelegate(), retireTimeoutMs);
         channels.put(thread, fresh);
         if (current != null) {
             current.close();

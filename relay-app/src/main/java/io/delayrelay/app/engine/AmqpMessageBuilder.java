@@ -24,6 +24,7 @@ final class AmqpMessageBuilder {
 
     /** AMQP's short-string limit, which a routing key must fit. */
     static final int MAX_ROUTING_KEY_BYTES = 255;
+
     private static final int PERSISTENT = 2;
 
     /** A message that can never be published as it is (breaks an AMQP limit): dead-lettered at once. */
@@ -33,15 +34,15 @@ final class AmqpMessageBuilder {
         }
     }
 
-    record Built(String routingKey, AMQP.BasicProperties properties, byte[] body) {
-    }
+    record Built(String routingKey, AMQP.BasicProperties properties, byte[] body) {}
 
     private static final ClassValue<Boolean> DEFAULT_SHAPE = new ClassValue<>() {
         @Override
         protected Boolean computeValue(Class<?> type) {
             try {
                 return type.getMethod("toAmqpMessage", DueMessage.class, MessageProperties.class)
-                        .getDeclaringClass() == OutgoingMessages.class;
+                                .getDeclaringClass()
+                        == OutgoingMessages.class;
             } catch (NoSuchMethodException e) {
                 return false;
             }
@@ -78,8 +79,10 @@ final class AmqpMessageBuilder {
         if (amqp == null) {
             throw new InvalidMessageException("toAmqpMessage returned null");
         }
-        return new Built(routingKey, converter.fromMessageProperties(amqp.getMessageProperties(),
-                StandardCharsets.UTF_8.name()), amqp.getBody());
+        return new Built(
+                routingKey,
+                converter.fromMessageProperties(amqp.getMessageProperties(), StandardCharsets.UTF_8.name()),
+                amqp.getBody());
     }
 
     private static AMQP.BasicProperties properties(DueMessage message, long relayedAt) {

@@ -21,8 +21,8 @@ public interface BatchPublisher {
      * (or the publish timeout passed), so the caller can pop the next batch meanwhile. Slow follow-up work runs on
      * {@code executor}, never on the broker connection's thread. The default publishes synchronously.
      */
-    default CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec spec, List<DueMessage> batch,
-            Executor executor) {
+    default CompletableFuture<List<PublishOutcome>> publishAsync(
+            BusinessSpec spec, List<DueMessage> batch, Executor executor) {
         return CompletableFuture.completedFuture(publish(spec, batch));
     }
 

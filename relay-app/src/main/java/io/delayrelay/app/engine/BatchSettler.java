@@ -45,7 +45,11 @@ final class BatchSettler {
     private final Object monitor = new Object();
     private int batchesInFlight;
 
-    BatchSettler(String threadNamePrefix, ShardStore store, BatchPublisher publisher, EventReporter events,
+    BatchSettler(
+            String threadNamePrefix,
+            ShardStore store,
+            BatchPublisher publisher,
+            EventReporter events,
             RedisClock clock) {
         this.store = store;
         this.publisher = publisher;
@@ -70,8 +74,8 @@ final class BatchSettler {
      * Settling acts only on entries still leased under {@code token}, the lease token of the pop that took them.
      * Returns the broker's outcomes, complete at once when the publisher knew them immediately.
      */
-    CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
-            Runnable onSettled) {
+    CompletableFuture<List<PublishOutcome>> publish(
+            BusinessSpec spec, int shard, String token, List<DueMessage> batch, Runnable onSettled) {
         synchronized (monitor) {
             batchesInFlight++;
         }
@@ -89,10 +93,16 @@ final class BatchSettler {
         try {
             published = publisher.publishAsync(spec, batch, followUps);
             long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
-            published.copy().orTimeout(boundMs, TimeUnit.MILLISECONDS).handleAsync((outcomes, error) -> {
-                settle(spec, shard, token, batch, outcomes, error);
-                return null;
-            }, pool).whenComplete((v, e) -> finish.run());
+            published
+                    .copy()
+                    .orTimeout(boundMs, TimeUnit.MILLISECONDS)
+                    .handleAsync(
+                            (outcomes, error) -> {
+                                settle(spec, shard, token, batch, outcomes, error);
+                                return null;
+                            },
+                            pool)
+                    .whenComplete((v, e) -> finish.run());
         } catch (RuntimeException | Error e) {
             finish.run();
             throw e;
@@ -106,8 +116,10 @@ final class BatchSettler {
             while (batchesInFlight > 0) {
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
-                    log.warn("business={}: {} published batch(es) still unconfirmed at shutdown; left to the lease",
-                            business, batchesInFlight);
+                    log.warn(
+                            "business={}: {} published batch(es) still unconfirmed at shutdown; left to the lease",
+                            business,
+                            batchesInFlight);
                     break;
                 }
                 try {
@@ -122,33 +134,46 @@ final class BatchSettler {
         followUps.shutdown();
     }
 
-    private void settle(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
-            List<PublishOutcome> outcomes, Throwable error) {
+    private void settle(
+            BusinessSpec spec,
+            int shard,
+            String token,
+            List<DueMessage> batch,
+            List<PublishOutcome> outcomes,
+            Throwable error) {
         MDC.put("business", spec.name());
         MDC.put("shard", Integer.toString(shard));
         try {
             if (outcomes == null) {
-                Throwable cause = error instanceof CompletionException && error.getCause() != null
-                        ? error.getCause() : error;
+                Throwable cause =
+                        error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
                 PublishOutcome failure = cause instanceof TimeoutException
-                        ? PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout: no outcome "
-                                + OUTCOME_GRACE.toSeconds() + " s after the publish timeout")
-                        : PublishOutcome.failed(PublishOutcome.Cause.OTHER, "publish failed: "
-                                + (cause == null ? "unknown" : AmqpBatchPublisher.rootMessage(cause)));
+                        ? PublishOutcome.failed(
+                                PublishOutcome.Cause.CONFIRM_TIMEOUT,
+                                "confirm timeout: no outcome " + OUTCOME_GRACE.toSeconds()
+                                        + " s after the publish timeout")
+                        : PublishOutcome.failed(
+                                PublishOutcome.Cause.OTHER,
+                                "publish failed: "
+                                        + (cause == null ? "unknown" : AmqpBatchPublisher.rootMessage(cause)));
                 outcomes = batch.stream().map(m -> failure).toList();
             }
             apply(spec, shard, token, batch, outcomes);
         } catch (RuntimeException e) {
             events.error(spec, shard, e);
-            log.warn("business={} shard={}: settling a published batch failed ({}); its unsettled entries are "
-                    + "redelivered after the lease", spec.name(), shard, AmqpBatchPublisher.rootMessage(e));
+            log.warn(
+                    "business={} shard={}: settling a published batch failed ({}); its unsettled entries are "
+                            + "redelivered after the lease",
+                    spec.name(),
+                    shard,
+                    AmqpBatchPublisher.rootMessage(e));
         } finally {
             MDC.clear();
         }
     }
 
-    private void apply(BusinessSpec spec, int shard, String token, List<DueMessage> batch,
-            List<PublishOutcome> outcomes) {
+    private void apply(
+            BusinessSpec spec, int shard, String token, List<DueMessage> batch, List<PublishOutcome> outcomes) {
         List<DueMessage> confirmed = new ArrayList<>(batch.size());
         List<byte[]> returned = new ArrayList<>();
         List<byte[]> failed = new ArrayList<>();
@@ -176,7 +201,11 @@ final class BatchSettler {
             }
         }
         if (!confirmed.isEmpty()) {
-            store.ack(spec, shard, token, confirmed.stream().map(DueMessage::member).toList());
+            store.ack(
+                    spec,
+                    shard,
+                    token,
+                    confirmed.stream().map(DueMessage::member).toList());
             long confirmedAt = clock.nowMs();
             events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
         }
@@ -191,11 +220,17 @@ final class BatchSettler {
         }
         if (!failed.isEmpty()) {
             PublishOutcome outcome = failOutcome;
-            log.warn("business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}", spec.name(),
-                    shard, failed.size(), batch.size(), outcome.reason(), spec.retryDelay());
+            log.warn(
+                    "business={} shard={}: {} of {} messages not confirmed ({}); retrying after {}",
+                    spec.name(),
+                    shard,
+                    failed.size(),
+                    batch.size(),
+                    outcome.reason(),
+                    spec.retryDelay());
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, outcome.cause(), failed.size()));
-            ShardStore.RequeueResult result = store.requeue(spec, shard, token, failed, spec.maxAttempts(),
-                    outcome.reason());
+            ShardStore.RequeueResult result =
+                    store.requeue(spec, shard, token, failed, spec.maxAttempts(), outcome.reason());
             events.deadLettered(spec, shard, DeadReason.MAX_ATTEMPTS, outcome.reason(), result.dead());
         }
     }
@@ -203,8 +238,8 @@ final class BatchSettler {
     /** A message that can never be published (it breaks an AMQP limit) goes to the dead set at once, with its reason. */
     private void reject(BusinessSpec spec, int shard, String token, DueMessage message, PublishOutcome outcome) {
         events.emit(spec, shard, e -> e.publishFailed(spec, shard, outcome.cause(), 1));
-        ShardStore.RequeueResult result = store.requeue(spec, shard, token, List.of(message.member()), 1,
-                outcome.reason());
+        ShardStore.RequeueResult result =
+                store.requeue(spec, shard, token, List.of(message.member()), 1, outcome.reason());
         events.deadLettered(spec, shard, DeadReason.INVALID_MESSAGE, outcome.reason(), result.dead());
     }
 }

@@ -23,22 +23,30 @@ public final class BusinessRelay {
     private final WorkerPool workers;
     private final EventReporter events;
 
-    BusinessRelay(BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events,
-            RedisClock clock) {
+    BusinessRelay(
+            BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events, RedisClock clock) {
         this.store = store;
         this.events = events;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock);
-        this.workers = new WorkerPool(state, (index, keepRunning) -> new ScanWorker(index, keepRunning, state, store, signal,
-                schedule, settler, events, clock));
+        this.workers = new WorkerPool(
+                state,
+                (index, keepRunning) ->
+                        new ScanWorker(index, keepRunning, state, store, signal, schedule, settler, events, clock));
     }
 
     void start() {
         workers.start();
         BusinessSpec spec = state.spec();
-        log.info("business={} started: {} threads, {} shards, exchange '{}', routing key '{}', source key '{}'",
-                spec.name(), spec.threads(), spec.shards(), spec.exchange(), spec.routingKey(), spec.keys().sourceKey());
+        log.info(
+                "business={} started: {} threads, {} shards, exchange '{}', routing key '{}', source key '{}'",
+                spec.name(),
+                spec.threads(),
+                spec.shards(),
+                spec.exchange(),
+                spec.routingKey(),
+                spec.keys().sourceKey());
     }
 
     /** Stops popping; waits up to {@code timeout} for workers and published batches, then leaves them to the lease. */
@@ -61,9 +69,14 @@ public final class BusinessRelay {
     /** An instance whose configuration is older than the one that recorded K:meta's shard count says so. */
     private static void warnIfNotApplied(BusinessSpec spec, ShardStore.Reshard meta) {
         if (!meta.applied()) {
-            log.warn("business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
-                    + "recorded shards {}; following it (this instance scans {} shards)", spec.name(), spec.shards(),
-                    spec.keys().meta(), meta.shards(), meta.scanWidth(spec.shards()));
+            log.warn(
+                    "business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
+                            + "recorded shards {}; following it (this instance scans {} shards)",
+                    spec.name(),
+                    spec.shards(),
+                    spec.keys().meta(),
+                    meta.shards(),
+                    meta.scanWidth(spec.shards()));
         }
     }
 
@@ -81,8 +94,12 @@ public final class BusinessRelay {
         }
         state.apply(next, recorded);
         if (next.shards() != previous.shards()) {
-            log.info("business={} shards {} -> {}; scanning {} shards until the retired ones are empty", next.name(),
-                    previous.shards(), next.shards(), state.scanWidth());
+            log.info(
+                    "business={} shards {} -> {}; scanning {} shards until the retired ones are empty",
+                    next.name(),
+                    previous.shards(),
+                    next.shards(),
+                    state.scanWidth());
         }
         workers.adjust();
         signal.wakeAll();

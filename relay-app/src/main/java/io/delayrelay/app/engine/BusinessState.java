@@ -1,5 +1,6 @@
 package io.delayrelay.app.engine;
 
+import java.time.Duration;
 import java.util.Set;
 
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -56,7 +57,7 @@ public final class BusinessState {
      * While keyspace notifications wake the workers, an idle worker sleeps up to the safety sweep instead of
      * max-idle; {@code null} turns polling at max-idle back on.
      */
-    void useSafetySweep(java.time.Duration sweep) {
+    void useSafetySweep(Duration sweep) {
         safetySweepMs = sweep == null ? 0 : sweep.toMillis();
     }
 

@@ -11,15 +11,21 @@ import io.delayrelay.app.trigger.DueMessage;
 /** Turns what one pop returned into the messages to publish, each with its stable message id. */
 final class DueBatch {
 
-    private DueBatch() {
-    }
+    private DueBatch() {}
 
     static List<DueMessage> of(BusinessSpec spec, int shard, PopResult popped) {
         List<DueMessage> batch = new ArrayList<>(popped.entries().size());
         for (PopResult.Entry entry : popped.entries()) {
             boolean byId = entry.payload() != null;
-            batch.add(new DueMessage(spec.name(), shard, entry.member(), byId ? entry.payload() : entry.member(), byId,
-                    entry.dueAtMs(), popped.redisNowMs(), entry.attempts() + 1,
+            batch.add(new DueMessage(
+                    spec.name(),
+                    shard,
+                    entry.member(),
+                    byId ? entry.payload() : entry.member(),
+                    byId,
+                    entry.dueAtMs(),
+                    popped.redisNowMs(),
+                    entry.attempts() + 1,
                     messageId(spec.name(), entry.member(), entry.dueAtMs())));
         }
         return batch;

@@ -41,8 +41,14 @@ final class EventReporter {
         if (dead.isEmpty()) {
             return;
         }
-        log.error("business={} shard={}: {} message(s) dead-lettered to {}: {}; first member: {}", spec.name(), shard,
-                dead.size(), spec.keys().dead(shard), reason, preview(dead.get(0)));
+        log.error(
+                "business={} shard={}: {} message(s) dead-lettered to {}: {}; first member: {}",
+                spec.name(),
+                shard,
+                dead.size(),
+                spec.keys().dead(shard),
+                reason,
+                preview(dead.get(0)));
         emit(spec, shard, e -> e.deadLettered(spec, shard, category, dead.size()));
     }
 
@@ -50,8 +56,11 @@ final class EventReporter {
         if (count == 0) {
             return;
         }
-        log.warn("business={} shard={}: {} entries' lease expired unconfirmed; put back for redelivery", spec.name(),
-                shard, count);
+        log.warn(
+                "business={} shard={}: {} entries' lease expired unconfirmed; put back for redelivery",
+                spec.name(),
+                shard,
+                count);
         emit(spec, shard, e -> e.leaseExpired(spec, shard, count));
     }
 

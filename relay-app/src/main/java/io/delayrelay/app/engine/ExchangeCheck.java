@@ -27,13 +27,19 @@ final class ExchangeCheck {
         try {
             publisher.prepareExchange(spec);
         } catch (AmqpConnectException e) {
-            log.warn("business={}: RabbitMQ is not reachable ({}); exchange '{}' not checked, "
-                    + "messages stay in Redis until the broker is back", spec.name(),
-                    AmqpBatchPublisher.rootMessage(e), spec.exchange());
+            log.warn(
+                    "business={}: RabbitMQ is not reachable ({}); exchange '{}' not checked, "
+                            + "messages stay in Redis until the broker is back",
+                    spec.name(),
+                    AmqpBatchPublisher.rootMessage(e),
+                    spec.exchange());
         } catch (RuntimeException e) {
             String cause = AmqpBatchPublisher.rootMessage(e);
             if (cause.contains("NOT_FOUND") && verifyExchanges) {
-                return ConfigProblem.property(spec.name(), "exchange", spec.exchange(),
+                return ConfigProblem.property(
+                        spec.name(),
+                        "exchange",
+                        spec.exchange(),
                         "no such exchange on the broker (declare it, or set declare-exchange: true)");
             }
             log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);

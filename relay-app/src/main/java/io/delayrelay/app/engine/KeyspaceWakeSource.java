@@ -47,8 +47,7 @@ public final class KeyspaceWakeSource {
     }
 
     /** Wake settings: mode, whether the relay may CONFIG SET, and the sweep interval while notifications work. */
-    public record Settings(Mode mode, boolean configureRedis, Duration safetySweep) {
-    }
+    public record Settings(Mode mode, boolean configureRedis, Duration safetySweep) {}
 
     private final RedisConnectionFactory connectionFactory;
     private final Settings settings;
@@ -57,8 +56,7 @@ public final class KeyspaceWakeSource {
     private StatefulRedisPubSubConnection<String, String> pubSub;
     private volatile boolean active;
 
-    private record Subscription(BusinessRelay relay, String prefix, AtomicLongArray lastWakeMs) {
-    }
+    private record Subscription(BusinessRelay relay, String prefix, AtomicLongArray lastWakeMs) {}
 
     KeyspaceWakeSource(RedisConnectionFactory connectionFactory, Settings settings, RedisClock clock) {
         this.connectionFactory = connectionFactory;
@@ -91,8 +89,10 @@ public final class KeyspaceWakeSource {
             pubSub = connectPubSub(client);
             pubSub.addListener(new Listener());
             active = true;
-            log.info("keyspace notifications on: a ZADD by any producer wakes the relay; empty shards are swept "
-                    + "every {}", settings.safetySweep());
+            log.info(
+                    "keyspace notifications on: a ZADD by any producer wakes the relay; empty shards are swept "
+                            + "every {}",
+                    settings.safetySweep());
             return true;
         } catch (RuntimeException e) {
             warnFallback("checking them failed: " + AmqpBatchPublisher.rootMessage(e));
@@ -113,7 +113,11 @@ public final class KeyspaceWakeSource {
                 if (!values.stream().allMatch(KeyspaceWakeSource::hasFlags) && settings.configureRedis()) {
                     c.sync().upstream().commands().configSet(CONFIG, withFlags(values.get(0)));
                     values.clear();
-                    c.sync().upstream().commands().configGet(CONFIG).forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
+                    c.sync()
+                            .upstream()
+                            .commands()
+                            .configGet(CONFIG)
+                            .forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
                 }
             }
         } else {
@@ -122,7 +126,10 @@ public final class KeyspaceWakeSource {
                 String value = c.sync().configGet(CONFIG).getOrDefault(CONFIG, "");
                 if (!hasFlags(value) && settings.configureRedis()) {
                     c.sync().configSet(CONFIG, withFlags(value));
-                    log.info("set Redis {} from '{}' to '{}' (relay.wake.configure-redis=true)", CONFIG, value,
+                    log.info(
+                            "set Redis {} from '{}' to '{}' (relay.wake.configure-redis=true)",
+                            CONFIG,
+                            value,
                             withFlags(value));
                     value = c.sync().configGet(CONFIG).getOrDefault(CONFIG, "");
                 }
@@ -161,11 +168,15 @@ public final class KeyspaceWakeSource {
     }
 
     private void warnFallback(String why) {
-        log.warn("keyspace notifications unavailable ({}): entries written without the relay-api's wake-up "
-                + "(e.g. a plain ZADD) are picked up by polling every max-idle. To be woken within milliseconds, "
-                + "run CONFIG SET {} Kz on Redis (every master of a cluster; or put '{} Kz' in redis.conf), "
-                + "or set relay.wake.configure-redis=true to let the relay do it; relay.wake.keyspace-events=off "
-                + "silences this", why, CONFIG, CONFIG);
+        log.warn(
+                "keyspace notifications unavailable ({}): entries written without the relay-api's wake-up "
+                        + "(e.g. a plain ZADD) are picked up by polling every max-idle. To be woken within milliseconds, "
+                        + "run CONFIG SET {} Kz on Redis (every master of a cluster; or put '{} Kz' in redis.conf), "
+                        + "or set relay.wake.configure-redis=true to let the relay do it; relay.wake.keyspace-events=off "
+                        + "silences this",
+                why,
+                CONFIG,
+                CONFIG);
     }
 
     private int database() {
@@ -180,8 +191,9 @@ public final class KeyspaceWakeSource {
         String prefix = relay.spec().keys().shard(0);
         prefix = prefix.substring(0, prefix.length() - 1);
         String pattern = "__keyspace@" + database() + "__:" + escape(prefix) + "[0-9]*";
-        byPattern.put(pattern, new Subscription(relay, "__keyspace@" + database() + "__:" + prefix,
-                new AtomicLongArray(4096)));
+        byPattern.put(
+                pattern,
+                new Subscription(relay, "__keyspace@" + database() + "__:" + prefix, new AtomicLongArray(4096)));
         psubscribe(pattern);
     }
 

@@ -35,7 +35,10 @@ final class LeaseReaper implements Runnable {
                     reapShard(relay, spec, shard);
                 } catch (RuntimeException e) {
                     events.error(spec, shard, e);
-                    log.warn("business={} shard={}: lease reaper failed: {}", spec.name(), shard,
+                    log.warn(
+                            "business={} shard={}: lease reaper failed: {}",
+                            spec.name(),
+                            shard,
                             AmqpBatchPublisher.rootMessage(e));
                 }
             }

@@ -19,8 +19,7 @@ public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, St
      * @param payload  message stored for the member (scheduled by id), or null
      * @param attempts failed delivery attempts so far
      */
-    public record Entry(byte[] member, long dueAtMs, byte[] payload, int attempts) {
-    }
+    public record Entry(byte[] member, long dueAtMs, byte[] payload, int attempts) {}
 
     public boolean isEmpty() {
         return entries.isEmpty();

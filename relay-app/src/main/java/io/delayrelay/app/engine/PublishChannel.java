@@ -6,11 +6,12 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
-import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConfirmListener;
+import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.Method;
 import com.rabbitmq.client.ReturnListener;
 import com.rabbitmq.client.ShutdownListener;
@@ -32,8 +33,7 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
 
     private static final Logger log = LoggerFactory.getLogger(PublishChannel.class);
 
-    private record Booking(PendingBatch batch, int index, String messageId) {
-    }
+    private record Booking(PendingBatch batch, int index, String messageId) {}
 
     private final Channel channel;
     private final long retireTimeoutMs;
@@ -74,8 +74,14 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
      * Publishes one persistent, mandatory message and books its confirm as message {@code index} of {@code batch}.
      * Throws what {@code basicPublish} throws; the booking is withdrawn then.
      */
-    void publish(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body,
-            PendingBatch batch, int index) throws IOException {
+    void publish(
+            String exchange,
+            String routingKey,
+            AMQP.BasicProperties properties,
+            byte[] body,
+            PendingBatch batch,
+            int index)
+            throws IOException {
         long sequence = channel.getNextPublishSeqNo();
         bookings.put(sequence, new Booking(batch, index, properties.getMessageId()));
         try {
@@ -97,10 +103,14 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
 
     private void retire(Exception cause) {
         retired = true;
-        log.warn("publish channel {} retired after a refused publish advanced its confirm numbering ({}); "
-                + "a fresh channel takes over", channel.getChannelNumber(), AmqpBatchPublisher.rootMessage(cause));
+        log.warn(
+                "publish channel {} retired after a refused publish advanced its confirm numbering ({}); "
+                        + "a fresh channel takes over",
+                channel.getChannelNumber(),
+                AmqpBatchPublisher.rootMessage(cause));
         // Confirms booked before the refusal are still numbered right: wait for them, but not forever.
-        CompletableFuture.delayedExecutor(retireTimeoutMs, TimeUnit.MILLISECONDS).execute(this::close);
+        CompletableFuture.delayedExecutor(retireTimeoutMs, TimeUnit.MILLISECONDS)
+                .execute(this::close);
         closeIfRetiredAndIdle();
     }
 
@@ -117,7 +127,7 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
             if (channel.isOpen()) {
                 channel.close();
             }
-        } catch (IOException | java.util.concurrent.TimeoutException | RuntimeException e) {
+        } catch (IOException | TimeoutException | RuntimeException e) {
             log.debug("closing publish channel {} failed", channel.getChannelNumber(), e);
         }
     }
@@ -129,8 +139,12 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
 
     @Override
     public void handleNack(long deliveryTag, boolean multiple) {
-        settle(deliveryTag, multiple, PublishOutcome.failed(PublishOutcome.Cause.NACK,
-                "nack: the broker refused the message (e.g. a queue at its length limit with reject-publish)"));
+        settle(
+                deliveryTag,
+                multiple,
+                PublishOutcome.failed(
+                        PublishOutcome.Cause.NACK,
+                        "nack: the broker refused the message (e.g. a queue at its length limit with reject-publish)"));
     }
 
     private void settle(long deliveryTag, boolean multiple, PublishOutcome outcome) {
@@ -155,13 +169,22 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
      * order, so it belongs to the earliest booking with that message id that has no outcome yet.
      */
     @Override
-    public void handleReturn(int replyCode, String replyText, String exchange, String routingKey,
-            AMQP.BasicProperties properties, byte[] body) {
+    public void handleReturn(
+            int replyCode,
+            String replyText,
+            String exchange,
+            String routingKey,
+            AMQP.BasicProperties properties,
+            byte[] body) {
         String messageId = properties == null ? null : properties.getMessageId();
         for (Booking booking : bookings.values()) {
-            if (Objects.equals(booking.messageId(), messageId) && !booking.batch().has(booking.index())) {
-                booking.batch().complete(booking.index(), PublishOutcome.returned("unroutable: " + replyCode + " "
-                        + replyText + " (exchange '" + exchange + "', routing key '" + routingKey + "')"));
+            if (Objects.equals(booking.messageId(), messageId)
+                    && !booking.batch().has(booking.index())) {
+                booking.batch()
+                        .complete(
+                                booking.index(),
+                                PublishOutcome.returned("unroutable: " + replyCode + " " + replyText + " (exchange '"
+                                        + exchange + "', routing key '" + routingKey + "')"));
                 return;
             }
         }
@@ -183,22 +206,26 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
      */
     static PublishOutcome closeOutcome(ShutdownSignalException cause) {
         if (cause.isInitiatedByApplication()) {
-            return PublishOutcome.failed(PublishOutcome.Cause.CHANNEL_CLOSED,
+            return PublishOutcome.failed(
+                    PublishOutcome.Cause.CHANNEL_CLOSED,
                     "confirm failed: the relay closed the channel before the confirm came");
         }
         Method reason = cause.getReason();
         if (reason instanceof AMQP.Channel.Close close) {
             String text = close.getReplyText();
             return switch (close.getReplyCode()) {
-                case AMQP.NOT_FOUND -> PublishOutcome.failed(PublishOutcome.Cause.EXCHANGE_NOT_FOUND,
+                case AMQP.NOT_FOUND -> PublishOutcome.failed(
+                        PublishOutcome.Cause.EXCHANGE_NOT_FOUND,
                         "exchange does not exist (" + close.getReplyCode() + " " + text + ")");
-                case AMQP.ACCESS_REFUSED -> PublishOutcome.failed(PublishOutcome.Cause.ACCESS_REFUSED,
-                        "nack: " + close.getReplyCode() + " " + text);
-                default -> PublishOutcome.failed(PublishOutcome.Cause.CHANNEL_CLOSED,
+                case AMQP.ACCESS_REFUSED -> PublishOutcome.failed(
+                        PublishOutcome.Cause.ACCESS_REFUSED, "nack: " + close.getReplyCode() + " " + text);
+                default -> PublishOutcome.failed(
+                        PublishOutcome.Cause.CHANNEL_CLOSED,
                         "confirm failed: channel closed by the broker (" + close.getReplyCode() + " " + text + ")");
             };
         }
-        return PublishOutcome.failed(PublishOutcome.Cause.CHANNEL_CLOSED,
+        return PublishOutcome.failed(
+                PublishOutcome.Cause.CHANNEL_CLOSED,
                 "confirm failed: connection lost before the confirm (" + AmqpBatchPublisher.rootMessage(cause) + ")");
     }
 }

@@ -18,8 +18,7 @@ public final class RedisClock {
     private volatile Reading last;
 
     /** A Redis reading and the monotonic time it was taken. */
-    private record Reading(long redisMs, long atNanos) {
-    }
+    private record Reading(long redisMs, long atNanos) {}
 
     public RedisClock() {
         this(System::currentTimeMillis, System::nanoTime);

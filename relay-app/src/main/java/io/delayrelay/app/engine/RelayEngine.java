@@ -51,12 +51,22 @@ public class RelayEngine implements SmartLifecycle {
      * @param topologyVersion version of this configuration's shard counts: never written over a higher one
      * @param wake            whether keyspace notifications wake the workers, and the safety sweep with them
      */
-    public record Settings(Duration reaperInterval, Duration shutdownTimeout, boolean verifyExchanges,
-            Duration reshardGrace, long topologyVersion, KeyspaceWakeSource.Settings wake) {
-    }
+    public record Settings(
+            Duration reaperInterval,
+            Duration shutdownTimeout,
+            boolean verifyExchanges,
+            Duration reshardGrace,
+            long topologyVersion,
+            KeyspaceWakeSource.Settings wake) {}
 
-    public RelayEngine(List<BusinessSpec> specs, ShardStore store, BatchPublisher publisher, RelayEvents events,
-            RedisClock clock, RedisConnectionFactory redisConnectionFactory, Settings settings) {
+    public RelayEngine(
+            List<BusinessSpec> specs,
+            ShardStore store,
+            BatchPublisher publisher,
+            RelayEvents events,
+            RedisClock clock,
+            RedisConnectionFactory redisConnectionFactory,
+            Settings settings) {
         this.store = store;
         this.publisher = publisher;
         this.events = new EventReporter(events);
@@ -152,7 +162,10 @@ public class RelayEngine implements SmartLifecycle {
             }
             BusinessSpec old = current.spec();
             if (!old.keys().equals(next.keys())) {
-                problems.add(ConfigProblem.property(next.name(), "source-key", next.keys().sourceKey(),
+                problems.add(ConfigProblem.property(
+                        next.name(),
+                        "source-key",
+                        next.keys().sourceKey(),
                         "cannot change while running (was " + old.keys().sourceKey() + "); restart the relay"));
                 continue;
             }
@@ -217,7 +230,10 @@ public class RelayEngine implements SmartLifecycle {
             try {
                 relay.restartDeadWorkers();
             } catch (RuntimeException e) {
-                log.warn("business={}: restarting dead workers failed: {}", relay.spec().name(), e.toString());
+                log.warn(
+                        "business={}: restarting dead workers failed: {}",
+                        relay.spec().name(),
+                        e.toString());
             }
         }
     }

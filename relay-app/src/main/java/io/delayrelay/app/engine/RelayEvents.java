@@ -11,38 +11,29 @@ import io.delayrelay.app.trigger.DueMessage;
  */
 public interface RelayEvents {
 
-    RelayEvents NOOP = new RelayEvents() {
-    };
+    RelayEvents NOOP = new RelayEvents() {};
 
     /** Messages the broker confirmed; {@code confirmedAtMs} is the estimated Redis time of the confirm. */
-    default void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
-    }
+    default void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {}
 
     /** Messages whose publish failed (nack, confirm timeout, connection trouble); they will be retried. */
-    default void publishFailed(BusinessSpec spec, int shard, PublishOutcome.Cause cause, int count) {
-    }
+    default void publishFailed(BusinessSpec spec, int shard, PublishOutcome.Cause cause, int count) {}
 
     /** Entries moved to the dead set. */
-    default void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {
-    }
+    default void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {}
 
     /** Dead letters removed to keep the dead set within a bound ({@code max-size} or {@code max-age}). */
-    default void deadTrimmed(BusinessSpec spec, String bound, long count) {
-    }
+    default void deadTrimmed(BusinessSpec spec, String bound, long count) {}
 
     /** Entries put back after their lease expired. */
-    default void leaseExpired(BusinessSpec spec, int shard, int count) {
-    }
+    default void leaseExpired(BusinessSpec spec, int shard, int count) {}
 
     /** A reloaded setting was rejected; the business keeps its previous settings. */
-    default void configRejected(String business, String problem) {
-    }
+    default void configRejected(String business, String problem) {}
 
     /** A worker thread had died (an error escaped its loop) and was started again. */
-    default void workerRestarted(BusinessSpec spec, String worker) {
-    }
+    default void workerRestarted(BusinessSpec spec, String worker) {}
 
     /** An iteration of a worker or the reaper failed. */
-    default void error(BusinessSpec spec, int shard, Throwable error) {
-    }
+    default void error(BusinessSpec spec, int shard, Throwable error) {}
 }

@@ -46,10 +46,19 @@ final class ScanWorker implements Runnable {
     private int failures;
     /** Batches in a row of which nothing reached the broker; reset by a batch that reached it. */
     private int brokerFailures;
+
     private int empties;
 
-    ScanWorker(int index, BooleanSupplier keepRunning, BusinessState state, ShardStore store, WakeSignal signal,
-            ShardSchedule schedule, BatchSettler settler, EventReporter events, RedisClock clock) {
+    ScanWorker(
+            int index,
+            BooleanSupplier keepRunning,
+            BusinessState state,
+            ShardStore store,
+            WakeSignal signal,
+            ShardSchedule schedule,
+            BatchSettler settler,
+            EventReporter events,
+            RedisClock clock) {
         this.index = index;
         this.keepRunning = keepRunning;
         this.state = state;
@@ -86,8 +95,8 @@ final class ScanWorker implements Runnable {
             // the slot first: a pop starts the entries' lease, which must not run out while waiting for a slot
             batchSlots.acquire();
             slotHeld = true;
-            shard = cursor.next(spec, state.scanWidth(), state.quarantine()::isQuarantined,
-                    shardsInFlight::containsKey);
+            shard = cursor.next(
+                    spec, state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
             if (shard == ShardCursor.NO_SHARD) {
                 batchSlots.release();
                 slotHeld = false;
@@ -156,14 +165,16 @@ final class ScanWorker implements Runnable {
             int woken = signal.await(Math.max(until, now + 1), clock, observed);
             now = clock.nowMs();
             boolean fullIdle = woken == WakeSignal.NO_HINT && until >= idleUntil && now >= idleUntil;
-            if (fullIdle && state.sweepsShared() && keepRunning.getAsBoolean()
+            if (fullIdle
+                    && state.sweepsShared()
+                    && keepRunning.getAsBoolean()
                     && !store.claimRound(spec.keys(), "sweep:" + index, idleMs * 9 / 10)) {
                 // With keyspace notifications the safety sweep is insurance: one instance's worker of this
                 // index sweeps per round, so the idle cost does not grow with the number of instances.
                 continue;
             }
-            cursor.hint(woken != WakeSignal.NO_HINT ? woken
-                    : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
+            cursor.hint(
+                    woken != WakeSignal.NO_HINT ? woken : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
             return;
         }
     }
@@ -188,8 +199,10 @@ final class ScanWorker implements Runnable {
             settled.run();
             throw e;
         }
-        List<PublishOutcome> immediate = settler.publish(spec, shard, popped.token(), batch, settled).getNow(null);
-        if (immediate != null && !immediate.isEmpty()
+        List<PublishOutcome> immediate =
+                settler.publish(spec, shard, popped.token(), batch, settled).getNow(null);
+        if (immediate != null
+                && !immediate.isEmpty()
                 && immediate.stream().allMatch(o -> o.status() == PublishOutcome.Status.NOT_SENT)) {
             throw new BrokerUnavailableException(immediate.get(0).reason());
         }
@@ -227,7 +240,12 @@ final class ScanWorker implements Runnable {
             return;
         }
         int inARow = e instanceof BrokerUnavailableException ? ++brokerFailures : ++failures;
-        log.warn("business={} shard={}: worker iteration failed ({} in a row): {}", spec.name(), shard, inARow, cause,
+        log.warn(
+                "business={} shard={}: worker iteration failed ({} in a row): {}",
+                spec.name(),
+                shard,
+                inARow,
+                cause,
                 inARow == 1 ? e : null);
         try {
             signal.await(clock.nowMs() + backOffMs(spec, inARow), clock);
@@ -244,8 +262,10 @@ final class ScanWorker implements Runnable {
     /** Only a stop ends a worker: an interrupt while the worker should still run is logged and survived. */
     private void interrupted(BusinessSpec spec) {
         if (keepRunning.getAsBoolean()) {
-            log.warn("business={}: worker {} interrupted while it should run; ignored (only a stop ends a worker)",
-                    spec.name(), Thread.currentThread().getName());
+            log.warn(
+                    "business={}: worker {} interrupted while it should run; ignored (only a stop ends a worker)",
+                    spec.name(),
+                    Thread.currentThread().getName());
         }
     }
 }

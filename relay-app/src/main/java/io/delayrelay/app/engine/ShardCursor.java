@@ -37,6 +37,7 @@ final class ShardCursor {
     private int hint = WakeSignal.NO_HINT;
     /** This worker's reserved block of cursor positions: next to use, and one past the last. */
     private long blockNext;
+
     private long blockEnd;
 
     ShardCursor(ShardSchedule schedule, CursorSource cursor, LongSupplier redisNowMs) {

@@ -40,9 +40,15 @@ final class ShardQuarantine {
 
     void quarantine(BusinessSpec spec, int shard, String cause) {
         untilNanos.put(shard, nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(QUARANTINE_MS));
-        log.error("business={} shard={}: shard keys hold unexpected data ({}); skipping this shard for {} s. "
-                + "Fix or remove the offending key ({} must be a zset, {} a zset, {} a hash)", spec.name(), shard,
-                cause, QUARANTINE_MS / 1000, spec.keys().shard(shard), spec.keys().inflight(shard),
+        log.error(
+                "business={} shard={}: shard keys hold unexpected data ({}); skipping this shard for {} s. "
+                        + "Fix or remove the offending key ({} must be a zset, {} a zset, {} a hash)",
+                spec.name(),
+                shard,
+                cause,
+                QUARANTINE_MS / 1000,
+                spec.keys().shard(shard),
+                spec.keys().inflight(shard),
                 spec.keys().payloads(shard));
     }
 

@@ -2,6 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.IntPredicate;
 
 /**
  * What this relay instance knows of each shard's earliest due time (Redis epoch ms), shared by a business's
@@ -16,8 +17,7 @@ final class ShardSchedule {
     static final long NONE = Long.MAX_VALUE;
 
     /** A shard and its earliest known due time. */
-    record Earliest(int shard, long dueMs) {
-    }
+    record Earliest(int shard, long dueMs) {}
 
     private volatile AtomicLongArray next = new AtomicLongArray(0);
 
@@ -54,7 +54,7 @@ final class ShardSchedule {
      * Claims a shard known to be due at {@code nowMs} (so that other workers look elsewhere until its next pop
      * reports again), or returns -1 when none is.
      */
-    int claimDue(long nowMs, java.util.function.IntPredicate skip) {
+    int claimDue(long nowMs, IntPredicate skip) {
         AtomicLongArray current = next;
         int width = current.length();
         if (width == 0) {

@@ -1,7 +1,7 @@
 package io.delayrelay.app.engine;
 
-import java.time.Duration;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -9,11 +9,11 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 
-import io.delayrelay.api.ByteRedisTemplates;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
-import io.delayrelay.api.ShardTopology;
-import io.delayrelay.api.support.LuaScripts;
+import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.api.internal.LuaScripts;
+import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -36,18 +36,27 @@ public class ShardStore {
     static final long BLOCKED_RECHECK_MS = 50;
 
     /** Keys of pop.lua, in its KEYS order. */
-    private static final int[] POP_KEYS = {DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
-        DelayQueueKeys.ATTEMPTS};
+    private static final int[] POP_KEYS = {
+        DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS
+    };
     /** Keys of ack.lua, in its KEYS order. */
-    private static final int[] ACK_KEYS = {DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT,
-        DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD};
+    private static final int[] ACK_KEYS = {
+        DelayQueueKeys.SHARD,
+        DelayQueueKeys.PAYLOADS,
+        DelayQueueKeys.INFLIGHT,
+        DelayQueueKeys.ATTEMPTS,
+        DelayQueueKeys.DEAD
+    };
     /** Keys of requeue.lua, in its KEYS order. */
-    private static final int[] REQUEUE_KEYS = {DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD,
-        DelayQueueKeys.DEAD_REASONS};
+    private static final int[] REQUEUE_KEYS = {
+        DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS
+    };
 
     private final RedisTemplate<byte[], byte[]> redis;
     /** Lease tokens: unique per pop across instances (a random 64-bit prefix per store) and within one (a counter). */
-    private final String tokenPrefix = Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-";
+    private final String tokenPrefix =
+            Long.toHexString(ThreadLocalRandom.current().nextLong()) + "-";
+
     private final AtomicLong tokens = new AtomicLong();
 
     public ShardStore(RedisConnectionFactory connectionFactory) {
@@ -61,8 +70,14 @@ public class ShardStore {
     public PopResult pop(BusinessSpec spec, int shard) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
-        List<?> reply = redis.execute(POP, keys.shardKeyBytes(shard, POP_KEYS), num(spec.batchSize()),
-                num(spec.lease().toMillis()), bytes(token), num(BLOCKED_RECHECK_MS), num(spec.batchBytes()));
+        List<?> reply = redis.execute(
+                POP,
+                keys.shardKeyBytes(shard, POP_KEYS),
+                num(spec.batchSize()),
+                num(spec.lease().toMillis()),
+                bytes(token),
+                num(BLOCKED_RECHECK_MS),
+                num(spec.batchBytes()));
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
@@ -73,7 +88,10 @@ public class ShardStore {
             long due = parseScore((byte[]) reply.get(base + 1));
             byte[] payload = (byte[]) reply.get(base + 2);
             byte[] attempts = (byte[]) reply.get(base + 3);
-            entries.add(new PopResult.Entry(member, due, payload,
+            entries.add(new PopResult.Entry(
+                    member,
+                    due,
+                    payload,
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
         return new PopResult(now, entries, nextDue, token);
@@ -100,8 +118,8 @@ public class ShardStore {
      * Takes the given members leased under {@code token} out of flight: retried later, or dead once they reach
      * {@code maxAttempts}.
      */
-    public RequeueResult requeue(BusinessSpec spec, int shard, String token, List<byte[]> members, int maxAttempts,
-            String reason) {
+    public RequeueResult requeue(
+            BusinessSpec spec, int shard, String token, List<byte[]> members, int maxAttempts, String reason) {
         if (members.isEmpty()) {
             return RequeueResult.NONE;
         }
@@ -134,8 +152,11 @@ public class ShardStore {
      * Redis cost does not grow with the number of instances.
      */
     public boolean claimRound(DelayQueueKeys keys, String round, long periodMs) {
-        Boolean claimed = redis.opsForValue().setIfAbsent(bytes(keys.sourceKey() + ":round:" + round),
-                ROUND_VALUE, Duration.ofMillis(Math.max(1, periodMs)));
+        Boolean claimed = redis.opsForValue()
+                .setIfAbsent(
+                        bytes(keys.sourceKey() + ":round:" + round),
+                        ROUND_VALUE,
+                        Duration.ofMillis(Math.max(1, periodMs)));
         return Boolean.TRUE.equals(claimed);
     }
 
@@ -144,8 +165,8 @@ public class ShardStore {
     /** ARGV of requeue.lua before the members. */
     private static final int REQUEUE_FIXED_ARGS = 7;
 
-    private static Object[] withMembers(String mode, BusinessSpec spec, int maxAttempts, String reason, String token,
-            List<byte[]> members) {
+    private static Object[] withMembers(
+            String mode, BusinessSpec spec, int maxAttempts, String reason, String token, List<byte[]> members) {
         Object[] args = new Object[REQUEUE_FIXED_ARGS + members.size()];
         args[0] = bytes(mode);
         fillRetryArgs(args, spec, maxAttempts, reason, 0);
@@ -169,8 +190,8 @@ public class ShardStore {
      */
     public Reshard reshard(BusinessSpec spec, long topologyVersion) {
         List<?> reply = redis.execute(RESHARD, keys(spec.keys().meta()), num(spec.shards()), num(topologyVersion));
-        return new Reshard(asLong(reply.get(0)) == 1, (int) asLong(reply.get(1)),
-                ShardTopology.parseList(text((byte[]) reply.get(2))));
+        return new Reshard(asLong(reply.get(0)) == 1, (int) asLong(reply.get(1)), ShardTopology.parseList(text((byte[])
+                reply.get(2))));
     }
 
     /**
@@ -184,7 +205,8 @@ public class ShardStore {
 
         /** The shard counts {@code K:meta} records: the one in force, then those still draining. */
         public int[] recorded() {
-            return IntStream.concat(IntStream.of(shards), Arrays.stream(draining)).toArray();
+            return IntStream.concat(IntStream.of(shards), Arrays.stream(draining))
+                    .toArray();
         }
 
         /** Shards an instance configured with {@code ownShards} scans: the largest of it and every recorded count. */
@@ -202,11 +224,13 @@ public class ShardStore {
      * yet) and those still draining.
      */
     public ShardTopology topology(DelayQueueKeys keys, int fallbackShards) {
-        List<Object> values = redis.opsForHash().multiGet(bytes(keys.meta()),
-                List.of(bytes(MetaFields.SHARDS), bytes(MetaFields.DRAINING)));
+        List<Object> values = redis.opsForHash()
+                .multiGet(bytes(keys.meta()), List.of(bytes(MetaFields.SHARDS), bytes(MetaFields.DRAINING)));
         int[] shards = ShardTopology.parseList(text((byte[]) values.get(0)));
-        return new ShardTopology(shards.length == 1 ? shards[0] : fallbackShards,
-                ShardTopology.parseList(text((byte[]) values.get(1))), null);
+        return new ShardTopology(
+                shards.length == 1 ? shards[0] : fallbackShards,
+                ShardTopology.parseList(text((byte[]) values.get(1))),
+                null);
     }
 
     /**

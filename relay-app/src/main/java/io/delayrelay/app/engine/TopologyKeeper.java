@@ -9,7 +9,7 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 
-import io.delayrelay.api.ShardTopology;
+import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,8 +36,8 @@ final class TopologyKeeper implements Runnable {
     /** business -> draining counts found empty at the previous check. */
     private final Map<String, Map<Integer, Boolean>> emptyBefore = new HashMap<>();
 
-    TopologyKeeper(Supplier<Collection<BusinessRelay>> relays, Duration grace, LongSupplier nanoClock,
-            EventReporter events) {
+    TopologyKeeper(
+            Supplier<Collection<BusinessRelay>> relays, Duration grace, LongSupplier nanoClock, EventReporter events) {
         this.relays = relays;
         this.events = events;
         this.grace = grace;
@@ -52,7 +52,10 @@ final class TopologyKeeper implements Runnable {
                 keep(relay, spec);
             } catch (RuntimeException e) {
                 events.error(spec, -1, e);
-                log.warn("business={}: checking the shard topology failed: {}", spec.name(), AmqpBatchPublisher.rootMessage(e));
+                log.warn(
+                        "business={}: checking the shard topology failed: {}",
+                        spec.name(),
+                        AmqpBatchPublisher.rootMessage(e));
             }
         }
     }
@@ -66,22 +69,29 @@ final class TopologyKeeper implements Runnable {
         Map<Integer, Boolean> wasEmpty = emptyBefore.computeIfAbsent(spec.name(), k -> new HashMap<>());
         seen.keySet().retainAll(Arrays.stream(draining).boxed().toList());
         wasEmpty.keySet().retainAll(seen.keySet());
-        int[] drained = Arrays.stream(draining).filter(m -> {
-            if (m <= inForce) {
-                return true; // every instance scans at least the count in force: nothing beyond it to drain
-            }
-            long since = seen.computeIfAbsent(m, k -> now);
-            boolean empty = shardsEmpty(relay, spec, inForce, m);
-            boolean retire = empty && Boolean.TRUE.equals(wasEmpty.get(m)) && now - since >= grace.toNanos();
-            wasEmpty.put(m, empty);
-            return retire;
-        }).toArray();
+        int[] drained = Arrays.stream(draining)
+                .filter(m -> {
+                    if (m <= inForce) {
+                        return true; // every instance scans at least the count in force: nothing beyond it to drain
+                    }
+                    long since = seen.computeIfAbsent(m, k -> now);
+                    boolean empty = shardsEmpty(relay, spec, inForce, m);
+                    boolean retire = empty && Boolean.TRUE.equals(wasEmpty.get(m)) && now - since >= grace.toNanos();
+                    wasEmpty.put(m, empty);
+                    return retire;
+                })
+                .toArray();
         if (drained.length > 0) {
             draining = relay.store().undrain(spec.keys(), inForce, drained);
-            log.info("business={}: shards beyond {} are empty; stopped draining shard count(s) {}", spec.name(),
-                    inForce, Arrays.toString(drained));
+            log.info(
+                    "business={}: shards beyond {} are empty; stopped draining shard count(s) {}",
+                    spec.name(),
+                    inForce,
+                    Arrays.toString(drained));
         }
-        relay.state().followTopology(IntStream.concat(IntStream.of(inForce), Arrays.stream(draining)).toArray());
+        relay.state()
+                .followTopology(IntStream.concat(IntStream.of(inForce), Arrays.stream(draining))
+                        .toArray());
     }
 
     private static boolean shardsEmpty(BusinessRelay relay, BusinessSpec spec, int from, int upTo) {

@@ -65,7 +65,11 @@ final class WakeSubscriber implements MessageListener {
         try {
             relay.wake(Integer.parseInt(body.substring(0, colon)), Long.parseLong(body.substring(colon + 1)));
         } catch (RuntimeException e) {
-            log.debug("business={}: malformed wake-up '{}' on {}; waking all workers", relay.spec().name(), body, channel);
+            log.debug(
+                    "business={}: malformed wake-up '{}' on {}; waking all workers",
+                    relay.spec().name(),
+                    body,
+                    channel);
             relay.wake(WakeSignal.NO_HINT, Long.MIN_VALUE);
         }
     }

@@ -75,8 +75,12 @@ final class WorkerPool {
 
     private void died(Thread worker, Throwable cause) {
         died.add(worker.getName());
-        log.error("business={}: worker {} died ({}); it is started again within the reaper interval",
-                state.spec().name(), worker.getName(), cause.toString(), cause);
+        log.error(
+                "business={}: worker {} died ({}); it is started again within the reaper interval",
+                state.spec().name(),
+                worker.getName(),
+                cause.toString(),
+                cause);
     }
 
     /** Whether worker {@code index} should keep running (false after a stop or a reload to fewer threads). */
@@ -108,8 +112,11 @@ final class WorkerPool {
         }
         for (Thread worker : workers) {
             if (worker.isAlive()) {
-                log.warn("business={}: worker {} still busy after {}, interrupting; its batch is left to the lease",
-                        state.spec().name(), worker.getName(), timeout);
+                log.warn(
+                        "business={}: worker {} still busy after {}, interrupting; its batch is left to the lease",
+                        state.spec().name(),
+                        worker.getName(),
+                        timeout);
                 worker.interrupt();
             }
         }

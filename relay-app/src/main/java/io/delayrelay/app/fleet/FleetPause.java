@@ -34,6 +34,7 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
     private final OperatorPauseStore store;
     /** The operator pause last read from Redis, per business. */
     private final Map<String, OperatorPause> operator = new ConcurrentHashMap<>();
+
     private volatile boolean redisDown;
     private ScheduledExecutorService follower;
     private volatile boolean running;
@@ -45,7 +46,8 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
 
     /** Configuration's and the operator's pause of a business. */
     public PauseState state(BusinessRelay relay) {
-        return new PauseState(relay.spec().paused(), operator.getOrDefault(relay.spec().name(), OperatorPause.NONE));
+        return new PauseState(
+                relay.spec().paused(), operator.getOrDefault(relay.spec().name(), OperatorPause.NONE));
     }
 
     /** Pauses the business on every instance (this one at once, the others within their max-idle). */
@@ -53,7 +55,10 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         OperatorPause stored = store.pause(relay.spec().keys(), by);
         operator.put(relay.spec().name(), stored);
         apply(relay);
-        log.info("business={}: paused for every relay instance by {}", relay.spec().name(), by);
+        log.info(
+                "business={}: paused for every relay instance by {}",
+                relay.spec().name(),
+                by);
         return state(relay);
     }
 
@@ -62,7 +67,10 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         store.resume(relay.spec().keys());
         operator.put(relay.spec().name(), OperatorPause.NONE);
         apply(relay);
-        log.info("business={}: resumed for every relay instance by {}{}", relay.spec().name(), by,
+        log.info(
+                "business={}: resumed for every relay instance by {}{}",
+                relay.spec().name(),
+                by,
                 relay.spec().paused() ? " (configuration still says paused: true)" : "");
         return state(relay);
     }
@@ -89,8 +97,10 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         } catch (RuntimeException e) {
             if (!redisDown) {
                 redisDown = true;
-                log.warn("business={}: cannot read the operator pause from Redis ({}); keeping the last known state",
-                        spec.name(), e.getClass().getSimpleName());
+                log.warn(
+                        "business={}: cannot read the operator pause from Redis ({}); keeping the last known state",
+                        spec.name(),
+                        e.getClass().getSimpleName());
             }
             return fallback;
         }
@@ -101,8 +111,11 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         OperatorPause op = operator.getOrDefault(relay.spec().name(), OperatorPause.NONE);
         if (state.operatorPaused() != op.paused()) {
             state.setOperatorPaused(op.paused());
-            log.info("business={}: {} by {} (configuration paused={})", relay.spec().name(),
-                    op.paused() ? "paused for every instance" : "operator pause lifted", op.paused() ? op.by() : "an operator",
+            log.info(
+                    "business={}: {} by {} (configuration paused={})",
+                    relay.spec().name(),
+                    op.paused() ? "paused for every instance" : "operator pause lifted",
+                    op.paused() ? op.by() : "an operator",
                     relay.spec().paused());
         }
     }
@@ -143,15 +156,18 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         if (!running || follower.isShutdown()) {
             return;
         }
-        follower.schedule(() -> {
-            try {
-                follow();
-            } catch (RuntimeException e) {
-                log.warn("following the operator pause failed", e);
-            } finally {
-                scheduleNext();
-            }
-        }, interval().toMillis(), TimeUnit.MILLISECONDS);
+        follower.schedule(
+                () -> {
+                    try {
+                        follow();
+                    } catch (RuntimeException e) {
+                        log.warn("following the operator pause failed", e);
+                    } finally {
+                        scheduleNext();
+                    }
+                },
+                interval().toMillis(),
+                TimeUnit.MILLISECONDS);
     }
 
     @Override

@@ -41,8 +41,8 @@ public class InstanceHeartbeat implements SmartLifecycle {
     private volatile boolean running;
     private volatile boolean failing;
 
-    public InstanceHeartbeat(RelayEngine engine, RedisTemplate<byte[], byte[]> redis, RelayInstance self,
-            Duration interval) {
+    public InstanceHeartbeat(
+            RelayEngine engine, RedisTemplate<byte[], byte[]> redis, RelayInstance self, Duration interval) {
         this.engine = engine;
         this.redis = redis;
         this.self = self;
@@ -60,8 +60,11 @@ public class InstanceHeartbeat implements SmartLifecycle {
             DelayQueueKeys keys = relay.spec().keys();
             try {
                 long now = redisNowMs();
-                redis.execute((RedisCallback<Object>) c -> c.hashCommands().hSet(bytes(keys.instances()),
-                        bytes(self.id()), bytes(self.seenAt(now).encode())));
+                redis.execute((RedisCallback<Object>) c -> c.hashCommands()
+                        .hSet(
+                                bytes(keys.instances()),
+                                bytes(self.id()),
+                                bytes(self.seenAt(now).encode())));
                 List<byte[]> gone = new ArrayList<>();
                 read(keys).forEach(i -> {
                     if (i.lastSeen() < now - interval.toMillis() * FORGET_BEATS) {
@@ -69,8 +72,8 @@ public class InstanceHeartbeat implements SmartLifecycle {
                     }
                 });
                 if (!gone.isEmpty()) {
-                    redis.execute((RedisCallback<Object>) c -> c.hashCommands().hDel(bytes(keys.instances()),
-                            gone.toArray(new byte[0][])));
+                    redis.execute((RedisCallback<Object>)
+                            c -> c.hashCommands().hDel(bytes(keys.instances()), gone.toArray(new byte[0][])));
                 }
                 if (failing) {
                     failing = false;
@@ -79,8 +82,12 @@ public class InstanceHeartbeat implements SmartLifecycle {
             } catch (RuntimeException e) {
                 if (!failing) {
                     failing = true;
-                    log.warn("business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
-                            relay.spec().name(), keys.instances(), rootMessage(e), interval);
+                    log.warn(
+                            "business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
+                            relay.spec().name(),
+                            keys.instances(),
+                            rootMessage(e),
+                            interval);
                 }
             }
         }
@@ -89,13 +96,15 @@ public class InstanceHeartbeat implements SmartLifecycle {
     /** The live instances of a business (latest heartbeat at most {@value #LIVE_BEATS} intervals old), by id. */
     public List<RelayInstance> live(DelayQueueKeys keys) {
         long since = redisNowMs() - interval.toMillis() * LIVE_BEATS;
-        return read(keys).stream().filter(i -> i.lastSeen() >= since)
-                .sorted(Comparator.comparing(RelayInstance::id)).toList();
+        return read(keys).stream()
+                .filter(i -> i.lastSeen() >= since)
+                .sorted(Comparator.comparing(RelayInstance::id))
+                .toList();
     }
 
     private List<RelayInstance> read(DelayQueueKeys keys) {
-        Map<byte[], byte[]> all = redis.execute((RedisCallback<Map<byte[], byte[]>>) c ->
-                c.hashCommands().hGetAll(bytes(keys.instances())));
+        Map<byte[], byte[]> all = redis.execute(
+                (RedisCallback<Map<byte[], byte[]>>) c -> c.hashCommands().hGetAll(bytes(keys.instances())));
         List<RelayInstance> instances = new ArrayList<>();
         if (all != null) {
             all.forEach((id, value) -> {

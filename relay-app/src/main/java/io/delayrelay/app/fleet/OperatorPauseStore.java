@@ -2,6 +2,7 @@ package io.delayrelay.app.fleet;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
@@ -27,21 +28,24 @@ public class OperatorPauseStore {
 
     /** The operator pause of the business with these keys (one HMGET). */
     public OperatorPause read(DelayQueueKeys keys) {
-        List<byte[]> values = redis.execute((RedisCallback<List<byte[]>>) c ->
-                c.hashCommands().hMGet(bytes(keys.meta()), PAUSED, PAUSED_BY, PAUSED_AT));
+        List<byte[]> values = redis.execute((RedisCallback<List<byte[]>>)
+                c -> c.hashCommands().hMGet(bytes(keys.meta()), PAUSED, PAUSED_BY, PAUSED_AT));
         if (values == null || values.get(0) == null || !"1".equals(text(values.get(0)))) {
             return OperatorPause.NONE;
         }
         String at = text(values.get(2));
-        return new OperatorPause(true, text(values.get(1)), at == null || !at.matches("[0-9]{1,19}") ? null : Long.parseLong(at));
+        return new OperatorPause(
+                true, text(values.get(1)), at == null || !at.matches("[0-9]{1,19}") ? null : Long.parseLong(at));
     }
 
     /** Pauses the business for every instance; returns the stored pause. */
     public OperatorPause pause(DelayQueueKeys keys, String by) {
         long now = redisNowMs();
         redis.execute((RedisCallback<Object>) c -> {
-            c.hashCommands().hMSet(bytes(keys.meta()), java.util.Map.of(PAUSED, YES, PAUSED_BY, bytes(by),
-                    PAUSED_AT, bytes(Long.toString(now))));
+            c.hashCommands()
+                    .hMSet(
+                            bytes(keys.meta()),
+                            Map.of(PAUSED, YES, PAUSED_BY, bytes(by), PAUSED_AT, bytes(Long.toString(now))));
             return null;
         });
         return new OperatorPause(true, by, now);
@@ -49,7 +53,8 @@ public class OperatorPauseStore {
 
     /** Lifts the operator's pause (configuration may still pause the business). */
     public void resume(DelayQueueKeys keys) {
-        redis.execute((RedisCallback<Object>) c -> c.hashCommands().hDel(bytes(keys.meta()), PAUSED, PAUSED_BY, PAUSED_AT));
+        redis.execute(
+                (RedisCallback<Object>) c -> c.hashCommands().hDel(bytes(keys.meta()), PAUSED, PAUSED_BY, PAUSED_AT));
     }
 
     /** Redis TIME in epoch ms. */

@@ -34,14 +34,16 @@ public class RelayFleetAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public InstanceHeartbeat relayInstanceHeartbeat(RelayEngine engine, ShardStore store,
-            RelayFleetProperties properties) {
+    public InstanceHeartbeat relayInstanceHeartbeat(
+            RelayEngine engine, ShardStore store, RelayFleetProperties properties) {
         String host = hostName();
-        String id = properties.getInstanceId() != null && !properties.getInstanceId().isBlank()
-                ? properties.getInstanceId() : host + "-" + ProcessHandle.current().pid();
+        String id = properties.getInstanceId() != null
+                        && !properties.getInstanceId().isBlank()
+                ? properties.getInstanceId()
+                : host + "-" + ProcessHandle.current().pid();
         String version = RelayFleetAutoConfiguration.class.getPackage().getImplementationVersion();
-        RelayInstance self = new RelayInstance(id, host, version == null ? "dev" : version,
-                System.currentTimeMillis(), 0);
+        RelayInstance self =
+                new RelayInstance(id, host, version == null ? "dev" : version, System.currentTimeMillis(), 0);
         return new InstanceHeartbeat(engine, store.template(), self, properties.getHeartbeatInterval());
     }
 

@@ -10,5 +10,4 @@ package io.delayrelay.app.metrics;
  * @param oldestOverdueMs  how long the oldest due entry has waited (0 when nothing is due)
  * @param atMs             Redis time of the reading, epoch ms
  */
-public record Backlog(long due, long scheduled, long inflight, long dead, long oldestOverdueMs, long atMs) {
-}
+public record Backlog(long due, long scheduled, long inflight, long dead, long oldestOverdueMs, long atMs) {}

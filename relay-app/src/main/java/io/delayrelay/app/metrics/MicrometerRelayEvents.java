@@ -1,7 +1,5 @@
 package io.delayrelay.app.metrics;
 
-import static io.delayrelay.app.metrics.RelayMeterNames.TAG_BUSINESS;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +20,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+import static io.delayrelay.app.metrics.RelayMeterNames.TAG_BUSINESS;
 
 /**
  * Records the engine's events as Micrometer meters, per business. A business's meters exist from
@@ -134,8 +134,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     public void deadTrimmed(BusinessSpec spec, String bound, long count) {
         try {
             meters(spec);
-            Counter.builder(RelayMeterNames.DEAD_TRIMMED).tag(TAG_BUSINESS, spec.name())
-                    .tag(RelayMeterNames.TAG_BOUND, bound).register(registry).increment(count);
+            Counter.builder(RelayMeterNames.DEAD_TRIMMED)
+                    .tag(TAG_BUSINESS, spec.name())
+                    .tag(RelayMeterNames.TAG_BOUND, bound)
+                    .register(registry)
+                    .increment(count);
         } catch (RuntimeException e) {
             log.debug("business={}: recording trimmed dead letters failed", spec.name(), e);
         }
@@ -171,8 +174,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     /** A reloaded setting of {@code business} was rejected (called by engines that reload configuration). */
     public void configRejected(String business, String problem) {
         try {
-            Counter.builder(RelayMeterNames.CONFIG_REJECTED).description("Reloaded settings rejected")
-                    .tag(TAG_BUSINESS, business).register(registry).increment();
+            Counter.builder(RelayMeterNames.CONFIG_REJECTED)
+                    .description("Reloaded settings rejected")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry)
+                    .increment();
         } catch (RuntimeException e) {
             log.debug("business={}: recording config rejection failed", business, e);
         }
@@ -180,7 +186,11 @@ public class MicrometerRelayEvents implements RelayEvents {
 
     private void counter(String name, String business, String tag, String value, int count) {
         try {
-            Counter.builder(name).tag(TAG_BUSINESS, business).tag(tag, value).register(registry).increment(count);
+            Counter.builder(name)
+                    .tag(TAG_BUSINESS, business)
+                    .tag(tag, value)
+                    .register(registry)
+                    .increment(count);
         } catch (RuntimeException e) {
             log.debug("business={}: recording {} failed", business, name, e);
         }
@@ -203,58 +213,86 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong paused = new AtomicLong();
 
         BusinessMeters(MeterRegistry registry, String business) {
-            relayed = Counter.builder(RelayMeterNames.RELAYED).description("Messages confirmed by the broker")
-                    .tag(TAG_BUSINESS, business).register(registry);
-            lag = Timer.builder(RelayMeterNames.LAG).description("Broker confirm time minus due time")
-                    .tag(TAG_BUSINESS, business).serviceLevelObjectives(LAG_BUCKETS)
-                    .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(10))
+            relayed = Counter.builder(RelayMeterNames.RELAYED)
+                    .description("Messages confirmed by the broker")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            lag = Timer.builder(RelayMeterNames.LAG)
+                    .description("Broker confirm time minus due time")
+                    .tag(TAG_BUSINESS, business)
+                    .serviceLevelObjectives(LAG_BUCKETS)
+                    .minimumExpectedValue(Duration.ofMillis(1))
+                    .maximumExpectedValue(Duration.ofMinutes(10))
                     .register(registry);
             redeliveries = Counter.builder(RelayMeterNames.REDELIVERIES)
                     .description("Entries put back for redelivery after their lease expired")
-                    .tag(TAG_BUSINESS, business).register(registry);
-            errors = Counter.builder(RelayMeterNames.ERRORS).description("Failed worker or reaper iterations")
-                    .tag(TAG_BUSINESS, business).register(registry);
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            errors = Counter.builder(RelayMeterNames.ERRORS)
+                    .description("Failed worker or reaper iterations")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
             // counters with bounded tags are registered at 0: with several replicas, a series that appears at 1 on
             // its first event is invisible to increase(), and the first dead letter would never alert
             for (String bound : List.of(RelayMeterNames.BOUND_MAX_SIZE, RelayMeterNames.BOUND_MAX_AGE)) {
-                Counter.builder(RelayMeterNames.DEAD_TRIMMED).description("Dead letters removed by the dead-set bounds")
-                        .tag(TAG_BUSINESS, business).tag(RelayMeterNames.TAG_BOUND, bound).register(registry);
+                Counter.builder(RelayMeterNames.DEAD_TRIMMED)
+                        .description("Dead letters removed by the dead-set bounds")
+                        .tag(TAG_BUSINESS, business)
+                        .tag(RelayMeterNames.TAG_BOUND, bound)
+                        .register(registry);
             }
             for (DeadReason reason : DeadReason.values()) {
-                Counter.builder(RelayMeterNames.DEAD_LETTERED).tag(TAG_BUSINESS, business)
-                        .tag(RelayMeterNames.TAG_REASON, reason.tag()).register(registry);
+                Counter.builder(RelayMeterNames.DEAD_LETTERED)
+                        .tag(TAG_BUSINESS, business)
+                        .tag(RelayMeterNames.TAG_REASON, reason.tag())
+                        .register(registry);
             }
             for (PublishOutcome.Cause cause : PublishOutcome.Cause.values()) {
                 if (cause != PublishOutcome.Cause.NONE) {
-                    Counter.builder(RelayMeterNames.PUBLISH_FAILURES).tag(TAG_BUSINESS, business)
-                            .tag(RelayMeterNames.TAG_CAUSE, cause.tag()).register(registry);
+                    Counter.builder(RelayMeterNames.PUBLISH_FAILURES)
+                            .tag(TAG_BUSINESS, business)
+                            .tag(RelayMeterNames.TAG_CAUSE, cause.tag())
+                            .register(registry);
                 }
             }
-            Counter.builder(RelayMeterNames.CONFIG_REJECTED).description("Reloaded settings rejected")
-                    .tag(TAG_BUSINESS, business).register(registry);
+            Counter.builder(RelayMeterNames.CONFIG_REJECTED)
+                    .description("Reloaded settings rejected")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
             workerRestarts = Counter.builder(RelayMeterNames.WORKER_RESTARTS)
                     .description("Worker threads that had died and were started again")
-                    .tag(TAG_BUSINESS, business).register(registry);
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
             backlog(registry, business, RelayMeterNames.STATE_DUE, due);
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
             backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);
             backlog(registry, business, RelayMeterNames.STATE_DEAD, dead);
             Gauge.builder(RelayMeterNames.OLDEST_OVERDUE, oldestOverdueMs, v -> v.get() / 1000.0)
-                    .description("How long the oldest due entry has been waiting").baseUnit("seconds")
-                    .tag(TAG_BUSINESS, business).register(registry);
-            Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get).description("Shard count producers hash into")
-                    .tag(TAG_BUSINESS, business).register(registry);
-            Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get).description("Worker threads")
-                    .tag(TAG_BUSINESS, business).register(registry);
+                    .description("How long the oldest due entry has been waiting")
+                    .baseUnit("seconds")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get)
+                    .description("Shard count producers hash into")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get)
+                    .description("Worker threads")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
             Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
                     .description("1 while the business is paused (by configuration or an operator), else 0")
-                    .tag(TAG_BUSINESS, business).register(registry);
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
         }
 
         private static void backlog(MeterRegistry registry, String business, String state, AtomicLong value) {
-            Gauge.builder(RelayMeterNames.BACKLOG, value, AtomicLong::get).description("Entries by state, sampled")
-                    .baseUnit(RelayMeterNames.UNIT_MESSAGES).tag(TAG_BUSINESS, business)
-                    .tag(RelayMeterNames.TAG_STATE, state).register(registry);
+            Gauge.builder(RelayMeterNames.BACKLOG, value, AtomicLong::get)
+                    .description("Entries by state, sampled")
+                    .baseUnit(RelayMeterNames.UNIT_MESSAGES)
+                    .tag(TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_STATE, state)
+                    .register(registry);
         }
     }
 }

@@ -68,6 +68,5 @@ public final class RelayMeterNames {
     /** Base unit of {@link #BACKLOG}. */
     public static final String UNIT_MESSAGES = "messages";
 
-    private RelayMeterNames() {
-    }
+    private RelayMeterNames() {}
 }

@@ -17,7 +17,8 @@ import org.springframework.context.annotation.Bean;
  * Relay metrics when Micrometer and a {@link MeterRegistry} are present: supplies the {@link MicrometerRelayEvents}
  * the engine reports to (hence before {@link RelayAutoConfiguration}) and the {@link BacklogSampler}.
  */
-@AutoConfiguration(before = RelayAutoConfiguration.class,
+@AutoConfiguration(
+        before = RelayAutoConfiguration.class,
         afterName = "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration")
 @ConditionalOnClass(MeterRegistry.class)
 @ConditionalOnBean(MeterRegistry.class)
@@ -40,8 +41,8 @@ public class RelayMetricsAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnBean(MicrometerRelayEvents.class)
-    public BacklogSampler relayBacklogSampler(RelayEngine engine, BacklogReader reader, MicrometerRelayEvents events,
-            RelayMetricsProperties properties) {
+    public BacklogSampler relayBacklogSampler(
+            RelayEngine engine, BacklogReader reader, MicrometerRelayEvents events, RelayMetricsProperties properties) {
         return new BacklogSampler(engine, reader, events, properties.getSampleInterval());
     }
 }

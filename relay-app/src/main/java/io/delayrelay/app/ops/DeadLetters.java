@@ -12,7 +12,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.api.support.LuaScripts;
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
@@ -31,7 +31,8 @@ public class DeadLetters {
     /** How requeue.lua records attempts in a dead letter's reason. */
     private static final Pattern ATTEMPTS = Pattern.compile("\\(attempts: (\\d+)\\)");
 
-    private static final RedisScript<Long> DEAD_LETTERS = LuaScripts.load("io/delayrelay/app/lua/dead-letters.lua", Long.class);
+    private static final RedisScript<Long> DEAD_LETTERS =
+            LuaScripts.load("io/delayrelay/app/lua/dead-letters.lua", Long.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -40,12 +41,10 @@ public class DeadLetters {
     }
 
     /** A dead letter: where it is, what it is, why and when it died. */
-    public record DeadLetter(int shard, String member, String reason, long deadAtMs, Instant deadAt) {
-    }
+    public record DeadLetter(int shard, String member, String reason, long deadAtMs, Instant deadAt) {}
 
     /** A scheduled entry: where it is, what it is and when it falls due. */
-    public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {
-    }
+    public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {}
 
     /** The oldest {@code limit} dead letters over shards 0..shards-1 (pass the scan width), oldest first. */
     public List<DeadLetter> list(BusinessSpec spec, int shards, int limit) {
@@ -65,7 +64,9 @@ public class DeadLetters {
             for (long from = 0; ; from += CHUNK) {
                 List<DeadLetter> page = page(spec.keys(), shard, from, filter == null ? limit : CHUNK);
                 for (DeadLetter d : page) {
-                    if (filter == null || (d.reason() != null && d.reason().toLowerCase(Locale.ROOT).contains(filter))) {
+                    if (filter == null
+                            || (d.reason() != null
+                                    && d.reason().toLowerCase(Locale.ROOT).contains(filter))) {
                         all.add(d);
                     }
                 }
@@ -91,8 +92,8 @@ public class DeadLetters {
             for (int i = 0; i < list.size(); i++) {
                 long at = list.get(i).getScore().longValue();
                 byte[] reason = reasons == null ? null : reasons.get(i);
-                out.add(new DeadLetter(s, text(members[i]), reason == null ? null : text(reason), at,
-                        Instant.ofEpochMilli(at)));
+                out.add(new DeadLetter(
+                        s, text(members[i]), reason == null ? null : text(reason), at, Instant.ofEpochMilli(at)));
             }
             return out;
         });
@@ -113,8 +114,8 @@ public class DeadLetters {
         List<Entry> all = new ArrayList<>();
         for (int shard = 0; shard < shards; shard++) {
             int s = shard;
-            Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>) c ->
-                    c.zSetCommands().zRangeWithScores(bytes(keys.shard(s)), 0, limit - 1));
+            Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>)
+                    c -> c.zSetCommands().zRangeWithScores(bytes(keys.shard(s)), 0, limit - 1));
             if (tuples != null) {
                 for (Tuple t : tuples) {
                     long due = t.getScore().longValue();
@@ -152,12 +153,18 @@ public class DeadLetters {
 
     /** Replays the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
     public long replayOldest(BusinessSpec spec, int shards, int limit) {
-        return replay(spec, shards, list(spec, shards, limit).stream().map(DeadLetter::member).toList());
+        return replay(
+                spec,
+                shards,
+                list(spec, shards, limit).stream().map(DeadLetter::member).toList());
     }
 
     /** Purges the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
     public long purgeOldest(BusinessSpec spec, int shards, int limit) {
-        return purge(spec, shards, list(spec, shards, limit).stream().map(DeadLetter::member).toList());
+        return purge(
+                spec,
+                shards,
+                list(spec, shards, limit).stream().map(DeadLetter::member).toList());
     }
 
     private long members(BusinessSpec spec, int shards, Collection<String> members, String action) {
@@ -166,8 +173,15 @@ public class DeadLetters {
         }
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
+            List<byte[]> shardKeys = spec.keys()
+                    .shardKeyBytes(
+                            shard,
+                            DelayQueueKeys.SHARD,
+                            DelayQueueKeys.PAYLOADS,
+                            DelayQueueKeys.INFLIGHT,
+                            DelayQueueKeys.DEAD,
+                            DelayQueueKeys.DEAD_REASONS,
+                            DelayQueueKeys.ATTEMPTS);
             List<byte[]> args = new ArrayList<>(members.size() + 2);
             args.add(bytes(action));
             args.add(bytes("members"));
@@ -180,16 +194,23 @@ public class DeadLetters {
     private long forEachShard(BusinessSpec spec, int shards, String member, String action) {
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> shardKeys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS, DelayQueueKeys.ATTEMPTS);
+            List<byte[]> shardKeys = spec.keys()
+                    .shardKeyBytes(
+                            shard,
+                            DelayQueueKeys.SHARD,
+                            DelayQueueKeys.PAYLOADS,
+                            DelayQueueKeys.INFLIGHT,
+                            DelayQueueKeys.DEAD,
+                            DelayQueueKeys.DEAD_REASONS,
+                            DelayQueueKeys.ATTEMPTS);
             if (member != null) {
                 total += orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member)));
                 continue;
             }
             long n;
             do {
-                n = orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("oldest"),
-                        bytes(Integer.toString(CHUNK))));
+                n = orZero(redis.execute(
+                        DEAD_LETTERS, shardKeys, bytes(action), bytes("oldest"), bytes(Integer.toString(CHUNK))));
                 total += n;
             } while (n >= CHUNK);
         }
@@ -207,5 +228,4 @@ public class DeadLetters {
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
-
 }

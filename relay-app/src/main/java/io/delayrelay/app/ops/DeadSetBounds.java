@@ -21,7 +21,10 @@ public record DeadSetBounds(int maxSize, Duration maxAge) {
         binder.bind("relay.defaults", Bindable.ofInstance(s));
         binder.bind("relay.businesses." + business, Bindable.ofInstance(s));
         int size = s.getDeadMaxSize() >= 1 ? s.getDeadMaxSize() : BusinessSettings.DEFAULT_DEAD_MAX_SIZE;
-        Duration age = s.getDeadMaxAge() != null && !s.getDeadMaxAge().isNegative() && !s.getDeadMaxAge().isZero() ? s.getDeadMaxAge()
+        Duration age = s.getDeadMaxAge() != null
+                        && !s.getDeadMaxAge().isNegative()
+                        && !s.getDeadMaxAge().isZero()
+                ? s.getDeadMaxAge()
                 : BusinessSettings.DEFAULT_DEAD_MAX_AGE;
         return new DeadSetBounds(size, age);
     }

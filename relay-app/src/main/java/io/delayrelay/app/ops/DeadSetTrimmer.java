@@ -11,7 +11,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.api.support.LuaScripts;
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
@@ -41,6 +41,7 @@ public class DeadSetTrimmer implements SmartLifecycle {
     static final int MAX_SIZE_STEPS = 100;
 
     private static final RedisScript<Long> TRIM = LuaScripts.load("io/delayrelay/app/lua/trim-dead.lua", Long.class);
+
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static final RedisScript<List<Object>> DEAD_OLDEST =
             (RedisScript) LuaScripts.load("io/delayrelay/app/lua/dead-oldest.lua", List.class);
@@ -52,8 +53,12 @@ public class DeadSetTrimmer implements SmartLifecycle {
     private final Duration interval;
     private ScheduledExecutorService executor;
 
-    public DeadSetTrimmer(RelayEngine engine, RedisTemplate<byte[], byte[]> redis, Environment environment,
-            RelayEvents events, Duration interval) {
+    public DeadSetTrimmer(
+            RelayEngine engine,
+            RedisTemplate<byte[], byte[]> redis,
+            Environment environment,
+            RelayEvents events,
+            Duration interval) {
         this.engine = engine;
         this.redis = redis;
         this.environment = environment;
@@ -62,8 +67,7 @@ public class DeadSetTrimmer implements SmartLifecycle {
     }
 
     /** What one trim removed. */
-    public record Trimmed(long tooOld, long overSize) {
-    }
+    public record Trimmed(long tooOld, long overSize) {}
 
     /** Trims every business once; a failing business is logged and skipped. */
     public void trimAll() {
@@ -116,8 +120,14 @@ public class DeadSetTrimmer implements SmartLifecycle {
         byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> keys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.DEAD_REASONS);
+            List<byte[]> keys = spec.keys()
+                    .shardKeyBytes(
+                            shard,
+                            DelayQueueKeys.SHARD,
+                            DelayQueueKeys.PAYLOADS,
+                            DelayQueueKeys.INFLIGHT,
+                            DelayQueueKeys.DEAD,
+                            DelayQueueKeys.DEAD_REASONS);
             long n;
             do {
                 Long removed = redis.execute(TRIM, keys, cutoff, step);
@@ -138,7 +148,8 @@ public class DeadSetTrimmer implements SmartLifecycle {
         List<Long> scores = new ArrayList<>();
         byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
         for (int shard = 0; shard < shards; shard++) {
-            List<Object> read = redis.execute(DEAD_OLDEST, List.of(DelayQueueKeys.bytes(spec.keys().dead(shard))), step);
+            List<Object> read = redis.execute(
+                    DEAD_OLDEST, List.of(DelayQueueKeys.bytes(spec.keys().dead(shard))), step);
             if (read == null || read.isEmpty()) {
                 continue;
             }

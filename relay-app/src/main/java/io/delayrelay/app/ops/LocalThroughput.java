@@ -27,8 +27,12 @@ final class LocalThroughput {
     /** {@code relayed} and {@code lagBuckets} ([upper bound ms, cumulative count] pairs), or empty without meters. */
     Map<String, Object> read(String business) {
         Map<String, Object> figures = new LinkedHashMap<>();
-        Counter relayed = registry.find(RelayMeterNames.RELAYED).tag(RelayMeterNames.TAG_BUSINESS, business).counter();
-        Timer lag = registry.find(RelayMeterNames.LAG).tag(RelayMeterNames.TAG_BUSINESS, business).timer();
+        Counter relayed = registry.find(RelayMeterNames.RELAYED)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .counter();
+        Timer lag = registry.find(RelayMeterNames.LAG)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .timer();
         if (relayed == null || lag == null) {
             return figures;
         }

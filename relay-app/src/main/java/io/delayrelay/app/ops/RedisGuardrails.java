@@ -37,11 +37,15 @@ public class RedisGuardrails implements ApplicationListener<ApplicationReadyEven
         Properties memory;
         Properties persistence;
         try {
-            memory = redis.execute((RedisCallback<Properties>) c -> c.serverCommands().info("memory"));
-            persistence = redis.execute((RedisCallback<Properties>) c -> c.serverCommands().info("persistence"));
+            memory = redis.execute(
+                    (RedisCallback<Properties>) c -> c.serverCommands().info("memory"));
+            persistence = redis.execute(
+                    (RedisCallback<Properties>) c -> c.serverCommands().info("persistence"));
         } catch (RuntimeException e) {
-            log.info("could not read Redis INFO to check its eviction policy and persistence ({}): make sure it runs"
-                    + " with maxmemory-policy noeviction and appendonly yes", e.toString());
+            log.info(
+                    "could not read Redis INFO to check its eviction policy and persistence ({}): make sure it runs"
+                            + " with maxmemory-policy noeviction and appendonly yes",
+                    e.toString());
             return List.of();
         }
         List<String> warnings = warnings(memory, persistence);

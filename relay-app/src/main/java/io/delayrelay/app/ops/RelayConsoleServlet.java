@@ -28,17 +28,22 @@ public class RelayConsoleServlet extends HttpServlet {
     private static final String CONTENT_SECURITY_POLICY =
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
                     + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
     private static final Map<String, String> FILES = Map.of(
-            INDEX, "text/html;charset=UTF-8",
-            "console.css", "text/css;charset=UTF-8",
-            "console.js", "text/javascript;charset=UTF-8");
+            INDEX,
+            "text/html;charset=UTF-8",
+            "console.css",
+            "text/css;charset=UTF-8",
+            "console.js",
+            "text/javascript;charset=UTF-8");
 
     private final String actuatorBasePath;
     private final Map<String, byte[]> contents;
 
     public RelayConsoleServlet(String actuatorBasePath) {
         this.actuatorBasePath = actuatorBasePath;
-        this.contents = Map.of(INDEX, read(INDEX), "console.css", read("console.css"), "console.js", read("console.js"));
+        this.contents =
+                Map.of(INDEX, read(INDEX), "console.css", read("console.css"), "console.js", read("console.js"));
     }
 
     @Override
@@ -57,7 +62,8 @@ public class RelayConsoleServlet extends HttpServlet {
         byte[] body = contents.get(file);
         if (file.equals(INDEX)) {
             String api = HtmlUtils.htmlEscape(request.getContextPath() + actuatorBasePath + "/relay");
-            body = new String(body, StandardCharsets.UTF_8).replace("{{relayEndpoint}}", api)
+            body = new String(body, StandardCharsets.UTF_8)
+                    .replace("{{relayEndpoint}}", api)
                     .getBytes(StandardCharsets.UTF_8);
         }
         response.setContentType(FILES.get(file));

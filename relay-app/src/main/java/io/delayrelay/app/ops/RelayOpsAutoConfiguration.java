@@ -29,8 +29,8 @@ import org.springframework.core.env.Environment;
  * the dead-set trimmer, and the start-up check of Redis' eviction policy and persistence.
  * The operator token filter is added to the management context by {@link RelayOpsManagementContextConfiguration}.
  */
-@AutoConfiguration(after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class,
-        RelayFleetAutoConfiguration.class},
+@AutoConfiguration(
+        after = {RelayAutoConfiguration.class, RelayMetricsAutoConfiguration.class, RelayFleetAutoConfiguration.class},
         afterName = "org.springframework.boot.autoconfigure.availability.ApplicationAvailabilityAutoConfiguration")
 @ConditionalOnProperty(prefix = "relay", name = "enabled", matchIfMissing = true)
 @ConditionalOnBean(RelayEngine.class)
@@ -40,8 +40,11 @@ public class RelayOpsAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnBean(ApplicationAvailability.class)
-    public RelayReadiness relayReadiness(RelayEngine engine, ApplicationContext context,
-            ApplicationAvailability availability, RelayOpsProperties properties) {
+    public RelayReadiness relayReadiness(
+            RelayEngine engine,
+            ApplicationContext context,
+            ApplicationAvailability availability,
+            RelayOpsProperties properties) {
         return new RelayReadiness(engine, context, availability, properties.getReadinessCheckInterval());
     }
 
@@ -59,9 +62,17 @@ public class RelayOpsAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public DeadSetTrimmer relayDeadSetTrimmer(RelayEngine engine, ShardStore store, Environment environment,
-            ObjectProvider<RelayEvents> events, RelayOpsProperties properties) {
-        return new DeadSetTrimmer(engine, store.template(), environment, events.getIfAvailable(() -> RelayEvents.NOOP),
+    public DeadSetTrimmer relayDeadSetTrimmer(
+            RelayEngine engine,
+            ShardStore store,
+            Environment environment,
+            ObjectProvider<RelayEvents> events,
+            RelayOpsProperties properties) {
+        return new DeadSetTrimmer(
+                engine,
+                store.template(),
+                environment,
+                events.getIfAvailable(() -> RelayEvents.NOOP),
                 properties.getDeadTrimInterval());
     }
 
@@ -78,11 +89,24 @@ public class RelayOpsAutoConfiguration {
 
         @Bean
         @ConditionalOnMissingBean
-        public RelayOpsEndpoint relayOpsEndpoint(RelayEngine engine, ShardStore store, DeadLetters deadLetters,
-                RelayOpsProperties properties, ScheduledEntries scheduled, ObjectProvider<MeterRegistry> meters,
-                FleetPause fleetPause, InstanceHeartbeat heartbeat) {
-            return new RelayOpsEndpoint(engine, new BacklogReader(store.template()), deadLetters, properties,
-                    scheduled, meters.getIfAvailable(), fleetPause, heartbeat);
+        public RelayOpsEndpoint relayOpsEndpoint(
+                RelayEngine engine,
+                ShardStore store,
+                DeadLetters deadLetters,
+                RelayOpsProperties properties,
+                ScheduledEntries scheduled,
+                ObjectProvider<MeterRegistry> meters,
+                FleetPause fleetPause,
+                InstanceHeartbeat heartbeat) {
+            return new RelayOpsEndpoint(
+                    engine,
+                    new BacklogReader(store.template()),
+                    deadLetters,
+                    properties,
+                    scheduled,
+                    meters.getIfAvailable(),
+                    fleetPause,
+                    heartbeat);
         }
     }
 }

@@ -78,9 +78,15 @@ public class RelayOpsEndpoint {
     private final FleetPause fleetPause;
     private final InstanceHeartbeat heartbeat;
 
-    public RelayOpsEndpoint(RelayEngine engine, BacklogReader backlog, DeadLetters deadLetters,
-            RelayOpsProperties properties, ScheduledEntries scheduled, @Nullable MeterRegistry meters,
-            FleetPause fleetPause, InstanceHeartbeat heartbeat) {
+    public RelayOpsEndpoint(
+            RelayEngine engine,
+            BacklogReader backlog,
+            DeadLetters deadLetters,
+            RelayOpsProperties properties,
+            ScheduledEntries scheduled,
+            @Nullable MeterRegistry meters,
+            FleetPause fleetPause,
+            InstanceHeartbeat heartbeat) {
         this.engine = engine;
         this.backlog = backlog;
         this.deadLetters = deadLetters;
@@ -111,8 +117,13 @@ public class RelayOpsEndpoint {
     }
 
     @ReadOperation
-    public WebEndpointResponse<Object> read(SecurityContext security, @Selector String business,
-            @Selector String what, @Nullable Integer limit, @Nullable String search, @Nullable String reason) {
+    public WebEndpointResponse<Object> read(
+            SecurityContext security,
+            @Selector String business,
+            @Selector String what,
+            @Nullable Integer limit,
+            @Nullable String search,
+            @Nullable String reason) {
         BusinessRelay relay = engine.relays().get(business);
         if (relay == null) {
             return unknown(business);
@@ -126,27 +137,52 @@ public class RelayOpsEndpoint {
         return switch (what) {
             case "peek" -> {
                 int n = limit == null ? DEFAULT_PEEK : limit;
-                List<Entry> entries = search == null || search.isEmpty() ? deadLetters.peek(spec, width, n)
+                List<Entry> entries = search == null || search.isEmpty()
+                        ? deadLetters.peek(spec, width, n)
                         : scheduled.search(spec, width, search, n);
-                yield ok(listing(spec, "entries", bodies, entries.stream().map(e -> entryView(e)).toList(),
-                        bodies ? previews(spec, entries.stream().map(e -> Map.entry(e.shard(), e.member())).toList())
+                yield ok(listing(
+                        spec,
+                        "entries",
+                        bodies,
+                        entries.stream().map(e -> entryView(e)).toList(),
+                        bodies
+                                ? previews(
+                                        spec,
+                                        entries.stream()
+                                                .map(e -> Map.entry(e.shard(), e.member()))
+                                                .toList())
                                 : Map.of()));
             }
             case "dead" -> {
                 List<DeadLetter> dead = deadLetters.list(spec, width, limit == null ? DEFAULT_DEAD : limit, reason);
-                yield ok(listing(spec, "deadLetters", bodies, dead.stream().map(d -> deadView(d)).toList(),
-                        bodies ? previews(spec, dead.stream().map(d -> Map.entry(d.shard(), d.member())).toList())
+                yield ok(listing(
+                        spec,
+                        "deadLetters",
+                        bodies,
+                        dead.stream().map(d -> deadView(d)).toList(),
+                        bodies
+                                ? previews(
+                                        spec,
+                                        dead.stream()
+                                                .map(d -> Map.entry(d.shard(), d.member()))
+                                                .toList())
                                 : Map.of()));
             }
-            default -> error(WebEndpointResponse.STATUS_NOT_FOUND,
+            default -> error(
+                    WebEndpointResponse.STATUS_NOT_FOUND,
                     "no such view '" + what + "' of business '" + business + "': use peek or dead");
         };
     }
 
     @WriteOperation
-    public WebEndpointResponse<Object> write(SecurityContext security, @Selector String business,
-            @Selector String action, @Nullable String member, @Nullable String members,
-            @Nullable Integer limit, @Nullable String by) {
+    public WebEndpointResponse<Object> write(
+            SecurityContext security,
+            @Selector String business,
+            @Selector String action,
+            @Nullable String member,
+            @Nullable String members,
+            @Nullable Integer limit,
+            @Nullable String by) {
         return asOperator(security, business, relay -> {
             BusinessSpec spec = relay.spec();
             int width = scanWidth(relay);
@@ -158,7 +194,9 @@ public class RelayOpsEndpoint {
             return switch (action) {
                 case "pause", "resume" -> {
                     // the name stored with a fleet-wide pause: the operator's own, else where the request came from
-                    String who = by == null || by.isBlank() ? origin + " via ops endpoint of " + heartbeat.self().id()
+                    String who = by == null || by.isBlank()
+                            ? origin + " via ops endpoint of "
+                                    + heartbeat.self().id()
                             : by;
                     if (action.equals("pause")) {
                         fleetPause.pause(relay, who);
@@ -168,53 +206,78 @@ public class RelayOpsEndpoint {
                     yield ok(view(relay)); // FleetPause logs it, naming who
                 }
                 case "replay" -> {
-                    long n = named.isEmpty() ? (limit == null ? deadLetters.replay(spec, width, (String) null)
-                            : deadLetters.replayOldest(spec, width, limit)) : deadLetters.replay(spec, width, named);
-                    log.info("business={}: {} dead letter(s) replayed ({}) by {}", business, n,
-                            selection(named, limit), origin);
+                    long n = named.isEmpty()
+                            ? (limit == null
+                                    ? deadLetters.replay(spec, width, (String) null)
+                                    : deadLetters.replayOldest(spec, width, limit))
+                            : deadLetters.replay(spec, width, named);
+                    log.info(
+                            "business={}: {} dead letter(s) replayed ({}) by {}",
+                            business,
+                            n,
+                            selection(named, limit),
+                            origin);
                     yield ok(result(business, "replayed", n));
                 }
                 case "purge" -> {
-                    long n = named.isEmpty() ? (limit == null ? deadLetters.purge(spec, width, (String) null)
-                            : deadLetters.purgeOldest(spec, width, limit)) : deadLetters.purge(spec, width, named);
-                    log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
-                            selection(named, limit), origin);
+                    long n = named.isEmpty()
+                            ? (limit == null
+                                    ? deadLetters.purge(spec, width, (String) null)
+                                    : deadLetters.purgeOldest(spec, width, limit))
+                            : deadLetters.purge(spec, width, named);
+                    log.info(
+                            "business={}: {} dead letter(s) purged ({}) by {}",
+                            business,
+                            n,
+                            selection(named, limit),
+                            origin);
                     yield ok(result(business, "purged", n));
                 }
                 case "cancel", "deliver-now" -> {
                     if (named.isEmpty()) {
-                        yield error(WebEndpointResponse.STATUS_BAD_REQUEST,
+                        yield error(
+                                WebEndpointResponse.STATUS_BAD_REQUEST,
                                 action + " needs \"member\" or \"members\" in the body");
                     }
                     boolean cancel = action.equals("cancel");
                     long n = cancel ? scheduled.cancel(spec, width, named) : scheduled.deliverNow(spec, width, named);
-                    log.info("business={}: {} scheduled entr(y/ies) {} ({}) by {}", business, n,
-                            cancel ? "cancelled" : "made due now", selection(named, null), origin);
+                    log.info(
+                            "business={}: {} scheduled entr(y/ies) {} ({}) by {}",
+                            business,
+                            n,
+                            cancel ? "cancelled" : "made due now",
+                            selection(named, null),
+                            origin);
                     yield ok(result(business, cancel ? "cancelled" : "dueNow", n));
                 }
-                default -> error(WebEndpointResponse.STATUS_NOT_FOUND, "no such action '" + action
-                        + "': use pause, resume, replay, purge, cancel or deliver-now");
+                default -> error(
+                        WebEndpointResponse.STATUS_NOT_FOUND,
+                        "no such action '" + action + "': use pause, resume, replay, purge, cancel or deliver-now");
             };
         });
     }
 
     @DeleteOperation
-    public WebEndpointResponse<Object> delete(SecurityContext security, @Selector String business,
-            @Selector String what, @Nullable String member) {
+    public WebEndpointResponse<Object> delete(
+            SecurityContext security, @Selector String business, @Selector String what, @Nullable String member) {
         return asOperator(security, business, relay -> {
             if (!what.equals("dead")) {
                 return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
             }
             long n = deadLetters.purge(relay.spec(), scanWidth(relay), member);
-            log.info("business={}: {} dead letter(s) purged ({}) by {}", business, n,
-                    selection(named(member, null), null), operator(security));
+            log.info(
+                    "business={}: {} dead letter(s) purged ({}) by {}",
+                    business,
+                    n,
+                    selection(named(member, null), null),
+                    operator(security));
             return ok(result(business, "purged", n));
         });
     }
 
     /** Runs a write operation on a known business for an operator; refuses (401/403) or answers 404 otherwise. */
-    private WebEndpointResponse<Object> asOperator(SecurityContext security, String business,
-            Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
+    private WebEndpointResponse<Object> asOperator(
+            SecurityContext security, String business, Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
         WebEndpointResponse<Object> refused = refuseUnlessOperator(security);
         if (refused != null) {
             return refused;
@@ -228,8 +291,10 @@ public class RelayOpsEndpoint {
             return error(403, "relay write operations are disabled: set relay.ops.token to enable them");
         }
         if (!isOperator(security)) {
-            return error(401, "relay write operations need the operator token in the "
-                    + RelayOpsProperties.TOKEN_HEADER + " header");
+            return error(
+                    401,
+                    "relay write operations need the operator token in the " + RelayOpsProperties.TOKEN_HEADER
+                            + " header");
         }
         return null;
     }
@@ -267,7 +332,8 @@ public class RelayOpsEndpoint {
     /** What a write chose, for its log line: a few members, the oldest N, or all. */
     private static String selection(List<String> named, @Nullable Integer limit) {
         if (!named.isEmpty()) {
-            return named.size() <= LOGGED_MEMBERS ? "members " + named
+            return named.size() <= LOGGED_MEMBERS
+                    ? "members " + named
                     : named.size() + " members, first " + named.subList(0, LOGGED_MEMBERS);
         }
         return limit == null ? "all" : "oldest " + limit;
@@ -296,7 +362,8 @@ public class RelayOpsEndpoint {
     /** Payload previews keyed by {@link ScheduledEntries#previewKey}. */
     private Map<String, String> previews(BusinessSpec spec, List<Map.Entry<Integer, String>> members) {
         Map<Integer, List<String>> byShard = new LinkedHashMap<>();
-        members.forEach(m -> byShard.computeIfAbsent(m.getKey(), k -> new ArrayList<>()).add(m.getValue()));
+        members.forEach(
+                m -> byShard.computeIfAbsent(m.getKey(), k -> new ArrayList<>()).add(m.getValue()));
         return scheduled.previews(spec, byShard);
     }
 
@@ -346,10 +413,16 @@ public class RelayOpsEndpoint {
             figures.put("oldestOverdueMs", b.oldestOverdueMs());
             view.put("backlog", figures);
         } catch (RuntimeException e) {
-            view.put("backlog", Map.of("error", "Redis unavailable: " + e.getClass().getSimpleName()));
+            view.put(
+                    "backlog",
+                    Map.of("error", "Redis unavailable: " + e.getClass().getSimpleName()));
         }
         try {
-            view.put("instances", heartbeat.live(spec.keys()).stream().map(RelayOpsEndpoint::instance).toList());
+            view.put(
+                    "instances",
+                    heartbeat.live(spec.keys()).stream()
+                            .map(RelayOpsEndpoint::instance)
+                            .toList());
         } catch (RuntimeException e) {
             view.put("instances", List.of());
         }
@@ -370,11 +443,16 @@ public class RelayOpsEndpoint {
      * A listing of entries or dead letters; with {@code bodies} (operator requests) each item carries the
      * {@code payload} preview stored under its member (null for entries whose member is the message).
      */
-    private static Map<String, Object> listing(BusinessSpec spec, String field, boolean bodies,
-            List<Map<String, Object>> items, Map<String, String> previews) {
+    private static Map<String, Object> listing(
+            BusinessSpec spec,
+            String field,
+            boolean bodies,
+            List<Map<String, Object>> items,
+            Map<String, String> previews) {
         if (bodies) {
-            items.forEach(i -> i.put("payload", previews.get(
-                    ScheduledEntries.previewKey((Integer) i.get("shard"), (String) i.get("member")))));
+            items.forEach(
+                    i -> i.put("payload", previews.get(ScheduledEntries.previewKey((Integer) i.get("shard"), (String)
+                            i.get("member")))));
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("business", spec.name());
@@ -396,7 +474,8 @@ public class RelayOpsEndpoint {
     }
 
     private static WebEndpointResponse<Object> badLimit(Integer limit) {
-        return error(WebEndpointResponse.STATUS_BAD_REQUEST, "limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
+        return error(
+                WebEndpointResponse.STATUS_BAD_REQUEST, "limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
     }
 
     private static WebEndpointResponse<Object> unknown(String business) {

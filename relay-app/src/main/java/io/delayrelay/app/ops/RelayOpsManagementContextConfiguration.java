@@ -6,12 +6,12 @@ import org.springframework.boot.actuate.autoconfigure.web.ManagementContextConfi
 import org.springframework.boot.actuate.autoconfigure.web.ManagementContextType;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.boot.web.servlet.ServletRegistrationBean;
-import org.springframework.core.env.Environment;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.env.Environment;
 
 /**
  * Adds the {@link RelayOpsTokenFilter} and the operator console to whichever context serves actuator: the
@@ -24,7 +24,8 @@ import org.springframework.context.annotation.Bean;
 public class RelayOpsManagementContextConfiguration {
 
     @Bean
-    public FilterRegistrationBean<RelayOpsTokenFilter> relayOpsTokenFilter(ObjectProvider<RelayOpsProperties> properties) {
+    public FilterRegistrationBean<RelayOpsTokenFilter> relayOpsTokenFilter(
+            ObjectProvider<RelayOpsProperties> properties) {
         FilterRegistrationBean<RelayOpsTokenFilter> registration =
                 new FilterRegistrationBean<>(new RelayOpsTokenFilter(properties.getObject()));
         registration.setName("relayOpsTokenFilter");

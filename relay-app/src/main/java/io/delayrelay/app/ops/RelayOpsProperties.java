@@ -74,6 +74,7 @@ public class RelayOpsProperties {
     @Override
     public String toString() {
         return "RelayOpsProperties[token=" + (hasToken() ? "******" : "<none>") + ", readinessCheckInterval="
-                + readinessCheckInterval + ", deadTrimInterval=" + deadTrimInterval + ", consoleEnabled=" + consoleEnabled + "]";
+                + readinessCheckInterval + ", deadTrimInterval=" + deadTrimInterval + ", consoleEnabled="
+                + consoleEnabled + "]";
     }
 }

@@ -55,7 +55,8 @@ public class RelayOpsTokenFilter extends OncePerRequestFilter {
     }
 
     private static boolean matches(String presented, String expected) {
-        return MessageDigest.isEqual(presented.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8));
+        return MessageDigest.isEqual(
+                presented.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8));
     }
 
     /**
@@ -65,8 +66,7 @@ public class RelayOpsTokenFilter extends OncePerRequestFilter {
     static String origin(HttpServletRequest request) {
         String forwarded = request.getHeader("X-Forwarded-For");
         String first = forwarded == null ? null : forwarded.split(",", 2)[0].trim();
-        return first == null || first.isEmpty() ? request.getRemoteAddr()
-                : first + " via " + request.getRemoteAddr();
+        return first == null || first.isEmpty() ? request.getRemoteAddr() : first + " via " + request.getRemoteAddr();
     }
 
     /** A request carrying the right token: its principal names the operator's origin, for the write logs. */

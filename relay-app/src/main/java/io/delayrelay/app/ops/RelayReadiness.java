@@ -32,7 +32,10 @@ public class RelayReadiness implements SmartLifecycle, ApplicationListener<Avail
     private volatile boolean running;
     private volatile boolean refusedByRelay;
 
-    public RelayReadiness(RelayEngine engine, ApplicationContext context, ApplicationAvailability availability,
+    public RelayReadiness(
+            RelayEngine engine,
+            ApplicationContext context,
+            ApplicationAvailability availability,
             Duration checkInterval) {
         this.engine = engine;
         this.context = context;

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.api.support.LuaScripts;
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.connection.zset.Tuple;
@@ -52,7 +52,10 @@ public class ScheduledEntries {
             byte[] key = DelayQueueKeys.bytes(spec.keys().shard(s));
             all.addAll(redis.execute((RedisCallback<List<Entry>>) c -> {
                 List<Entry> found = new ArrayList<>();
-                ScanOptions options = ScanOptions.scanOptions().match(pattern).count(SCAN_COUNT).build();
+                ScanOptions options = ScanOptions.scanOptions()
+                        .match(pattern)
+                        .count(SCAN_COUNT)
+                        .build();
                 try (Cursor<Tuple> cursor = c.zSetCommands().zScan(key, options)) {
                     while (cursor.hasNext() && found.size() < limit) {
                         Tuple t = cursor.next();
@@ -88,8 +91,8 @@ public class ScheduledEntries {
                 return;
             }
             byte[][] fields = members.stream().map(DelayQueueKeys::bytes).toArray(byte[][]::new);
-            List<byte[]> values = redis.execute((RedisCallback<List<byte[]>>) c ->
-                    c.hashCommands().hMGet(DelayQueueKeys.bytes(spec.keys().payloads(shard)), fields));
+            List<byte[]> values = redis.execute((RedisCallback<List<byte[]>>)
+                    c -> c.hashCommands().hMGet(DelayQueueKeys.bytes(spec.keys().payloads(shard)), fields));
             for (int i = 0; values != null && i < members.size(); i++) {
                 if (values.get(i) != null) {
                     previews.put(previewKey(shard, members.get(i)), preview(values.get(i)));
@@ -110,8 +113,14 @@ public class ScheduledEntries {
         }
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> keys = spec.keys().shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS,
-                    DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD, DelayQueueKeys.ATTEMPTS);
+            List<byte[]> keys = spec.keys()
+                    .shardKeyBytes(
+                            shard,
+                            DelayQueueKeys.SHARD,
+                            DelayQueueKeys.PAYLOADS,
+                            DelayQueueKeys.INFLIGHT,
+                            DelayQueueKeys.DEAD,
+                            DelayQueueKeys.ATTEMPTS);
             List<byte[]> args = new ArrayList<>(members.size() + 3);
             args.add(DelayQueueKeys.bytes(action));
             args.add(DelayQueueKeys.bytes(spec.keys().wake()));

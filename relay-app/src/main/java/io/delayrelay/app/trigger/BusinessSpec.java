@@ -29,8 +29,23 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param paused           whether configuration pauses the workers (an operator may pause them too)
  * @param outgoing         how entries become AMQP messages
  */
-public record BusinessSpec(String name, DelayQueueKeys keys, int shards, int threads, String threadNamePrefix,
-        String exchange, String routingKey, String exchangeType, boolean declareExchange, int batchSize,
-        long batchBytes, Duration maxIdle, Duration lease, int maxAttempts, Duration retryDelay, Duration retryDelayMax,
-        Duration publishTimeout, boolean paused, OutgoingMessages outgoing) {
-}
+public record BusinessSpec(
+        String name,
+        DelayQueueKeys keys,
+        int shards,
+        int threads,
+        String threadNamePrefix,
+        String exchange,
+        String routingKey,
+        String exchangeType,
+        boolean declareExchange,
+        int batchSize,
+        long batchBytes,
+        Duration maxIdle,
+        Duration lease,
+        int maxAttempts,
+        Duration retryDelay,
+        Duration retryDelayMax,
+        Duration publishTimeout,
+        boolean paused,
+        OutgoingMessages outgoing) {}

@@ -15,8 +15,16 @@ import java.nio.charset.StandardCharsets;
  * @param attempt     delivery attempt, 1 for the first
  * @param messageId   stable across redeliveries of the same scheduled entry
  */
-public record DueMessage(String business, int shard, byte[] member, byte[] body, boolean byId, long dueAtMs,
-        long poppedAtMs, int attempt, String messageId) {
+public record DueMessage(
+        String business,
+        int shard,
+        byte[] member,
+        byte[] body,
+        boolean byId,
+        long dueAtMs,
+        long poppedAtMs,
+        int attempt,
+        String messageId) {
 
     public String bodyAsString() {
         return new String(body, StandardCharsets.UTF_8);

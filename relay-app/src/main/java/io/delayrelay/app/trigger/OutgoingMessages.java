@@ -7,8 +7,7 @@ import org.springframework.amqp.core.MessageProperties;
 public interface OutgoingMessages {
 
     /** The default: the configured routing key and the entry's bytes as the body, unchanged. */
-    OutgoingMessages DEFAULT = new OutgoingMessages() {
-    };
+    OutgoingMessages DEFAULT = new OutgoingMessages() {};
 
     /** The routing key for this message; {@code configured} is the business's routing key. */
     default String routingKey(DueMessage message, String configured) {

@@ -13,7 +13,8 @@ public class RelayConfigurationException extends RuntimeException {
 
     public RelayConfigurationException(List<ConfigProblem> problems) {
         super("Invalid delay-relay configuration:\n  - "
-                + String.join("\n  - ", problems.stream().map(ConfigProblem::message).toList()));
+                + String.join(
+                        "\n  - ", problems.stream().map(ConfigProblem::message).toList()));
         this.problems = List.copyOf(problems);
     }
 

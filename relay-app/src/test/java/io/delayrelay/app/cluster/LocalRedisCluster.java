@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 
 import io.delayrelay.api.DelayQueueKeys;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
@@ -80,8 +81,13 @@ final class LocalRedisCluster implements AutoCloseable {
         try (RedisClusterConnection c = connection()) {
             List<String> names = new ArrayList<>(List.of(keys.meta(), keys.cursor()));
             for (int shard = 0; shard < m; shard++) {
-                names.addAll(List.of(keys.shard(shard), keys.payloads(shard), keys.inflight(shard),
-                        keys.attempts(shard), keys.dead(shard), keys.deadReasons(shard)));
+                names.addAll(List.of(
+                        keys.shard(shard),
+                        keys.payloads(shard),
+                        keys.inflight(shard),
+                        keys.attempts(shard),
+                        keys.dead(shard),
+                        keys.deadReasons(shard)));
             }
             for (String name : names) {
                 c.keyCommands().del(name.getBytes(StandardCharsets.UTF_8));
@@ -90,7 +96,7 @@ final class LocalRedisCluster implements AutoCloseable {
     }
 
     /** Sum of ZCARD over the given per-shard key of shards 0..m-1. */
-    long zcardSum(DelayQueueKeys keys, int m, java.util.function.BiFunction<DelayQueueKeys, Integer, String> key) {
+    long zcardSum(DelayQueueKeys keys, int m, BiFunction<DelayQueueKeys, Integer, String> key) {
         long total = 0;
         try (RedisClusterConnection c = connection()) {
             for (int shard = 0; shard < m; shard++) {
@@ -122,7 +128,9 @@ final class LocalRedisCluster implements AutoCloseable {
 
     private static void run(File script, String command) {
         try {
-            Process p = new ProcessBuilder(script.getPath(), command).redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(script.getPath(), command)
+                    .redirectErrorStream(true)
+                    .start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 throw new IllegalStateException("'" + script + " " + command + "' failed (a Redis Cluster test needs "

@@ -1,8 +1,5 @@
 package io.delayrelay.app.cluster;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -31,6 +28,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisClusterConnection;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 /**
  * The relay and relay-api against a real local Redis Cluster (3 masters, started by scripts/redis-cluster.sh):
  * configuration only ({@code spring.data.redis.cluster.nodes}), no code change.
@@ -43,6 +43,7 @@ class RedisClusterEndToEndTest {
     private static final List<DelayQueueKeys> used = new ArrayList<>();
     /** Three businesses served by the same two relay instances (starting a context is the slow part here). */
     private static String once;
+
     private static String byId;
     private static String dead;
     private static BlockingQueue<Received> onceReceived;
@@ -96,7 +97,8 @@ class RedisClusterEndToEndTest {
             for (int shard = 0; shard < 16_384; shard++) {
                 int slot = SlotHash.getSlot(keys.shard(shard));
                 for (byte[] key : keys.shardKeyBytes(shard)) {
-                    assertThat(SlotHash.getSlot(key)).as("%s shard %d", new String(key, StandardCharsets.UTF_8), shard)
+                    assertThat(SlotHash.getSlot(key))
+                            .as("%s shard %d", new String(key, StandardCharsets.UTF_8), shard)
                             .isEqualTo(slot);
                 }
             }
@@ -106,7 +108,9 @@ class RedisClusterEndToEndTest {
             for (int shard = 0; shard < SHARDS; shard++) {
                 Integer serverSlot = c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.shard(shard)));
                 for (byte[] key : keys.shardKeyBytes(shard)) {
-                    assertThat(c.clusterGetSlotForKey(key)).as("CLUSTER KEYSLOT agrees").isEqualTo(serverSlot);
+                    assertThat(c.clusterGetSlotForKey(key))
+                            .as("CLUSTER KEYSLOT agrees")
+                            .isEqualTo(serverSlot);
                 }
             }
         }
@@ -115,12 +119,12 @@ class RedisClusterEndToEndTest {
     @Test
     void luaScriptsOnlyTouchKeysPassedInKeys() throws IOException {
         Pattern call = Pattern.compile("redis\\.call\\('([A-Z]+)'(?:,\\s*([^,)]+))?");
-        List<Path> dirs = List.of(Path.of("src/main/resources/io/delayrelay/app/lua"),
-                Path.of("../contract"));
+        List<Path> dirs = List.of(Path.of("src/main/resources/io/delayrelay/app/lua"), Path.of("../contract"));
         int calls = 0;
         for (Path dir : dirs) {
             try (Stream<Path> files = Files.list(dir)) {
-                for (Path file : files.filter(f -> f.toString().endsWith(".lua")).toList()) {
+                for (Path file :
+                        files.filter(f -> f.toString().endsWith(".lua")).toList()) {
                     Matcher m = call.matcher(Files.readString(file));
                     while (m.find()) {
                         calls++;
@@ -129,10 +133,13 @@ class RedisClusterEndToEndTest {
                             continue;
                         }
                         if (command.equals("PUBLISH")) {
-                            assertThat(m.group(2)).as("%s: PUBLISH channel (not a key)", file).startsWith("ARGV[");
+                            assertThat(m.group(2))
+                                    .as("%s: PUBLISH channel (not a key)", file)
+                                    .startsWith("ARGV[");
                             continue;
                         }
-                        assertThat(m.group(2)).as("%s: %s must name a key from KEYS", file.getFileName(), command)
+                        assertThat(m.group(2))
+                                .as("%s: %s must name a key from KEYS", file.getFileName(), command)
                                 .startsWith("KEYS[");
                     }
                 }
@@ -156,7 +163,8 @@ class RedisClusterEndToEndTest {
         for (int i = 0; i < n; i++) {
             String message = "msg-" + i;
             producer.schedule(business, message, Instant.ofEpochMilli(due + (i % 500)));
-            messagesPerMaster.merge(cluster.masterOf(keys.shard(ShardSelector.shardOf(message, SHARDS))), 1, Integer::sum);
+            messagesPerMaster.merge(
+                    cluster.masterOf(keys.shard(ShardSelector.shardOf(message, SHARDS))), 1, Integer::sum);
         }
         System.out.println("cluster message spread of " + n + " messages: " + messagesPerMaster);
         assertThat(producer.count(business)).as("count across the cluster").isBetween(0L, (long) n);
@@ -186,13 +194,20 @@ class RedisClusterEndToEndTest {
         assertThat(producer.cancelById(business, "order-1")).isTrue();
         assertThat(producer.cancelById(business, "order-1")).as("second cancel").isFalse();
         long movedDue = now + 2500;
-        assertThat(producer.rescheduleById(business, "order-2", Instant.ofEpochMilli(movedDue))).isTrue();
-        assertThat(producer.rescheduleById(business, "order-9", Instant.ofEpochMilli(movedDue))).isFalse();
+        assertThat(producer.rescheduleById(business, "order-2", Instant.ofEpochMilli(movedDue)))
+                .isTrue();
+        assertThat(producer.rescheduleById(business, "order-9", Instant.ofEpochMilli(movedDue)))
+                .isFalse();
         assertThat(producer.count(business)).isEqualTo(5);
-        assertThat(producer.peek(business, 10)).hasSize(5).last().extracting(e -> e.memberAsString()).isEqualTo("order-2");
+        assertThat(producer.peek(business, 10))
+                .hasSize(5)
+                .last()
+                .extracting(e -> e.memberAsString())
+                .isEqualTo("order-2");
 
         List<Received> all = RelayTestKit.collect(received, 5, Duration.ofSeconds(10), Duration.ofMillis(500));
-        assertThat(all).extracting(r -> r.headers().get(RelayHeaders.ID))
+        assertThat(all)
+                .extracting(r -> r.headers().get(RelayHeaders.ID))
                 .containsExactlyInAnyOrder("order-3", "order-4", "order-5", "order-6", "order-2");
         assertThat(all.get(4).text()).isEqualTo("{\"order\":2}");
         assertThat(all.get(4).header(RelayHeaders.DUE_AT)).isEqualTo(movedDue);
@@ -201,7 +216,8 @@ class RedisClusterEndToEndTest {
             try (RedisClusterConnection c = cluster.connection()) {
                 for (int shard = 0; shard < SHARDS; shard++) {
                     assertThat(c.hashCommands().hLen(DelayQueueKeys.bytes(keys.payloads(shard))))
-                            .as("payloads left in shard %d", shard).isZero();
+                            .as("payloads left in shard %d", shard)
+                            .isZero();
                 }
             }
         });
@@ -221,9 +237,10 @@ class RedisClusterEndToEndTest {
         try (RedisClusterConnection c = cluster.connection()) {
             for (String message : messages) {
                 int shard = ShardSelector.shardOf(message, SHARDS);
-                byte[] reason = c.hashCommands().hGet(DelayQueueKeys.bytes(keys.deadReasons(shard)),
-                        message.getBytes(StandardCharsets.UTF_8));
-                assertThat(new String(reason, StandardCharsets.UTF_8)).startsWith("unroutable: 312 NO_ROUTE")
+                byte[] reason = c.hashCommands()
+                        .hGet(DelayQueueKeys.bytes(keys.deadReasons(shard)), message.getBytes(StandardCharsets.UTF_8));
+                assertThat(new String(reason, StandardCharsets.UTF_8))
+                        .startsWith("unroutable: 312 NO_ROUTE")
                         .contains(exchange);
             }
         }

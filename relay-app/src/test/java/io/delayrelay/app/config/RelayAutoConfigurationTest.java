@@ -1,7 +1,5 @@
 package io.delayrelay.app.config;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.util.List;
 
 import io.delayrelay.app.engine.BatchPublisher;
@@ -27,6 +25,8 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The relay's auto-configuration as a Spring slice (no application, no businesses), on the real Redis and RabbitMQ:
@@ -66,8 +66,7 @@ class RelayAutoConfigurationTest {
 
     @Configuration(proxyBeanMethods = false)
     static class UserBeans {
-        static final RelayEvents EVENTS = new RelayEvents() {
-        };
+        static final RelayEvents EVENTS = new RelayEvents() {};
         static final RedisClock CLOCK = new RedisClock();
 
         @Bean
@@ -89,21 +88,22 @@ class RelayAutoConfigurationTest {
                 }
 
                 @Override
-                public void prepareExchange(BusinessSpec spec) {
-                }
+                public void prepareExchange(BusinessSpec spec) {}
             };
         }
     }
 
     @Test
     void relayEnabledFalseCreatesNoRelayBean() {
-        runner.withUserConfiguration(Registry.class).withPropertyValues("relay.enabled=false").run(context -> {
-            assertThat(context).hasNotFailed();
-            assertThat(context).doesNotHaveBean(RelayEngine.class);
-            assertThat(context).doesNotHaveBean(BatchPublisher.class);
-            assertThat(context).doesNotHaveBean(RelayEvents.class);
-            assertThat(context).doesNotHaveBean(BacklogSampler.class);
-        });
+        runner.withUserConfiguration(Registry.class)
+                .withPropertyValues("relay.enabled=false")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(context).doesNotHaveBean(RelayEngine.class);
+                    assertThat(context).doesNotHaveBean(BatchPublisher.class);
+                    assertThat(context).doesNotHaveBean(RelayEvents.class);
+                    assertThat(context).doesNotHaveBean(BacklogSampler.class);
+                });
     }
 
     @Test
@@ -135,8 +135,8 @@ class RelayAutoConfigurationTest {
             assertThat(context.getBean(RelayEvents.class)).isSameAs(UserBeans.EVENTS);
             assertThat(context.getBean(RedisClock.class)).isSameAs(UserBeans.CLOCK);
             assertThat(context).hasSingleBean(BatchPublisher.class);
-            assertThat(context.getBean(BatchPublisher.class)).hasToString(
-                    context.getBean("userBatchPublisher").toString());
+            assertThat(context.getBean(BatchPublisher.class))
+                    .hasToString(context.getBean("userBatchPublisher").toString());
             assertThat(context).doesNotHaveBean(MicrometerRelayEvents.class);
             assertThat(context).hasSingleBean(RelayEngine.class);
         });

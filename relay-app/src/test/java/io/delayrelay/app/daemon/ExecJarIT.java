@@ -1,7 +1,5 @@
 package io.delayrelay.app.daemon;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,6 +15,8 @@ import java.util.zip.ZipEntry;
 import io.delayrelay.app.faults.RelayProcess;
 import org.junit.jupiter.api.Test;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /**
  * The shipped exec jar (what the image and the Helm chart run) carries what the {@code nacos} profile needs, while
  * the plain jar's POM keeps the Nacos starter optional for library users; and the profile does not start silently
@@ -26,14 +26,17 @@ class ExecJarIT {
 
     private static List<String> entries(Path jar) throws IOException {
         try (JarFile file = new JarFile(jar.toFile())) {
-            return Collections.list(file.entries()).stream().map(ZipEntry::getName).toList();
+            return Collections.list(file.entries()).stream()
+                    .map(ZipEntry::getName)
+                    .toList();
         }
     }
 
     @Test
     void execJarCarriesTheNacosConfigStarterItsClientAndTheProfile() throws IOException {
         List<String> entries = entries(RelayProcess.execJar());
-        assertThat(entries).anyMatch(e -> e.matches("BOOT-INF/lib/spring-cloud-starter-alibaba-nacos-config-.*\\.jar"))
+        assertThat(entries)
+                .anyMatch(e -> e.matches("BOOT-INF/lib/spring-cloud-starter-alibaba-nacos-config-.*\\.jar"))
                 .anyMatch(e -> e.matches("BOOT-INF/lib/spring-alibaba-nacos-config-.*\\.jar"))
                 .anyMatch(e -> e.matches("BOOT-INF/lib/nacos-client-[0-9].*\\.jar"))
                 .anyMatch(e -> e.matches("BOOT-INF/lib/spring-cloud-context-.*\\.jar"))
@@ -46,12 +49,15 @@ class ExecJarIT {
         Path plain;
         try (Stream<Path> files = Files.list(Path.of("target"))) {
             plain = files.filter(f -> f.getFileName().toString().matches("relay-app-[0-9][^-]*(-SNAPSHOT)?\\.jar"))
-                    .findFirst().orElseThrow();
+                    .findFirst()
+                    .orElseThrow();
         }
         String pom;
         try (JarFile jar = new JarFile(plain.toFile())) {
-            pom = new String(jar.getInputStream(jar.getEntry("META-INF/maven/io.delayrelay/relay-app/pom.xml"))
-                    .readAllBytes(), StandardCharsets.UTF_8);
+            pom = new String(
+                    jar.getInputStream(jar.getEntry("META-INF/maven/io.delayrelay/relay-app/pom.xml"))
+                            .readAllBytes(),
+                    StandardCharsets.UTF_8);
         }
         String nacos = pom.substring(pom.indexOf("<artifactId>spring-cloud-starter-alibaba-nacos-config</artifactId>"));
         assertThat(nacos.substring(0, nacos.indexOf("</dependency>"))).contains("<optional>true</optional>");
@@ -62,14 +68,19 @@ class ExecJarIT {
     void nacosProfileWithoutItsServerFailsWithOneLineNamingServerAndDataId() throws Exception {
         String dataId = "exec-jar-it-" + ProcessHandle.current().pid() + ".yaml";
         String nowhere = "127.0.0.1:" + FreePort.next();
-        try (RelayProcess relay = RelayProcess.start("nacos-no-server", Map.of("spring.profiles.active", "nacos",
-                "NACOS_ADDR", nowhere, "NACOS_DATA_ID", dataId), false, "-XX:TieredStopAtLevel=1")) {
+        try (RelayProcess relay = RelayProcess.start(
+                "nacos-no-server",
+                Map.of("spring.profiles.active", "nacos", "NACOS_ADDR", nowhere, "NACOS_DATA_ID", dataId),
+                false,
+                "-XX:TieredStopAtLevel=1")) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
             String output = relay.output();
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();
             String line = "Nacos server " + nowhere + " (namespace public) is unreachable: cannot load data id '"
                     + dataId + "' (group DEFAULT_GROUP)";
-            assertThat(output.lines().filter(l -> l.equals(line)).count()).as(output).isEqualTo(1);
+            assertThat(output.lines().filter(l -> l.equals(line)).count())
+                    .as(output)
+                    .isEqualTo(1);
             assertThat(output).doesNotContain("delay-relay started");
         }
     }

@@ -1,11 +1,9 @@
 package io.delayrelay.app.daemon;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -17,6 +15,9 @@ import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The operator's pause holds for the whole fleet, with the exec jar as processes: a pause sent to one instance is
@@ -30,7 +31,7 @@ class FleetPauseIT {
     private static final Duration START = Duration.ofSeconds(150);
 
     private final RelayTestKit kit = new RelayTestKit();
-    private final List<RelayProcess> processes = new java.util.ArrayList<>();
+    private final List<RelayProcess> processes = new ArrayList<>();
 
     @AfterEach
     void cleanUp() throws InterruptedException {
@@ -42,8 +43,17 @@ class FleetPauseIT {
 
     private RelayProcess start(String name, String business, String exchange, int port, int managementPort)
             throws Exception {
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due",
-                "max-idle", MAX_IDLE.toMillis() + "ms", "shards", 4, "threads", 1);
+        Map<String, Object> props = RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "max-idle",
+                MAX_IDLE.toMillis() + "ms",
+                "shards",
+                4,
+                "threads",
+                1);
         props.put("server.port", port);
         props.put("management.server.port", managementPort);
         props.put("relay.ops.token", TOKEN);
@@ -65,7 +75,10 @@ class FleetPauseIT {
 
     /** Epoch ms of the first log line of the process that contains {@code text} (lines start with an ISO instant). */
     private static long loggedAt(RelayProcess process, String text) throws IOException {
-        String line = process.output().lines().filter(l -> l.contains(text)).findFirst()
+        String line = process.output()
+                .lines()
+                .filter(l -> l.contains(text))
+                .findFirst()
                 .orElseThrow(() -> new AssertionError("no log line with '" + text + "'"));
         return Instant.parse(line.substring(0, line.indexOf(' '))).toEpochMilli();
     }
@@ -91,26 +104,32 @@ class FleetPauseIT {
         awaitStarted(a, opsA);
         awaitStarted(b, opsB);
 
-        await().atMost(Duration.ofSeconds(10)).until(() -> view(opsA, business).get("instances").size() == 2);
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> view(opsA, business).get("instances").size() == 2);
         JsonNode instances = view(opsB, business).get("instances");
         assertThat(instances).extracting(i -> i.get("id").asString()).containsExactly("a", "b");
-        assertThat(instances.get(0).get("lastSeen").asLong()).isGreaterThan(instances.get(0).get("startedAt").asLong());
+        assertThat(instances.get(0).get("lastSeen").asLong())
+                .isGreaterThan(instances.get(0).get("startedAt").asLong());
         assertThat(instances.get(0).get("host").asString()).isNotBlank();
         assertThat(instances.get(0).get("version").asString()).isEqualTo("0.1.0-SNAPSHOT");
 
         kit.producer().scheduleAfter(business, "before the pause", Duration.ZERO);
-        assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ZERO)).hasSize(1);
+        assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ZERO))
+                .hasSize(1);
 
         JsonNode paused = opsA.post("/actuator/relay/" + business + "/pause", "{\"by\":\"fleet-it\"}");
         assertThat(paused.get("paused").asBoolean()).isTrue();
         long pausedAt = paused.get("pause").get("at").asLong();
-        await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
+        await().atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(50))
                 .until(() -> view(opsB, business).get("paused").asBoolean());
         // When b applied it, from its log line (the HTTP round trips of this test are slower than the follow itself)
         long followMs = loggedAt(b, "business=" + business + ": paused for every instance by fleet-it") - pausedAt;
-        System.out.printf("FIGURE fleet pause: instance b paused %d ms after a stored the pause (max-idle %d ms)%n",
+        System.out.printf(
+                "FIGURE fleet pause: instance b paused %d ms after a stored the pause (max-idle %d ms)%n",
                 followMs, MAX_IDLE.toMillis());
-        assertThat(followMs).as("b follows within max-idle (plus scheduling on a busy machine)")
+        assertThat(followMs)
+                .as("b follows within max-idle (plus scheduling on a busy machine)")
                 .isLessThan(MAX_IDLE.toMillis() + 1000);
         JsonNode pause = view(opsB, business).get("pause");
         assertThat(pause.get("operator").asBoolean()).isTrue();
@@ -121,23 +140,34 @@ class FleetPauseIT {
         for (int i = 0; i < 20; i++) {
             kit.producer().scheduleAfter(business, "while paused " + i, Duration.ZERO);
         }
-        assertThat(received.poll(2, TimeUnit.SECONDS)).as("nothing relayed while paused").isNull();
+        assertThat(received.poll(2, TimeUnit.SECONDS))
+                .as("nothing relayed while paused")
+                .isNull();
         assertThat(kit.scheduled(business)).isEqualTo(20);
 
         b.close();
         RelayProcess b2 = start("b2", business, exchange, portB, managementB);
         awaitStarted(b2, opsB);
-        assertThat(view(opsB, business).get("paused").asBoolean()).as("restarted instance comes up paused").isTrue();
-        assertThat(received.poll(1, TimeUnit.SECONDS)).as("nothing relayed by the restarted instance").isNull();
+        assertThat(view(opsB, business).get("paused").asBoolean())
+                .as("restarted instance comes up paused")
+                .isTrue();
+        assertThat(received.poll(1, TimeUnit.SECONDS))
+                .as("nothing relayed by the restarted instance")
+                .isNull();
         assertThat(kit.scheduled(business)).isEqualTo(20);
-        await().atMost(Duration.ofSeconds(10)).until(() -> view(opsA, business).get("instances")
-                .findValues("id").stream().map(JsonNode::asString).toList().equals(List.of("a", "b2")));
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> view(opsA, business).get("instances").findValues("id").stream()
+                        .map(JsonNode::asString)
+                        .toList()
+                        .equals(List.of("a", "b2")));
 
         JsonNode resumed = opsB.post("/actuator/relay/" + business + "/resume", "{}");
         assertThat(resumed.get("paused").asBoolean()).isFalse();
-        await().atMost(Duration.ofSeconds(5)).until(() -> !view(opsA, business).get("paused").asBoolean());
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> !view(opsA, business).get("paused").asBoolean());
         List<Received> all = RelayTestKit.collect(received, 20, Duration.ofSeconds(15), Duration.ofMillis(500));
         assertThat(all).extracting(Received::text).hasSize(20).doesNotHaveDuplicates();
-        assertThat(view(opsA, business).get("pause").get("operator").asBoolean()).isFalse();
+        assertThat(view(opsA, business).get("pause").get("operator").asBoolean())
+                .isFalse();
     }
 }

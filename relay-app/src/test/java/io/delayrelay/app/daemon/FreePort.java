@@ -10,8 +10,7 @@ import java.net.ServerSocket;
  */
 final class FreePort {
 
-    private FreePort() {
-    }
+    private FreePort() {}
 
     static int next() {
         try (ServerSocket socket = new ServerSocket(0)) {

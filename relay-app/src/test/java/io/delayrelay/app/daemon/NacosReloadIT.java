@@ -1,8 +1,5 @@
 package io.delayrelay.app.daemon;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +21,9 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.data.redis.connection.RedisConnection;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 /**
  * Hot reload from a real Nacos server, with the exec jar as a process the way users run it
  * ({@code SPRING_PROFILES_ACTIVE=nacos java -jar relay-app-*-exec.jar}): the data id's value wins over a local
@@ -31,9 +31,12 @@ import org.springframework.data.redis.connection.RedisConnection;
  * rejected (WARN and metric) and the old one kept, entries written to retired shards are all delivered, and a second
  * instance started with the old local configuration still scans the union of the shard counts.
  */
-@EnabledIfEnvironmentVariable(named = "NACOS_ADDR", matches = ".+", disabledReason = "needs a real Nacos server: "
-        + "run ../shared/tools/nacos-server.sh start (build it once first, see the script's header), then set "
-        + "NACOS_ADDR=127.0.0.1:8848")
+@EnabledIfEnvironmentVariable(
+        named = "NACOS_ADDR",
+        matches = ".+",
+        disabledReason = "needs a real Nacos server: "
+                + "run ../shared/tools/nacos-server.sh start (build it once first, see the script's header), then set "
+                + "NACOS_ADDR=127.0.0.1:8848")
 class NacosReloadIT {
 
     private static final String GROUP = "DELAY_RELAY_IT";
@@ -66,8 +69,11 @@ class NacosReloadIT {
 
     private String metaShards(String business) {
         try (RedisConnection c = kit.redis()) {
-            byte[] value = c.hashCommands().hGet(DelayQueueKeys.bytes(DelayQueueKeys.forBusiness(business).meta()),
-                    DelayQueueKeys.bytes(MetaFields.SHARDS));
+            byte[] value = c.hashCommands()
+                    .hGet(
+                            DelayQueueKeys.bytes(
+                                    DelayQueueKeys.forBusiness(business).meta()),
+                            DelayQueueKeys.bytes(MetaFields.SHARDS));
             return value == null ? null : new String(value, StandardCharsets.UTF_8);
         }
     }
@@ -76,7 +82,8 @@ class NacosReloadIT {
     private double publishAndTime(String business, String exchange, int shards) throws Exception {
         long start = System.nanoTime();
         nacos.publish(dataId, GROUP, businessYaml(business, exchange, shards));
-        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(20))
+        await().atMost(Duration.ofSeconds(30))
+                .pollInterval(Duration.ofMillis(20))
                 .until(() -> String.valueOf(shards).equals(metaShards(business)));
         double seconds = (System.nanoTime() - start) / 1e9;
         System.out.printf("FIGURE nacos reload: shards %d published -> K:meta after %.2f s%n", shards, seconds);
@@ -123,9 +130,15 @@ class NacosReloadIT {
         RelayProcess a = start("a", props, managementA);
         OpsClient opsA = new OpsClient(managementA, TOKEN);
         awaitStarted(a, opsA);
-        assertThat(metaShards(business)).as("Nacos's shards: 4 wins over the local file's 2").isEqualTo("4");
-        assertThat(opsA.get("/actuator/relay/" + business).get("config").get("threads").asInt())
-                .as("what Nacos does not set comes from the local file").isEqualTo(2);
+        assertThat(metaShards(business))
+                .as("Nacos's shards: 4 wins over the local file's 2")
+                .isEqualTo("4");
+        assertThat(opsA.get("/actuator/relay/" + business)
+                        .get("config")
+                        .get("threads")
+                        .asInt())
+                .as("what Nacos does not set comes from the local file")
+                .isEqualTo(2);
 
         double toEight = publishAndTime(business, exchange, 8);
         long due = kit.redisNowMs() + 4_000;
@@ -144,23 +157,29 @@ class NacosReloadIT {
         }
         double toTwo = publishAndTime(business, exchange, 2);
         assertThat(opsA.get("/actuator/relay/" + business).get("drainShards").asInt())
-                .as("retired shards still scanned").isEqualTo(8);
+                .as("retired shards still scanned")
+                .isEqualTo(8);
 
         nacos.publish(dataId, GROUP, businessYaml(business, exchange, 0));
         String rejected = "business=" + business + ": reloaded configuration rejected, previous settings kept: "
                 + "relay.businesses." + business + ".shards=0: must be between 1 and 16384";
         await().atMost(Duration.ofSeconds(30)).until(() -> a.output().contains(rejected));
         String metric = "delay_relay_config_rejected_total{business=\"" + business + "\"} 1.0";
-        await().atMost(Duration.ofSeconds(5)).until(() -> opsA.text("/actuator/prometheus").contains(metric));
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> opsA.text("/actuator/prometheus").contains(metric));
         assertThat(metaShards(business)).as("the bad value is not applied").isEqualTo("2");
 
         Map<String, Integer> deliveries = new HashMap<>();
         RelayTestKit.collect(received, sent.size(), Duration.ofSeconds(30), Duration.ofMillis(500))
                 .forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
-        assertThat(deliveries.keySet()).as("every entry, retired shards included").containsExactlyInAnyOrderElementsOf(sent);
+        assertThat(deliveries.keySet())
+                .as("every entry, retired shards included")
+                .containsExactlyInAnyOrderElementsOf(sent);
         assertThat(deliveries.values()).allMatch(n -> n == 1);
-        System.out.printf("FIGURE nacos reload: %d of %d entries delivered (%d from shards retired by 8 -> 2); "
-                + "publish -> K:meta: 8 in %.2f s, 2 in %.2f s%n", deliveries.size(), sent.size(), 30, toEight, toTwo);
+        System.out.printf(
+                "FIGURE nacos reload: %d of %d entries delivered (%d from shards retired by 8 -> 2); "
+                        + "publish -> K:meta: 8 in %.2f s, 2 in %.2f s%n",
+                deliveries.size(), sent.size(), 30, toEight, toTwo);
 
         // A second instance that never saw Nacos, started with the old local configuration (4 shards).
         Map<String, Object> old = RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "shards", 4);
@@ -170,10 +189,17 @@ class NacosReloadIT {
         awaitStarted(b, opsB);
         int width = opsB.get("/actuator/relay/" + business).get("drainShards").asInt();
         System.out.printf("FIGURE nacos reload: instance with the old local config (4) scans %d shards%n", width);
-        assertThat(width).as("the old instance scans the union of 4 and the still draining 8").isEqualTo(8);
-        await().atMost(Duration.ofSeconds(10)).until(() ->
-                opsA.get("/actuator/relay/" + business).get("drainShards").asInt() == 8);
-        assertThat(kit.scheduled(business)).as("the far entry is still there, nothing orphaned").isEqualTo(1);
+        assertThat(width)
+                .as("the old instance scans the union of 4 and the still draining 8")
+                .isEqualTo(8);
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> opsA.get("/actuator/relay/" + business)
+                                .get("drainShards")
+                                .asInt()
+                        == 8);
+        assertThat(kit.scheduled(business))
+                .as("the far entry is still there, nothing orphaned")
+                .isEqualTo(1);
     }
 
     @Test
@@ -196,31 +222,37 @@ class NacosReloadIT {
             props.put("relay.nacos.check-interval", "500ms");
             props.put("server.port", FreePort.next());
             props.put("management.server.port", management);
-            RelayProcess relay = RelayProcess.start("nacos-away", props, true, "-XX:TieredStopAtLevel=1",
-                    "-Dnacos.server.grpc.port.offset=1");
+            RelayProcess relay = RelayProcess.start(
+                    "nacos-away", props, true, "-XX:TieredStopAtLevel=1", "-Dnacos.server.grpc.port.offset=1");
             processes.add(relay);
             awaitStarted(relay, new OpsClient(management, TOKEN));
             assertThat(metaShards(business)).isEqualTo("4");
 
             proxy.cut();
-            String lost = "Nacos server " + relayNacosAddr + " unreachable: keeping the last good configuration of data id '"
-                    + dataId + "' (group " + GROUP + "); reconnecting";
+            String lost =
+                    "Nacos server " + relayNacosAddr + " unreachable: keeping the last good configuration of data id '"
+                            + dataId + "' (group " + GROUP + "); reconnecting";
             await().atMost(Duration.ofSeconds(30)).until(() -> relay.output().contains(lost));
             nacos.publish(dataId, GROUP, businessYaml(business, exchange, 8));
             // the outage goes on (more failed reconnects): still one WARN
-            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(5))
-                    .until(() -> relay.output().lines().filter(l -> l.contains(lost)).count() == 1);
+            await().during(Duration.ofSeconds(3))
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() ->
+                            relay.output().lines().filter(l -> l.contains(lost)).count() == 1);
             assertThat(relay.isAlive()).isTrue();
             assertThat(metaShards(business)).as("last good configuration kept").isEqualTo("4");
 
             long back = System.nanoTime();
             proxy.restore();
-            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+            await().atMost(Duration.ofSeconds(60))
+                    .pollInterval(Duration.ofMillis(100))
                     .until(() -> "8".equals(metaShards(business)));
-            System.out.printf("FIGURE nacos outage: change published while away applied %.1f s after the server was "
-                    + "reachable again%n", (System.nanoTime() - back) / 1e9);
-            await().atMost(Duration.ofSeconds(5)).until(() ->
-                    relay.output().contains("Nacos server " + relayNacosAddr + " reachable: following data id '" + dataId));
+            System.out.printf(
+                    "FIGURE nacos outage: change published while away applied %.1f s after the server was "
+                            + "reachable again%n",
+                    (System.nanoTime() - back) / 1e9);
+            await().atMost(Duration.ofSeconds(5)).until(() -> relay.output()
+                    .contains("Nacos server " + relayNacosAddr + " reachable: following data id '" + dataId));
         }
     }
 
@@ -237,18 +269,23 @@ class NacosReloadIT {
         String line = "Nacos data id '" + dataId + "' (group " + GROUP + ") is missing or empty on server "
                 + System.getenv("NACOS_ADDR") + " (namespace public)";
 
-        try (RelayProcess strict = RelayProcess.start("nacos-missing-strict", props, false, "-XX:TieredStopAtLevel=1")) {
+        try (RelayProcess strict =
+                RelayProcess.start("nacos-missing-strict", props, false, "-XX:TieredStopAtLevel=1")) {
             Integer exit = strict.awaitExit(START);
             assertThat(exit).as(strict.output()).isNotNull().isNotZero();
-            assertThat(strict.output().lines().filter(l -> l.equals(line)).count()).as(strict.output()).isEqualTo(1);
+            assertThat(strict.output().lines().filter(l -> l.equals(line)).count())
+                    .as(strict.output())
+                    .isEqualTo(1);
         }
 
         props.put("relay.nacos.optional", "true");
         int management = FreePort.next();
         RelayProcess optional = start("missing-optional", props, management);
         awaitStarted(optional, new OpsClient(management, TOKEN));
-        assertThat(optional.output()).contains("WARN").contains(line + "; relay.nacos.optional=true: starting on local "
-                + "configuration and retrying in the background");
+        assertThat(optional.output())
+                .contains("WARN")
+                .contains(line + "; relay.nacos.optional=true: starting on local "
+                        + "configuration and retrying in the background");
         assertThat(metaShards(business)).as("no such business yet").isNull();
         nacos.publish(dataId, GROUP, businessYaml(business, exchange, 4));
         await().atMost(Duration.ofSeconds(30)).until(() -> "4".equals(metaShards(business)));

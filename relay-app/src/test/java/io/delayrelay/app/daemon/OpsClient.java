@@ -15,7 +15,8 @@ import tools.jackson.databind.json.JsonMapper;
 final class OpsClient {
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final int port;
     private final String token;
 
@@ -27,8 +28,12 @@ final class OpsClient {
     /** GET a path; the parsed JSON body, or null when the port does not answer (yet). */
     JsonNode get(String path) {
         try {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(5))
-                    .GET().build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> response = http.send(
+                    HttpRequest.newBuilder(uri(path))
+                            .timeout(Duration.ofSeconds(5))
+                            .GET()
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             return response.statusCode() == 200 ? JSON.readTree(response.body()) : null;
         } catch (IOException e) {
             return null;
@@ -41,8 +46,13 @@ final class OpsClient {
     /** GET a path as text (e.g. the Prometheus scrape); empty when the port does not answer. */
     String text(String path) {
         try {
-            return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(5)).GET().build(),
-                    HttpResponse.BodyHandlers.ofString()).body();
+            return http.send(
+                            HttpRequest.newBuilder(uri(path))
+                                    .timeout(Duration.ofSeconds(5))
+                                    .GET()
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString())
+                    .body();
         } catch (IOException e) {
             return "";
         } catch (InterruptedException e) {
@@ -53,11 +63,17 @@ final class OpsClient {
 
     /** POST a write operation with the operator token; returns the JSON answer. */
     JsonNode post(String path, String jsonBody) throws IOException, InterruptedException {
-        HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(10))
-                .header("Content-Type", "application/json").header(RelayOpsProperties.TOKEN_HEADER, token)
-                .POST(HttpRequest.BodyPublishers.ofString(jsonBody)).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> response = http.send(
+                HttpRequest.newBuilder(uri(path))
+                        .timeout(Duration.ofSeconds(10))
+                        .header("Content-Type", "application/json")
+                        .header(RelayOpsProperties.TOKEN_HEADER, token)
+                        .POST(HttpRequest.BodyPublishers.ofString(jsonBody))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         if (response.statusCode() != 200) {
-            throw new IllegalStateException("POST " + path + " answered " + response.statusCode() + ": " + response.body());
+            throw new IllegalStateException(
+                    "POST " + path + " answered " + response.statusCode() + ": " + response.body());
         }
         return JSON.readTree(response.body());
     }

@@ -1,7 +1,5 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -9,6 +7,8 @@ import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Issue 11 defect 8: batches were sized by count only (500 entries of 1 MiB made a 500 MiB reply). A pop now
@@ -35,8 +35,11 @@ class BatchByteBudgetTest {
 
         PopResult first = f.store.pop(spec, 0);
 
-        assertThat(first.entries()).as("two 100 KiB members fit in 250 KiB, a third does not").hasSize(2);
-        assertThat(first.entries().stream().mapToInt(e -> e.member().length).sum()).isLessThanOrEqualTo(250 * KIB);
+        assertThat(first.entries())
+                .as("two 100 KiB members fit in 250 KiB, a third does not")
+                .hasSize(2);
+        assertThat(first.entries().stream().mapToInt(e -> e.member().length).sum())
+                .isLessThanOrEqualTo(250 * KIB);
         assertThat(first.moreDue()).as("the shard is popped again at once").isTrue();
         assertThat(f.inflight(spec)).isEqualTo(2);
         int popped = 2;
@@ -50,13 +53,17 @@ class BatchByteBudgetTest {
 
     @Test
     void payloadsOfEntriesScheduledByIdCountTowardsTheBudget() {
-        BusinessSpec spec = f.spec("payloads").batchSize(500).batchBytes(250 * KIB).build();
+        BusinessSpec spec =
+                f.spec("payloads").batchSize(500).batchBytes(250 * KIB).build();
         long due = f.kit.redisNowMs() - 1_000;
         try (RedisConnection c = f.kit.redis()) {
             for (int i = 0; i < 5; i++) {
                 String id = "order-" + i;
-                c.hashCommands().hSet(EngineFixture.bytes(spec.keys().payloads(0)), EngineFixture.bytes(id),
-                        big(i, 120 * KIB).getBytes(StandardCharsets.UTF_8));
+                c.hashCommands()
+                        .hSet(
+                                EngineFixture.bytes(spec.keys().payloads(0)),
+                                EngineFixture.bytes(id),
+                                big(i, 120 * KIB).getBytes(StandardCharsets.UTF_8));
                 f.zadd(spec, 0, id, due + i);
             }
         }

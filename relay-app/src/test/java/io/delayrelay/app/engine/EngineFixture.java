@@ -71,9 +71,26 @@ final class EngineFixture implements AutoCloseable {
         }
 
         BusinessSpec build() {
-            return new BusinessSpec(name, DelayQueueKeys.forBusiness(name), shards, threads, "relay-" + name + "-",
-                    "unused-exchange", "rk", "direct", false, batchSize, batchBytes, maxIdle, lease, 5, retryDelay,
-                    Duration.ofMinutes(1), publishTimeout, false, OutgoingMessages.DEFAULT);
+            return new BusinessSpec(
+                    name,
+                    DelayQueueKeys.forBusiness(name),
+                    shards,
+                    threads,
+                    "relay-" + name + "-",
+                    "unused-exchange",
+                    "rk",
+                    "direct",
+                    false,
+                    batchSize,
+                    batchBytes,
+                    maxIdle,
+                    lease,
+                    5,
+                    retryDelay,
+                    Duration.ofMinutes(1),
+                    publishTimeout,
+                    false,
+                    OutgoingMessages.DEFAULT);
         }
     }
 
@@ -112,8 +129,10 @@ final class EngineFixture implements AutoCloseable {
     /** The live thread of worker {@code index}. */
     static Thread worker(BusinessSpec spec, int index) {
         String name = spec.threadNamePrefix() + index;
-        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name) && t.isAlive())
-                .findFirst().orElseThrow(() -> new AssertionError("no live worker thread " + name));
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals(name) && t.isAlive())
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no live worker thread " + name));
     }
 
     /** Whether the thread is parked in a method of {@code type}. */
@@ -173,8 +192,8 @@ final class EngineFixture implements AutoCloseable {
         }
 
         @Override
-        public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec spec, List<DueMessage> batch,
-                Executor executor) {
+        public CompletableFuture<List<PublishOutcome>> publishAsync(
+                BusinessSpec spec, List<DueMessage> batch, Executor executor) {
             published.addAll(batch);
             CompletableFuture<List<PublishOutcome>> confirms = new CompletableFuture<>();
             pending.add(confirms);
@@ -182,8 +201,7 @@ final class EngineFixture implements AutoCloseable {
         }
 
         @Override
-        public void prepareExchange(BusinessSpec spec) {
-        }
+        public void prepareExchange(BusinessSpec spec) {}
     }
 
     /** Confirms every message at once. */
@@ -197,8 +215,7 @@ final class EngineFixture implements AutoCloseable {
         }
 
         @Override
-        public void prepareExchange(BusinessSpec spec) {
-        }
+        public void prepareExchange(BusinessSpec spec) {}
 
         List<String> bodies() {
             return published.stream().map(DueMessage::bodyAsString).toList();

@@ -1,7 +1,5 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -9,6 +7,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Issue 11 defect 7: sleeps were measured on the host clock offset by one Redis TIME, so a host clock step
@@ -35,7 +35,9 @@ class HostClockStepTest {
         assertThat(clock.nowMs()).isEqualTo(REDIS_NOW);
 
         monotonicNanos.addAndGet(TimeUnit.MILLISECONDS.toNanos(75));
-        assertThat(clock.nowMs()).as("Redis time advances with the monotonic clock only").isEqualTo(REDIS_NOW + 75);
+        assertThat(clock.nowMs())
+                .as("Redis time advances with the monotonic clock only")
+                .isEqualTo(REDIS_NOW + 75);
         assertThat(clock.nanosUntil(REDIS_NOW + 275)).isEqualTo(TimeUnit.MILLISECONDS.toNanos(200));
     }
 

@@ -1,9 +1,5 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -21,6 +17,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.mock.env.MockEnvironment;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Drives the relay's Lua scripts (through {@link ShardStore}) against the real Redis in the interleavings that lost
@@ -57,10 +57,14 @@ class LeaseOwnershipTest {
 
         scheduleNow("v2"); // a producer re-schedules the id while its first delivery is in flight
         PopResult second = store.pop(spec, shard);
-        assertThat(second.entries()).as("a member in flight is not leased a second time").isEmpty();
+        assertThat(second.entries())
+                .as("a member in flight is not leased a second time")
+                .isEmpty();
 
         assertThat(store.ack(spec, shard, first.token(), members())).isEqualTo(1);
-        assertThat(score(keys.shard(shard))).as("the new schedule is still in its shard").isNotNull();
+        assertThat(score(keys.shard(shard)))
+                .as("the new schedule is still in its shard")
+                .isNotNull();
         assertThat(payload()).isEqualTo("v2");
 
         PopResult third = store.pop(spec, shard);
@@ -68,7 +72,9 @@ class LeaseOwnershipTest {
         assertThat(text(third.entries().get(0).payload())).isEqualTo("v2");
         // the second delivery fails to publish: it waits for a retry, nothing is lost
         store.release(spec, shard, third.token(), members());
-        assertThat(score(keys.inflight(shard))).as("waiting in inflight for its retry").isNotNull();
+        assertThat(score(keys.inflight(shard)))
+                .as("waiting in inflight for its retry")
+                .isNotNull();
         assertThat(record()).as("no lease holder while it waits").endsWith(":");
         assertThat(payload()).isEqualTo("v2");
     }
@@ -84,12 +90,17 @@ class LeaseOwnershipTest {
 
         // the first batch's settle arrives again (e.g. a retried settle): it owns nothing any more
         assertThat(store.ack(spec, shard, first.token(), members())).isZero();
-        assertThat(store.requeue(spec, shard, first.token(), members(), 1, "stale").dead()).isEmpty();
-        assertThat(score(keys.inflight(shard))).as("the current lease is untouched").isNotNull();
+        assertThat(store.requeue(spec, shard, first.token(), members(), 1, "stale")
+                        .dead())
+                .isEmpty();
+        assertThat(score(keys.inflight(shard)))
+                .as("the current lease is untouched")
+                .isNotNull();
         assertThat(payload()).isEqualTo("v2");
 
         assertThat(store.ack(spec, shard, second.token(), members())).isEqualTo(1);
-        assertThat(kit.keysOf(business)).as("everything settled, nothing left behind")
+        assertThat(kit.keysOf(business))
+                .as("everything settled, nothing left behind")
                 .noneMatch(k -> k.endsWith(":payloads") || k.endsWith(":inflight") || k.endsWith(":attempts"));
     }
 
@@ -103,12 +114,18 @@ class LeaseOwnershipTest {
 
         store.requeue(spec, shard, first.token(), members(), spec.maxAttempts(), "nack");
 
-        assertThat(score(keys.shard(shard))).as("the new schedule keeps its time").isEqualTo((double) later);
+        assertThat(score(keys.shard(shard)))
+                .as("the new schedule keeps its time")
+                .isEqualTo((double) later);
         Double retryAt = score(keys.inflight(shard));
-        assertThat(retryAt).as("the failed copy waits for its own retry").isNotNull().isLessThan((double) later);
-        PopResult retried = await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(spec, shard),
-                p -> !p.isEmpty());
-        assertThat(retried.entries().get(0).dueAtMs()).as("same original due time, same message id")
+        assertThat(retryAt)
+                .as("the failed copy waits for its own retry")
+                .isNotNull()
+                .isLessThan((double) later);
+        PopResult retried =
+                await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(spec, shard), p -> !p.isEmpty());
+        assertThat(retried.entries().get(0).dueAtMs())
+                .as("same original due time, same message id")
                 .isEqualTo(originalDue);
         assertThat(retried.entries().get(0).attempts()).isEqualTo(1);
         store.ack(spec, shard, retried.token(), members());
@@ -125,12 +142,16 @@ class LeaseOwnershipTest {
         await().atMost(Duration.ofSeconds(2))
                 .until(() -> store.requeueExpired(shortLease, shard, 10).requeued() == 1);
 
-        assertThat(store.ack(shortLease, shard, first.token(), members())).as("the late ack owns nothing").isZero();
+        assertThat(store.ack(shortLease, shard, first.token(), members()))
+                .as("the late ack owns nothing")
+                .isZero();
 
-        PopResult again = await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(shortLease, shard),
-                p -> !p.isEmpty());
+        PopResult again =
+                await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(shortLease, shard), p -> !p.isEmpty());
         PopResult.Entry entry = again.entries().get(0);
-        assertThat(entry.dueAtMs()).as("original due time kept, so the AMQP message id is").isEqualTo(originalDue);
+        assertThat(entry.dueAtMs())
+                .as("original due time kept, so the AMQP message id is")
+                .isEqualTo(originalDue);
         assertThat(entry.attempts()).isEqualTo(1);
         assertThat(DueBatch.messageId(business, entry.member(), entry.dueAtMs()))
                 .isEqualTo(DueBatch.messageId(business, first.entries().get(0).member(), originalDue));
@@ -140,7 +161,9 @@ class LeaseOwnershipTest {
     void deadLetterKeepsItsPayloadWhenTheSameIdIsScheduledAgainAndDelivered() {
         scheduleNow("v1");
         PopResult first = store.pop(spec, shard);
-        assertThat(store.requeue(spec, shard, first.token(), members(), 1, "returned: NO_ROUTE").dead()).hasSize(1);
+        assertThat(store.requeue(spec, shard, first.token(), members(), 1, "returned: NO_ROUTE")
+                        .dead())
+                .hasSize(1);
 
         scheduleNow("v2");
         PopResult second = store.pop(spec, shard);
@@ -151,7 +174,8 @@ class LeaseOwnershipTest {
         assertThat(deadLetters.replay(spec, spec.shards(), ID)).isEqualTo(1);
         PopResult replayed = store.pop(spec, shard);
         assertThat(replayed.entries()).hasSize(1);
-        assertThat(text(replayed.entries().get(0).payload())).as("replayed with its payload, not the bare id")
+        assertThat(text(replayed.entries().get(0).payload()))
+                .as("replayed with its payload, not the bare id")
                 .isEqualTo("v2");
         store.ack(spec, shard, replayed.token(), members());
         assertThat(payload()).as("settled and in no key any more: payload gone").isNull();
@@ -166,7 +190,9 @@ class LeaseOwnershipTest {
             c.stringCommands().set(bytes(keys.shard(shard)), bytes("written by someone else"));
         }
         DeadLetters deadLetters = new DeadLetters(store.template());
-        assertThatThrownBy(() -> deadLetters.replay(spec, spec.shards(), ID)).rootCause().hasMessageContaining("WRONGTYPE");
+        assertThatThrownBy(() -> deadLetters.replay(spec, spec.shards(), ID))
+                .rootCause()
+                .hasMessageContaining("WRONGTYPE");
         assertThat(score(keys.dead(shard))).as("still a dead letter").isNotNull();
         assertThat(payload()).isEqualTo("v1");
     }
@@ -198,8 +224,7 @@ class LeaseOwnershipTest {
         }
     }
 
-    static BusinessSpec spec(String business, String lease, String publishTimeout, String retryDelay,
-            int maxAttempts) {
+    static BusinessSpec spec(String business, String lease, String publishTimeout, String retryDelay, int maxAttempts) {
         String prefix = "relay.businesses." + business + ".";
         MockEnvironment env = new MockEnvironment()
                 .withProperty(prefix + "exchange", "test.lease")

@@ -1,8 +1,5 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -21,6 +18,9 @@ import io.delayrelay.app.trigger.DueMessage;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The worker loop's defects of issue 11 (2b, 6, 8, 9) and the loop's shape (issue 15), each reproduced by driving
@@ -50,10 +50,12 @@ class ScanWorkerLoopTest {
         f.start(spec, publisher, RelayEvents.NOOP);
         Thread worker = EngineFixture.worker(spec, 0);
 
-        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.pending.size() == ScanWorker.MAX_BATCHES_IN_FLIGHT
-                && EngineFixture.parkedIn(worker, Semaphore.class));
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> publisher.pending.size() == ScanWorker.MAX_BATCHES_IN_FLIGHT
+                        && EngineFixture.parkedIn(worker, Semaphore.class));
 
-        assertThat(f.inflight(spec)).as("entries in flight while every slot awaits confirms")
+        assertThat(f.inflight(spec))
+                .as("entries in flight while every slot awaits confirms")
                 .isEqualTo(ScanWorker.MAX_BATCHES_IN_FLIGHT);
         assertThat(f.store.pops.get()).isEqualTo(ScanWorker.MAX_BATCHES_IN_FLIGHT);
     }
@@ -78,12 +80,13 @@ class ScanWorkerLoopTest {
         CountingEvents events = new CountingEvents();
         BusinessRelay relay = f.start(spec, new ConfirmingPublisher(), events);
 
-        await().atMost(Duration.ofSeconds(10)).until(() -> relay.quarantinedShards().size() == shards);
-        await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(2))
-                .until(() -> f.store.pops.get() == shards);
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> relay.quarantinedShards().size() == shards);
+        await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(2)).until(() -> f.store.pops.get() == shards);
 
         assertThat(events.errors.get()).as("one error per broken shard").isEqualTo(shards);
-        assertThat(EngineFixture.parkedIn(EngineFixture.worker(spec, 0), WakeSignal.class)).isTrue();
+        assertThat(EngineFixture.parkedIn(EngineFixture.worker(spec, 0), WakeSignal.class))
+                .isTrue();
     }
 
     /** Defect 8: an OutOfMemoryError (a huge pop reply) ended the worker thread for good. */
@@ -137,14 +140,25 @@ class ScanWorkerLoopTest {
             }
         };
         ConfirmingPublisher publisher = new ConfirmingPublisher();
-        RelayEngine engine = new RelayEngine(List.of(spec), f.store, publisher, events, f.clock, f.kit.redisFactory(),
-                new RelayEngine.Settings(Duration.ofMillis(100), Duration.ofMillis(500), false, Duration.ofSeconds(5), 0,
+        RelayEngine engine = new RelayEngine(
+                List.of(spec),
+                f.store,
+                publisher,
+                events,
+                f.clock,
+                f.kit.redisFactory(),
+                new RelayEngine.Settings(
+                        Duration.ofMillis(100),
+                        Duration.ofMillis(500),
+                        false,
+                        Duration.ofSeconds(5),
+                        0,
                         new KeyspaceWakeSource.Settings(KeyspaceWakeSource.Mode.OFF, false, Duration.ofSeconds(5))));
         engine.start();
         try {
             // the restarted worker may deliver before the restart is counted: wait for both
-            await().atMost(Duration.ofSeconds(10)).until(() -> publisher.bodies().contains("after-the-restart")
-                    && events.workerRestarts.get() == 1);
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> publisher.bodies().contains("after-the-restart") && events.workerRestarts.get() == 1);
             assertThat(engine.relays().get(spec.name()).liveWorkers()).isEqualTo(1);
         } finally {
             engine.stop();
@@ -157,7 +171,10 @@ class ScanWorkerLoopTest {
      */
     @Test
     void backOffGrowsWhileTheBrokerTakesNothingAlthoughPopsSucceed() {
-        BusinessSpec spec = f.spec("backoff").maxIdle(Duration.ofMillis(100)).retryDelay(Duration.ofMillis(10)).build();
+        BusinessSpec spec = f.spec("backoff")
+                .maxIdle(Duration.ofMillis(100))
+                .retryDelay(Duration.ofMillis(10))
+                .build();
         f.zadd(spec, 0, "waits-for-the-broker", f.kit.redisNowMs() - 1_000);
         CachingConnectionFactory noBroker = new CachingConnectionFactory("127.0.0.1", NO_BROKER_PORT);
         noBroker.setPublisherConfirmType(CachingConnectionFactory.ConfirmType.CORRELATED);
@@ -171,15 +188,14 @@ class ScanWorkerLoopTest {
             }
 
             @Override
-            public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec s, List<DueMessage> batch,
-                    Executor executor) {
+            public CompletableFuture<List<PublishOutcome>> publishAsync(
+                    BusinessSpec s, List<DueMessage> batch, Executor executor) {
                 attempts.add(System.nanoTime());
                 return real.publishAsync(s, batch, executor);
             }
 
             @Override
-            public void prepareExchange(BusinessSpec s) {
-            }
+            public void prepareExchange(BusinessSpec s) {}
         };
         try {
             f.start(spec, recording, RelayEvents.NOOP);
@@ -191,7 +207,9 @@ class ScanWorkerLoopTest {
         long fourthGapMs = TimeUnit.NANOSECONDS.toMillis(attempts.get(4) - attempts.get(3));
         long expectedMs = ScanWorker.backOffMs(spec, 4);
         assertThat(expectedMs).isEqualTo(1_600);
-        assertThat(fourthGapMs).as("wait after the 4th failed publish in a row").isGreaterThanOrEqualTo(expectedMs - 100);
+        assertThat(fourthGapMs)
+                .as("wait after the 4th failed publish in a row")
+                .isGreaterThanOrEqualTo(expectedMs - 100);
     }
 
     /**
@@ -214,20 +232,23 @@ class ScanWorkerLoopTest {
             }
 
             @Override
-            public CompletableFuture<List<PublishOutcome>> publishAsync(BusinessSpec s, List<DueMessage> batch,
-                    Executor executor) {
+            public CompletableFuture<List<PublishOutcome>> publishAsync(
+                    BusinessSpec s, List<DueMessage> batch, Executor executor) {
                 boolean hangs = calls.incrementAndGet() <= 2;
-                return CompletableFuture.supplyAsync(() -> {
-                    if (hangs) {
-                        awaitQuietly(brokerAnswers);
-                    }
-                    return batch.stream().map(m -> PublishOutcome.CONFIRMED).toList();
-                }, executor);
+                return CompletableFuture.supplyAsync(
+                        () -> {
+                            if (hangs) {
+                                awaitQuietly(brokerAnswers);
+                            }
+                            return batch.stream()
+                                    .map(m -> PublishOutcome.CONFIRMED)
+                                    .toList();
+                        },
+                        executor);
             }
 
             @Override
-            public void prepareExchange(BusinessSpec s) {
-            }
+            public void prepareExchange(BusinessSpec s) {}
         };
         try {
             f.start(spec, hanging, RelayEvents.NOOP);

@@ -1,7 +1,5 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +11,8 @@ import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.OutgoingMessages;
 import org.junit.jupiter.api.Test;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /** How a worker picks its next shard, with a counting cursor and given Redis times (no Redis, no sleep). */
 class ShardCursorTest {
 
@@ -22,11 +22,14 @@ class ShardCursorTest {
     private final ShardSchedule schedule = new ShardSchedule();
     private final List<Integer> reservations = new ArrayList<>();
     private long cursorValue;
-    private final ShardCursor cursor = new ShardCursor(schedule, (keys, n) -> {
-        reservations.add(n);
-        cursorValue += n;
-        return cursorValue;
-    }, () -> NOW);
+    private final ShardCursor cursor = new ShardCursor(
+            schedule,
+            (keys, n) -> {
+                reservations.add(n);
+                cursorValue += n;
+                return cursorValue;
+            },
+            () -> NOW);
 
     @Test
     void walksItsReservedBlockOfTheSharedCursorWithOneRedisCallPerSweep() {
@@ -39,7 +42,8 @@ class ShardCursorTest {
             picked.add(cursor.next(spec, 8, NONE, NONE));
         }
 
-        assertThat(picked).as("cursor positions 1..8 (INCRBY returns the last), mod 8")
+        assertThat(picked)
+                .as("cursor positions 1..8 (INCRBY returns the last), mod 8")
                 .containsExactly(1, 2, 3, 4, 5, 6, 7, 0);
         assertThat(reservations).as("sweep length = ceil(8 shards / 2 threads)").containsExactly(4, 4);
     }
@@ -65,9 +69,12 @@ class ShardCursorTest {
         nothingKnownDue(4);
 
         cursor.hint(1);
-        assertThat(cursor.next(spec, 4, NONE, s -> s == 1)).as("busy hinted shard: drained on, in order").isEqualTo(1);
+        assertThat(cursor.next(spec, 4, NONE, s -> s == 1))
+                .as("busy hinted shard: drained on, in order")
+                .isEqualTo(1);
         cursor.hint(1);
-        assertThat(cursor.next(spec, 4, s -> s == 1, NONE)).as("quarantined hinted shard: next of the cursor")
+        assertThat(cursor.next(spec, 4, s -> s == 1, NONE))
+                .as("quarantined hinted shard: next of the cursor")
                 .isEqualTo(2);
     }
 
@@ -79,7 +86,9 @@ class ShardCursorTest {
         Set<Integer> quarantined = Set.of(0, 2);
 
         assertThat(cursor.next(spec, 4, quarantined::contains, s -> s == 1)).isEqualTo(3);
-        assertThat(cursor.next(spec, 4, quarantined::contains, s -> s == 1)).as("after a full turn").isEqualTo(3);
+        assertThat(cursor.next(spec, 4, quarantined::contains, s -> s == 1))
+                .as("after a full turn")
+                .isEqualTo(3);
     }
 
     @Test
@@ -88,7 +97,9 @@ class ShardCursorTest {
         schedule.ensureWidth(3);
         nothingKnownDue(3);
 
-        assertThat(cursor.next(spec, 3, s -> s == 1, s -> true)).as("first busy one of the turn").isEqualTo(2);
+        assertThat(cursor.next(spec, 3, s -> s == 1, s -> true))
+                .as("first busy one of the turn")
+                .isEqualTo(2);
     }
 
     @Test
@@ -114,8 +125,25 @@ class ShardCursorTest {
     }
 
     private static BusinessSpec spec(int shards, int threads) {
-        return new BusinessSpec("cursor", DelayQueueKeys.forBusiness("cursor"), shards, threads, "relay-cursor-", "ex",
-                "rk", "direct", false, 10, 16L << 20, Duration.ofMillis(100), Duration.ofSeconds(30), 5,
-                Duration.ofSeconds(1), Duration.ofMinutes(1), Duration.ofSeconds(5), false, OutgoingMessages.DEFAULT);
+        return new BusinessSpec(
+                "cursor",
+                DelayQueueKeys.forBusiness("cursor"),
+                shards,
+                threads,
+                "relay-cursor-",
+                "ex",
+                "rk",
+                "direct",
+                false,
+                10,
+                16L << 20,
+                Duration.ofMillis(100),
+                Duration.ofSeconds(30),
+                5,
+                Duration.ofSeconds(1),
+                Duration.ofMinutes(1),
+                Duration.ofSeconds(5),
+                false,
+                OutgoingMessages.DEFAULT);
     }
 }

@@ -1,11 +1,11 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.util.ArrayList;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /** The shared due-time knowledge of a business's workers, on Redis times given by the test (no clock, no sleep). */
 class ShardScheduleTest {
@@ -20,7 +20,9 @@ class ShardScheduleTest {
 
         assertThat(schedule.earliest().dueMs()).isZero();
         assertThat(claimAll()).containsExactlyInAnyOrder(0, 1, 2);
-        assertThat(schedule.claimDue(NOW, s -> false)).as("claimed shards are not claimed twice").isEqualTo(-1);
+        assertThat(schedule.claimDue(NOW, s -> false))
+                .as("claimed shards are not claimed twice")
+                .isEqualTo(-1);
     }
 
     @Test
@@ -47,7 +49,9 @@ class ShardScheduleTest {
         schedule.lower(1, NOW + 10);
         assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(1, NOW + 10));
         schedule.lower(7, NOW);
-        assertThat(schedule.earliest().shard()).as("a wake-up beyond the scan width is ignored").isEqualTo(1);
+        assertThat(schedule.earliest().shard())
+                .as("a wake-up beyond the scan width is ignored")
+                .isEqualTo(1);
     }
 
     @Test

@@ -1,7 +1,5 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -15,6 +13,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.mock.env.MockEnvironment;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Issue 11, defect 10: two relay instances with different shard counts share one business (a rolling update). The
@@ -76,7 +76,9 @@ class ShardTopologyAcrossInstancesTest {
             newKeeper.run();
             nanos.addAndGet(GRACE.toNanos());
         }
-        assertThat(meta(MetaFields.DRAINING)).as("shard 12 still holds an entry").isEqualTo("16");
+        assertThat(meta(MetaFields.DRAINING))
+                .as("shard 12 still holds an entry")
+                .isEqualTo("16");
         assertThat(newRelay.state().scanWidth()).isEqualTo(16);
 
         try (RedisConnection c = kit.redis()) {
@@ -89,7 +91,9 @@ class ShardTopologyAcrossInstancesTest {
         assertThat(meta(MetaFields.DRAINING)).isEmpty();
         newKeeper.run();
         assertThat(newRelay.state().scanWidth()).isEqualTo(8);
-        assertThat(oldRelay.state().scanWidth()).as("the old instance still scans its own count").isEqualTo(16);
+        assertThat(oldRelay.state().scanWidth())
+                .as("the old instance still scans its own count")
+                .isEqualTo(16);
     }
 
     private BusinessRelay relay(BusinessSpec spec, long topologyVersion) {

@@ -1,10 +1,10 @@
 package io.delayrelay.app.engine;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Where idle workers sleep, on a settable clock. Each case decides without waiting: a wake-up that came while the
@@ -43,7 +43,8 @@ class WakeSignalTest {
         signal.wake(5, NOW);
         long observed = signal.generation();
 
-        assertThat(signal.await(NOW, clock, observed)).as("deadline reached, no new wake-up")
+        assertThat(signal.await(NOW, clock, observed))
+                .as("deadline reached, no new wake-up")
                 .isEqualTo(WakeSignal.NO_HINT);
     }
 

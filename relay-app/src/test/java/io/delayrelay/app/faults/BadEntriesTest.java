@@ -1,7 +1,5 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -29,6 +27,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Fault 5: entries written by other programs. An empty member, a 1 MiB member, non-UTF-8 bytes and a member whose
@@ -68,14 +68,18 @@ class BadEntriesTest {
             wrongTypeShard++;
         }
 
-        ConfigurableApplicationContext context = kit.startRelay(RelayTestKit.business(kit.baseProperties(), business,
-                exchange, "due", "shards", SHARDS, "threads", 2));
+        ConfigurableApplicationContext context = kit.startRelay(
+                RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "shards", SHARDS, "threads", 2));
         long now = kit.redisNowMs();
         try (RedisConnection c = kit.redis()) {
-            c.stringCommands().set(DelayQueueKeys.bytes(keys.shard(wrongTypeShard)), "written by someone else".getBytes());
+            c.stringCommands()
+                    .set(DelayQueueKeys.bytes(keys.shard(wrongTypeShard)), "written by someone else".getBytes());
             for (byte[] member : bad.values()) {
-                c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(ShardSelector.shardOf(member, SHARDS))),
-                        now + 300, member);
+                c.zSetCommands()
+                        .zAdd(
+                                DelayQueueKeys.bytes(keys.shard(ShardSelector.shardOf(member, SHARDS))),
+                                now + 300,
+                                member);
             }
         }
         List<String> fine = new ArrayList<>();
@@ -90,17 +94,27 @@ class BadEntriesTest {
             kit.producer().schedule(business, fine.get(i), Instant.ofEpochMilli(due + i * 10L));
         }
 
-        List<Received> all = RelayTestKit.collect(queue, fine.size() + bad.size(), Duration.ofSeconds(20),
-                Duration.ofMillis(500));
+        List<Received> all =
+                RelayTestKit.collect(queue, fine.size() + bad.size(), Duration.ofSeconds(20), Duration.ofMillis(500));
         for (Map.Entry<String, byte[]> entry : bad.entrySet()) {
-            assertThat(all.stream().filter(r -> Arrays.equals(r.body(), entry.getValue())).count())
-                    .as("%s delivered once, byte-exact", entry.getKey()).isEqualTo(1);
+            assertThat(all.stream()
+                            .filter(r -> Arrays.equals(r.body(), entry.getValue()))
+                            .count())
+                    .as("%s delivered once, byte-exact", entry.getKey())
+                    .isEqualTo(1);
         }
-        List<Received> fineReceived = all.stream().filter(r -> r.text().startsWith("fine-")).toList();
-        Figures f = FaultFigures.of("5 bad entries (other shards' lag)", fine, fineReceived, String.format(
-                "foreignDeliveredByteExact=%d/%d quarantinedShards=%s wrongTypeShard=%d",
-                all.size() - fineReceived.size(), bad.size(),
-                relay(context, business).quarantinedShards(), wrongTypeShard));
+        List<Received> fineReceived =
+                all.stream().filter(r -> r.text().startsWith("fine-")).toList();
+        Figures f = FaultFigures.of(
+                "5 bad entries (other shards' lag)",
+                fine,
+                fineReceived,
+                String.format(
+                        "foreignDeliveredByteExact=%d/%d quarantinedShards=%s wrongTypeShard=%d",
+                        all.size() - fineReceived.size(),
+                        bad.size(),
+                        relay(context, business).quarantinedShards(),
+                        wrongTypeShard));
         assertThat(f.lost()).as("lost").isZero();
         assertThat(f.duplicates()).isZero();
         assertThat(f.maxLagMs()).as("max lag of entries in the other shards").isLessThan(1_000);
@@ -109,12 +123,16 @@ class BadEntriesTest {
         assertThat(relay(context, business).liveWorkers()).isEqualTo(2);
         assertThat(kit.countAll(business, "inflight")).isZero();
         assertThat(kit.countAll(business, "dead")).isZero();
-        Received bigOne = all.stream().filter(r -> r.body().length == big.length).findFirst().orElseThrow();
+        Received bigOne = all.stream()
+                .filter(r -> r.body().length == big.length)
+                .findFirst()
+                .orElseThrow();
         assertThat(bigOne.header(RelayHeaders.SHARD)).isEqualTo(ShardSelector.shardOf(big, SHARDS));
         System.out.println("non-UTF-8 member delivered as " + HexFormat.of().formatHex(bad.get("non-UTF-8 bytes")));
         try (RedisConnection c = kit.redis()) {
             assertThat(c.stringCommands().get(DelayQueueKeys.bytes(keys.shard(wrongTypeShard))))
-                    .as("the foreign key is left alone").isEqualTo("written by someone else".getBytes());
+                    .as("the foreign key is left alone")
+                    .isEqualTo("written by someone else".getBytes());
         }
     }
 

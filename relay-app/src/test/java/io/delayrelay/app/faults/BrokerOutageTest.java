@@ -1,13 +1,11 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
+import java.io.IOException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -20,6 +18,9 @@ import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /** Fault 2: RabbitMQ stopped for 30 s ({@code rabbitmqctl stop_app}) while messages keep falling due. */
 @Tag("faults")
@@ -42,7 +43,7 @@ class BrokerOutageTest {
             if (exchange != null) {
                 kit.channel().exchangeDelete(exchange);
             }
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             System.out.println("cleanup of " + queue + "/" + exchange + " failed: " + e);
         } finally {
             kit.close();
@@ -69,23 +70,25 @@ class BrokerOutageTest {
         RelayTestKit.business(props, business, exchange, "due", "threads", 2, "publish-timeout", "5s", "lease", "15s");
 
         List<String> sent = new CopyOnWriteArrayList<>();
-        Map<String, Long> due = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, Long> due = new ConcurrentHashMap<>();
         AtomicBoolean producing = new AtomicBoolean(true);
         RedisDelayedMessageProducer producer = kit.producer();
-        Thread load = new Thread(() -> {
-            long start = System.currentTimeMillis();
-            int i = 0;
-            while (producing.get() && System.currentTimeMillis() - start < LOAD_MS) {
-                String body = "bo-" + i++;
-                due.put(body, producer.scheduleAfter(business, body, Duration.ofMillis(500)));
-                sent.add(body);
-                try {
-                    Thread.sleep(1000 / RATE_PER_SECOND);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }, "broker-outage-load");
+        Thread load = new Thread(
+                () -> {
+                    long start = System.currentTimeMillis();
+                    int i = 0;
+                    while (producing.get() && System.currentTimeMillis() - start < LOAD_MS) {
+                        String body = "bo-" + i++;
+                        due.put(body, producer.scheduleAfter(business, body, Duration.ofMillis(500)));
+                        sent.add(body);
+                        try {
+                            Thread.sleep(1000 / RATE_PER_SECOND);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                },
+                "broker-outage-load");
 
         try (RelayProcess relay = RelayProcess.start("broker-outage", props)) {
             await().atMost(Duration.ofSeconds(60)).until(() -> relay.started() || !relay.isAlive());
@@ -106,18 +109,27 @@ class BrokerOutageTest {
             }
             long restored = System.currentTimeMillis();
             int atRestore = received.distinct();
-            assertThat(relay.isAlive()).as("relay survived the outage; see %s", relay.log()).isTrue();
+            assertThat(relay.isAlive())
+                    .as("relay survived the outage; see %s", relay.log())
+                    .isTrue();
             await().atMost(Duration.ofSeconds(60)).until(() -> received.distinct() > atRestore);
             long reconnectMs = System.currentTimeMillis() - restored;
             load.join();
             received.awaitDistinct(sent.size(), 120_000, 2_000);
             double cpuPercent = 100.0 * (cpuAfter - cpuBefore) / OUTAGE_MS;
             List<Received> all = received.drain();
-            Figures f = FaultFigures.of("2 RabbitMQ down 30 s", sent, due, all, String.format(
-                    "deliveredBeforeOutage=%d outageMs=%d relayCpuDuringOutage=%.1f%% firstDeliveryAfterRestoreMs=%d",
-                    beforeOutage, restored - outageStarted, cpuPercent, reconnectMs));
+            Figures f = FaultFigures.of(
+                    "2 RabbitMQ down 30 s",
+                    sent,
+                    due,
+                    all,
+                    String.format(
+                            "deliveredBeforeOutage=%d outageMs=%d relayCpuDuringOutage=%.1f%% firstDeliveryAfterRestoreMs=%d",
+                            beforeOutage, restored - outageStarted, cpuPercent, reconnectMs));
             assertThat(f.lost()).as("lost").isZero();
-            assertThat(cpuPercent).as("relay CPU during the outage (%% of one core)").isLessThan(50.0);
+            assertThat(cpuPercent)
+                    .as("relay CPU during the outage (%% of one core)")
+                    .isLessThan(50.0);
             await().atMost(Duration.ofSeconds(20)).until(() -> kit.countAll(business, "inflight") == 0);
         } finally {
             producing.set(false);

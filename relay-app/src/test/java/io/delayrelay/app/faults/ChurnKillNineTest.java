@@ -1,13 +1,12 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -24,6 +23,9 @@ import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Issue 11, churn: 20,000 ids scheduled by id, due now, while another thread keeps re-scheduling random ids with a
@@ -50,8 +52,8 @@ class ChurnKillNineTest {
         String exchange = kit.exchange("churn");
         Collector received = new Collector(kit.consume(kit.queue(exchange, "due")));
         Map<String, Object> props = relayProperties(business, exchange);
-        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(kit.redisFactory(), SHARDS,
-                Duration.ofSeconds(5), DelayQueueKeys::forBusiness);
+        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(
+                kit.redisFactory(), SHARDS, Duration.ofSeconds(5), DelayQueueKeys::forBusiness);
         Map<Integer, Integer> latest = new ConcurrentHashMap<>();
         AtomicInteger scheduled = new AtomicInteger();
         AtomicBoolean churning = new AtomicBoolean(true);
@@ -59,20 +61,22 @@ class ChurnKillNineTest {
 
         long started = System.currentTimeMillis();
         RelayProcess relay = RelayProcess.start("churn-1", props);
-        Thread churn = new Thread(() -> {
-            while (churning.get()) {
-                int known = scheduled.get();
-                if (known == 0) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                int id = ThreadLocalRandom.current().nextInt(known);
-                int version = latest.get(id) + 1;
-                producer.scheduleByIdAfter(business, "id-" + id, body(id, version), Duration.ZERO);
-                latest.put(id, version);
-                reschedules.incrementAndGet();
-            }
-        }, "churn");
+        Thread churn = new Thread(
+                () -> {
+                    while (churning.get()) {
+                        int known = scheduled.get();
+                        if (known == 0) {
+                            Thread.onSpinWait();
+                            continue;
+                        }
+                        int id = ThreadLocalRandom.current().nextInt(known);
+                        int version = latest.get(id) + 1;
+                        producer.scheduleByIdAfter(business, "id-" + id, body(id, version), Duration.ZERO);
+                        latest.put(id, version);
+                        reschedules.incrementAndGet();
+                    }
+                },
+                "churn");
         churn.start();
         int kills = 0;
         try {
@@ -83,13 +87,19 @@ class ChurnKillNineTest {
             }
             for (int threshold : new int[] {IDS / 3, 2 * IDS / 3}) {
                 RelayProcess current = relay;
-                await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(20))
+                await().atMost(Duration.ofMinutes(2))
+                        .pollInterval(Duration.ofMillis(20))
                         .until(() -> received.distinct() >= threshold || !current.isAlive());
-                assertThat(current.isAlive()).as("relay alive until killed; see %s", current.log()).isTrue();
+                assertThat(current.isAlive())
+                        .as("relay alive until killed; see %s", current.log())
+                        .isTrue();
                 current.kill9();
                 kills++;
-                System.out.printf("kill -9 #%d after %d ms: %d distinct bodies delivered, %d in flight%n", kills,
-                        System.currentTimeMillis() - started, received.distinct(),
+                System.out.printf(
+                        "kill -9 #%d after %d ms: %d distinct bodies delivered, %d in flight%n",
+                        kills,
+                        System.currentTimeMillis() - started,
+                        received.distinct(),
                         kit.countAll(business, "inflight"));
                 relay = RelayProcess.start("churn-" + (kills + 1), props);
             }
@@ -100,11 +110,12 @@ class ChurnKillNineTest {
             churn.join(10_000);
         }
         try {
-            await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(200))
+            await().atMost(Duration.ofMinutes(3))
+                    .pollInterval(Duration.ofMillis(200))
                     .until(() -> missingLatest(received.drain(), latest) == 0);
             long drainedMs = System.currentTimeMillis() - started;
-            await().atMost(Duration.ofSeconds(30)).until(() -> kit.countAll(business, "inflight")
-                    + kit.scheduled(business) == 0);
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> kit.countAll(business, "inflight") + kit.scheduled(business) == 0);
             Thread.sleep(1_000); // late redeliveries, if any, still count as duplicates
             List<Received> all = received.drain();
 
@@ -121,13 +132,28 @@ class ChurnKillNineTest {
             }
             int duplicates = all.size() - firstIdOfSchedule.size();
             int sameBodyOtherSchedule = firstIdOfSchedule.size() - copies.size();
-            FaultFigures.report(new FaultFigures.Figures("7 churn: 20k by-id + re-schedules, 2x kill -9",
-                    IDS, IDS - missingLatest(all, latest), duplicates, missingLatest(all, latest), -1,
-                    String.format("reschedules=%d deliveries=%d redeliveriesOfASchedule=%d "
-                            + "bodyRepublishedByAnEarlierFlightsRetry=%d messageIdMismatches=%d latestSeenAfterMs=%d",
-                            reschedules.get(), all.size(), duplicates, sameBodyOtherSchedule, idMismatches, drainedMs)));
-            assertThat(missingLatest(all, latest)).as("ids whose latest payload never arrived").isZero();
-            assertThat(idMismatches).as("redeliveries of a schedule under another message id").isZero();
+            FaultFigures.report(new FaultFigures.Figures(
+                    "7 churn: 20k by-id + re-schedules, 2x kill -9",
+                    IDS,
+                    IDS - missingLatest(all, latest),
+                    duplicates,
+                    missingLatest(all, latest),
+                    -1,
+                    String.format(
+                            "reschedules=%d deliveries=%d redeliveriesOfASchedule=%d "
+                                    + "bodyRepublishedByAnEarlierFlightsRetry=%d messageIdMismatches=%d latestSeenAfterMs=%d",
+                            reschedules.get(),
+                            all.size(),
+                            duplicates,
+                            sameBodyOtherSchedule,
+                            idMismatches,
+                            drainedMs)));
+            assertThat(missingLatest(all, latest))
+                    .as("ids whose latest payload never arrived")
+                    .isZero();
+            assertThat(idMismatches)
+                    .as("redeliveries of a schedule under another message id")
+                    .isZero();
             assertThat(kit.countAll(business, "inflight")).isZero();
             assertThat(relay.isAlive()).isTrue();
         } finally {
@@ -136,7 +162,7 @@ class ChurnKillNineTest {
     }
 
     private static int missingLatest(List<Received> all, Map<Integer, Integer> latest) {
-        java.util.Set<String> bodies = new java.util.HashSet<>();
+        Set<String> bodies = new HashSet<>();
         all.forEach(r -> bodies.add(r.text()));
         int missing = 0;
         for (Map.Entry<Integer, Integer> e : latest.entrySet()) {

@@ -8,8 +8,10 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.RelayHeaders;
@@ -25,7 +27,7 @@ final class FaultFigures {
     static final class Collector {
         private final BlockingQueue<Received> queue;
         private final List<Received> all = new ArrayList<>();
-        private final java.util.Set<String> seen = new java.util.HashSet<>();
+        private final Set<String> seen = new HashSet<>();
 
         Collector(BlockingQueue<Received> queue) {
             this.queue = queue;
@@ -60,13 +62,13 @@ final class FaultFigures {
     record Figures(String scenario, int sent, int delivered, int duplicates, int lost, long maxLagMs, String extra) {
         @Override
         public String toString() {
-            return String.format("%-34s sent=%d delivered=%d duplicates=%d lost=%d maxLagMs=%d %s", scenario, sent,
-                    delivered, duplicates, lost, maxLagMs, extra);
+            return String.format(
+                    "%-34s sent=%d delivered=%d duplicates=%d lost=%d maxLagMs=%d %s",
+                    scenario, sent, delivered, duplicates, lost, maxLagMs, extra);
         }
     }
 
-    private FaultFigures() {
-    }
+    private FaultFigures() {}
 
     /** Figures of the received messages against the sent bodies; lag = first arrival - due-at header. */
     static Figures of(String scenario, Collection<String> sent, List<Received> received, String extra) {
@@ -77,7 +79,11 @@ final class FaultFigures {
      * Figures with lag measured from the due time the producer scheduled ({@code scheduledDue}, body -> epoch ms)
      * when known: after a failed attempt the due-at header carries the retry time, not the original one.
      */
-    static Figures of(String scenario, Collection<String> sent, Map<String, Long> scheduledDue, List<Received> received,
+    static Figures of(
+            String scenario,
+            Collection<String> sent,
+            Map<String, Long> scheduledDue,
+            List<Received> received,
             String extra) {
         Map<String, Integer> counts = new HashMap<>();
         long maxLag = 0;
@@ -110,8 +116,12 @@ final class FaultFigures {
         System.out.println("FAULT FIGURES " + figures);
         try {
             Path dir = Files.createDirectories(Path.of("target", "faults"));
-            Files.writeString(dir.resolve("figures.txt"), figures + System.lineSeparator(), StandardCharsets.UTF_8,
-                    StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            Files.writeString(
+                    dir.resolve("figures.txt"),
+                    figures + System.lineSeparator(),
+                    StandardCharsets.UTF_8,
+                    StandardOpenOption.CREATE,
+                    StandardOpenOption.APPEND);
         } catch (IOException e) {
             System.out.println("could not write target/faults/figures.txt: " + e);
         }

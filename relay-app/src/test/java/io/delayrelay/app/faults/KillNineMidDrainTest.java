@@ -1,8 +1,5 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,6 +21,9 @@ import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.zset.DefaultTuple;
 import org.springframework.data.redis.connection.zset.Tuple;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /** Fault 1: kill -9 of a real relay JVM mid-drain of 200,000 due messages, then a restart. */
 @Tag("faults")
@@ -58,16 +58,20 @@ class KillNineMidDrainTest {
         int deliveredAtKill;
         long inflightAtKill;
         try {
-            await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50))
+            await().atMost(Duration.ofMinutes(3))
+                    .pollInterval(Duration.ofMillis(50))
                     .until(() -> received.distinct() >= MESSAGES / 4 || !first.isAlive());
-            assertThat(first.isAlive()).as("relay alive until killed; see %s", first.log()).isTrue();
+            assertThat(first.isAlive())
+                    .as("relay alive until killed; see %s", first.log())
+                    .isTrue();
             first.kill9();
             deliveredAtKill = received.distinct();
             inflightAtKill = kit.countAll(business, "inflight");
         } finally {
             first.close();
         }
-        System.out.printf("kill -9 after %d ms: %d delivered, %d in flight, %d still scheduled%n",
+        System.out.printf(
+                "kill -9 after %d ms: %d delivered, %d in flight, %d still scheduled%n",
                 System.currentTimeMillis() - started, deliveredAtKill, inflightAtKill, kit.scheduled(business));
         assertThat(inflightAtKill).as("in flight at the kill").isLessThanOrEqualTo(WINDOW);
 
@@ -76,8 +80,12 @@ class KillNineMidDrainTest {
             received.awaitDistinct(MESSAGES, Duration.ofMinutes(5).toMillis(), 2_000);
             long drainMs = System.currentTimeMillis() - restarted;
             await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(business, "inflight") == 0);
-            Figures f = FaultFigures.of("1 kill -9 mid-drain (200k)", sent, received.drain(),
-                    String.format("inFlightAtKill=%d deliveredAtKill=%d window=%d restartDrainMs=%d inflightAfter=%d",
+            Figures f = FaultFigures.of(
+                    "1 kill -9 mid-drain (200k)",
+                    sent,
+                    received.drain(),
+                    String.format(
+                            "inFlightAtKill=%d deliveredAtKill=%d window=%d restartDrainMs=%d inflightAfter=%d",
                             inflightAtKill, deliveredAtKill, WINDOW, drainMs, kit.countAll(business, "inflight")));
             assertThat(f.lost()).as("lost").isZero();
             assertThat(f.duplicates()).as("duplicates").isLessThanOrEqualTo(WINDOW);

@@ -1,8 +1,5 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +14,9 @@ import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Fault 4: a slow or refusing broker. Nacks (a full queue with x-overflow=reject-publish) and confirm timeouts (a
@@ -46,19 +46,37 @@ class NacksAndConfirmTimeoutsTest {
         String business = kit.business("nacks");
         String exchange = kit.exchange("nacks");
         boundedQueue = "test.faults.bounded." + business;
-        kit.channel().queueDeclare(boundedQueue, false, false, false,
-                Map.of("x-max-length", 100, "x-overflow", "reject-publish"));
+        kit.channel()
+                .queueDeclare(
+                        boundedQueue, false, false, false, Map.of("x-max-length", 100, "x-overflow", "reject-publish"));
         kit.channel().queueBind(boundedQueue, exchange, "due");
-        kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 2,
-                "batch-size", 50, "retry-delay", "200ms", "retry-delay-max", "1s", "max-attempts", 100));
+        kit.startRelay(RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "threads",
+                2,
+                "batch-size",
+                50,
+                "retry-delay",
+                "200ms",
+                "retry-delay-max",
+                "1s",
+                "max-attempts",
+                100));
         List<String> sent = schedule(business, "nack-");
 
         Thread.sleep(5_000); // nobody consumes: the queue fills up at 100 and the broker nacks the rest
         Collector received = new Collector(kit.consume(boundedQueue));
         received.awaitDistinct(MESSAGES, 90_000, 1_500);
         List<Received> all = received.drain();
-        long redelivered = all.stream().filter(r -> r.header(RelayHeaders.ATTEMPT) > 1).count();
-        Figures f = FaultFigures.of("4a nacks (x-overflow=reject-publish)", sent, all,
+        long redelivered =
+                all.stream().filter(r -> r.header(RelayHeaders.ATTEMPT) > 1).count();
+        Figures f = FaultFigures.of(
+                "4a nacks (x-overflow=reject-publish)",
+                sent,
+                all,
                 "deliveredAfterANack=" + redelivered + " dead=" + kit.countAll(business, "dead"));
         assertThat(f.lost()).as("lost").isZero();
         assertThat(redelivered).as("messages the broker nacked first").isPositive();
@@ -71,15 +89,33 @@ class NacksAndConfirmTimeoutsTest {
         String business = kit.business("timeouts");
         String exchange = kit.exchange("timeouts");
         Collector received = new Collector(kit.consume(kit.queue(exchange, "due")));
-        kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 2,
-                "batch-size", 100, "publish-timeout", "2ms", "retry-delay", "50ms", "retry-delay-max", "200ms",
-                "max-attempts", 1000));
+        kit.startRelay(RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "threads",
+                2,
+                "batch-size",
+                100,
+                "publish-timeout",
+                "2ms",
+                "retry-delay",
+                "50ms",
+                "retry-delay-max",
+                "200ms",
+                "max-attempts",
+                1000));
         List<String> sent = schedule(business, "timeout-");
 
         received.awaitDistinct(MESSAGES, 90_000, 1_500);
         List<Received> all = received.drain();
-        long retried = all.stream().filter(r -> r.header(RelayHeaders.ATTEMPT) > 1).count();
-        Figures f = FaultFigures.of("4b confirm timeouts (2 ms)", sent, all,
+        long retried =
+                all.stream().filter(r -> r.header(RelayHeaders.ATTEMPT) > 1).count();
+        Figures f = FaultFigures.of(
+                "4b confirm timeouts (2 ms)",
+                sent,
+                all,
                 "deliveriesAfterATimeout=" + retried + " dead=" + kit.countAll(business, "dead"));
         assertThat(f.lost()).as("lost").isZero();
         assertThat(retried).as("deliveries retried after a confirm timeout").isPositive();

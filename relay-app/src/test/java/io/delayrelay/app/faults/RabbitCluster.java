@@ -23,6 +23,7 @@ final class RabbitCluster implements AutoCloseable {
     private static final String DEFAULT_PORTS = "5681 5682 5683";
     /** Three fresh nodes start and join in ~30 s on an idle machine; much longer under a shared build. */
     private static final long UP_TIMEOUT_SECONDS = 300;
+
     private static final long NODE_TIMEOUT_SECONDS = 180;
 
     private final Path script;
@@ -39,12 +40,17 @@ final class RabbitCluster implements AutoCloseable {
      */
     static RabbitCluster up() {
         Path script = Stream.of(Path.of("..", "scripts", "rabbit-cluster.sh"), Path.of("scripts", "rabbit-cluster.sh"))
-                .filter(Files::isExecutable).findFirst()
+                .filter(Files::isExecutable)
+                .findFirst()
                 .orElseThrow(() -> new IllegalStateException("scripts/rabbit-cluster.sh not found from "
-                        + Path.of("").toAbsolutePath() + ": run the fault suite from the repository (scripts/faults.sh)"));
+                        + Path.of("").toAbsolutePath()
+                        + ": run the fault suite from the repository (scripts/faults.sh)"));
         String env = System.getenv("RABBIT_CLUSTER_PORTS");
-        List<Integer> ports = Arrays.stream((env == null || env.isBlank() ? DEFAULT_PORTS : env).trim().split("\\s+"))
-                .map(Integer::valueOf).toList();
+        List<Integer> ports = Arrays.stream((env == null || env.isBlank() ? DEFAULT_PORTS : env)
+                        .trim()
+                        .split("\\s+"))
+                .map(Integer::valueOf)
+                .toList();
         RabbitCluster cluster = new RabbitCluster(script, ports);
         try {
             cluster.run(UP_TIMEOUT_SECONDS, "up");
@@ -98,8 +104,11 @@ final class RabbitCluster implements AutoCloseable {
 
     /** {@code rabbitmqctl -q list_queues name leader members} as seen by one node. */
     String queueInfo(int index, String queue) {
-        return ctl(index, "-q", "list_queues", "name", "type", "leader", "members").lines()
-                .filter(l -> l.startsWith(queue)).findFirst().orElse("(queue " + queue + " not listed)");
+        return ctl(index, "-q", "list_queues", "name", "type", "leader", "members")
+                .lines()
+                .filter(l -> l.startsWith(queue))
+                .findFirst()
+                .orElse("(queue " + queue + " not listed)");
     }
 
     /** Stops one node (rabbitmqctl stop): its connections close, its queue replicas go away. */
@@ -112,12 +121,14 @@ final class RabbitCluster implements AutoCloseable {
     }
 
     String ctl(int index, String... args) {
-        String[] command = Stream.concat(Stream.of("ctl", node(index)), Arrays.stream(args)).toArray(String[]::new);
+        String[] command = Stream.concat(Stream.of("ctl", node(index)), Arrays.stream(args))
+                .toArray(String[]::new);
         return run(60, command);
     }
 
     private String run(long timeoutSeconds, String... args) {
-        String[] command = Stream.concat(Stream.of(script.toString()), Arrays.stream(args)).toArray(String[]::new);
+        String[] command =
+                Stream.concat(Stream.of(script.toString()), Arrays.stream(args)).toArray(String[]::new);
         return Shell.run(timeoutSeconds, command);
     }
 

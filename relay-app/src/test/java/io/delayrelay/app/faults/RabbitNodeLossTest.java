@@ -1,8 +1,5 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -45,6 +42,9 @@ import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.zset.DefaultTuple;
 import org.springframework.data.redis.connection.zset.Tuple;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 /**
  * Fault 6: broker-side scale-out. A 3-node RabbitMQ cluster (scripts/rabbit-cluster.sh), a quorum queue bound to
  * the business's exchange, the relay (exec jar, {@code spring.rabbitmq.addresses} = all nodes) draining 100,000 due
@@ -63,6 +63,7 @@ class RabbitNodeLossTest {
     static final int WINDOW = THREADS * BATCH * BATCHES_PER_WORKER;
     /** Unacked deliveries the consumer may hold; a queue leader change redelivers them (flagged redelivered). */
     static final int PREFETCH = 500;
+
     static final String ROUTING_KEY = "due";
 
     /** The node the relay connects to first (first address) and the queue's leader: the one stopped. */
@@ -98,7 +99,9 @@ class RabbitNodeLossTest {
         String queue = "test.rnode.q." + business;
         declareOnStoppedNode(exchange, queue);
         String leaderBefore = cluster.queueInfo(CONSUMER_NODE, queue);
-        assertThat(leaderBefore).as("quorum queue led by the node to be stopped").contains("\trc1@localhost\t");
+        assertThat(leaderBefore)
+                .as("quorum queue led by the node to be stopped")
+                .contains("\trc1@localhost\t");
 
         try (Connection consumerConnection = cluster.connect(CONSUMER_NODE, "rnode-consumer")) {
             AckingConsumer consumer = new AckingConsumer(consumerConnection.createChannel());
@@ -108,11 +111,15 @@ class RabbitNodeLossTest {
 
             long started = System.currentTimeMillis();
             try (RelayProcess relay = RelayProcess.start("rnode", relayProperties(business, exchange))) {
-                await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50))
+                await().atMost(Duration.ofMinutes(3))
+                        .pollInterval(Duration.ofMillis(50))
                         .until(() -> received.distinct() >= MESSAGES / 4 || !relay.isAlive());
-                assertThat(relay.isAlive()).as("relay alive until the node stops; see %s", relay.log()).isTrue();
-                assertThat(cluster.connectionsOn(STOPPED)).as("the relay is connected to the first address, %s",
-                        cluster.node(STOPPED)).isPositive();
+                assertThat(relay.isAlive())
+                        .as("relay alive until the node stops; see %s", relay.log())
+                        .isTrue();
+                assertThat(cluster.connectionsOn(STOPPED))
+                        .as("the relay is connected to the first address, %s", cluster.node(STOPPED))
+                        .isPositive();
 
                 int deliveredAtStop = received.distinct();
                 long inflightAtStop = kit.countAll(business, "inflight");
@@ -126,38 +133,66 @@ class RabbitNodeLossTest {
 
                 // Recovered = the relay is back to full batches through another node: a whole in-flight window of
                 // messages published after the stop began has reached the consumer.
-                await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(20))
+                await().atMost(Duration.ofMinutes(2))
+                        .pollInterval(Duration.ofMillis(20))
                         .until(() -> relayedSince(received.drain(), stopAt) >= WINDOW || !relay.isAlive());
                 long recoverMs = System.currentTimeMillis() - stopAt;
-                assertThat(relay.isAlive()).as("relay alive after the node stopped; see %s", relay.log()).isTrue();
+                assertThat(relay.isAlive())
+                        .as("relay alive after the node stopped; see %s", relay.log())
+                        .isTrue();
                 long stopped = stopping.get(3, TimeUnit.MINUTES);
-                System.out.printf("%s stopped after %d ms of drain (stop took %d ms, relay recovered after %d ms): "
-                        + "%d delivered, %d in flight%n", cluster.node(STOPPED), stopAt - started, stopped - stopAt,
-                        recoverMs, deliveredAtStop, inflightAtStop);
+                System.out.printf(
+                        "%s stopped after %d ms of drain (stop took %d ms, relay recovered after %d ms): "
+                                + "%d delivered, %d in flight%n",
+                        cluster.node(STOPPED),
+                        stopAt - started,
+                        stopped - stopAt,
+                        recoverMs,
+                        deliveredAtStop,
+                        inflightAtStop);
                 String leaderAfter = cluster.queueInfo(CONSUMER_NODE, queue);
 
                 received.awaitDistinct(MESSAGES, Duration.ofMinutes(5).toMillis(), 2_000);
                 long drainMs = System.currentTimeMillis() - started;
                 await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(business, "inflight") == 0);
                 List<Received> all = received.drain();
-                Figures f = FaultFigures.of("6 RabbitMQ node stopped mid-drain (100k)", sent, all, String.format(
-                        "window=%d relayDuplicates=%d brokerRedeliveries=%d deliveredAtStop=%d inFlightAtStop=%d "
-                                + "stopMs=%d recoverMs=%d publishGapMs=%d unconfirmedBatches=%d drainMs=%d",
-                        WINDOW, consumer.firstHandDuplicates(), consumer.redelivered.get(), deliveredAtStop,
-                        inflightAtStop, stopped - stopAt, recoverMs, longestPublishGap(all, stopAt - 1_000),
-                        unconfirmedBatches(relay), drainMs));
+                Figures f = FaultFigures.of(
+                        "6 RabbitMQ node stopped mid-drain (100k)",
+                        sent,
+                        all,
+                        String.format(
+                                "window=%d relayDuplicates=%d brokerRedeliveries=%d deliveredAtStop=%d inFlightAtStop=%d "
+                                        + "stopMs=%d recoverMs=%d publishGapMs=%d unconfirmedBatches=%d drainMs=%d",
+                                WINDOW,
+                                consumer.firstHandDuplicates(),
+                                consumer.redelivered.get(),
+                                deliveredAtStop,
+                                inflightAtStop,
+                                stopped - stopAt,
+                                recoverMs,
+                                longestPublishGap(all, stopAt - 1_000),
+                                unconfirmedBatches(relay),
+                                drainMs));
                 System.out.println("queue before: " + leaderBefore + "\nqueue after:  " + leaderAfter);
 
                 assertThat(f.lost()).as("lost").isZero();
-                assertThat(consumer.firstHandDuplicates()).as("messages the relay published twice").isLessThanOrEqualTo(WINDOW);
-                assertThat(f.duplicates()).as("all duplicates, with the consumer's own redeliveries")
+                assertThat(consumer.firstHandDuplicates())
+                        .as("messages the relay published twice")
+                        .isLessThanOrEqualTo(WINDOW);
+                assertThat(f.duplicates())
+                        .as("all duplicates, with the consumer's own redeliveries")
                         .isLessThanOrEqualTo(WINDOW + PREFETCH);
-                assertThat(oneMessageIdPerBody(all)).as("duplicates carry their original's message id").isTrue();
+                assertThat(oneMessageIdPerBody(all))
+                        .as("duplicates carry their original's message id")
+                        .isTrue();
                 assertThat(kit.scheduled(business)).as("left scheduled").isZero();
                 assertThat(kit.countAll(business, "dead")).as("dead letters").isZero();
-                assertThat(relay.isAlive()).as("the same relay process drained everything; see %s", relay.log()).isTrue();
+                assertThat(relay.isAlive())
+                        .as("the same relay process drained everything; see %s", relay.log())
+                        .isTrue();
                 assertThat(leaderAfter).as("a surviving node leads the queue").doesNotContain("\trc1@localhost\t");
-                assertThat(recoverMs).as("time from the node stop to a full window relayed without it")
+                assertThat(recoverMs)
+                        .as("time from the node stop to a full window relayed without it")
                         .isLessThan(Duration.ofMinutes(1).toMillis());
             }
         }
@@ -168,7 +203,8 @@ class RabbitNodeLossTest {
      * leader on the declaring client's node, so the stop also forces a leader election.
      */
     private static void declareOnStoppedNode(String exchange, String queue) throws Exception {
-        try (Connection c = cluster.connect(STOPPED, "rnode-declare"); Channel ch = c.createChannel()) {
+        try (Connection c = cluster.connect(STOPPED, "rnode-declare");
+                Channel ch = c.createChannel()) {
             ch.exchangeDeclare(exchange, "direct", true);
             ch.queueDeclare(queue, true, false, false, Map.of("x-queue-type", "quorum"));
             ch.queueBind(queue, exchange, ROUTING_KEY);
@@ -177,7 +213,9 @@ class RabbitNodeLossTest {
 
     /** Messages received that the relay published at or after {@code sinceMs} (relayed-at header, Redis time). */
     private static long relayedSince(List<Received> received, long sinceMs) {
-        return received.stream().filter(r -> r.header(RelayHeaders.RELAYED_AT) >= sinceMs).count();
+        return received.stream()
+                .filter(r -> r.header(RelayHeaders.RELAYED_AT) >= sinceMs)
+                .count();
     }
 
     /**
@@ -185,8 +223,11 @@ class RabbitNodeLossTest {
      * publishing stalled around the node loss (relayed-at of consecutive delivered messages).
      */
     private static long longestPublishGap(List<Received> received, long fromMs) {
-        long[] relayedAt = received.stream().mapToLong(r -> r.header(RelayHeaders.RELAYED_AT)).filter(t -> t >= fromMs)
-                .sorted().toArray();
+        long[] relayedAt = received.stream()
+                .mapToLong(r -> r.header(RelayHeaders.RELAYED_AT))
+                .filter(t -> t >= fromMs)
+                .sorted()
+                .toArray();
         long gap = 0;
         for (int i = 1; i < relayedAt.length; i++) {
             gap = Math.max(gap, relayedAt[i] - relayedAt[i - 1]);
@@ -274,7 +315,8 @@ class RabbitNodeLossTest {
                 byShard.computeIfAbsent(ShardSelector.shardOf(member, SHARDS), s -> new HashSet<>())
                         .add(new DefaultTuple(member, (double) (due + i / 1000)));
                 if (i % 1000 == 999) {
-                    byShard.forEach((shard, tuples) -> c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(shard)), tuples));
+                    byShard.forEach(
+                            (shard, tuples) -> c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(shard)), tuples));
                     byShard.clear();
                 }
             }

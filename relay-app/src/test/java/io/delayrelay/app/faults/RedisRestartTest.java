@@ -1,14 +1,12 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -26,6 +24,9 @@ import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.util.FileSystemUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Fault 3: the relay's Redis (a separate redis-server with AOF, appendfsync always, on port 6390) is killed with
@@ -80,28 +81,30 @@ class RedisRestartTest {
         RelayTestKit.business(props, business, exchange, "due", "threads", 2, "lease", "5s", "publish-timeout", "2s");
 
         List<String> sent = new CopyOnWriteArrayList<>();
-        Map<String, Long> due = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, Long> due = new ConcurrentHashMap<>();
         AtomicInteger rejected = new AtomicInteger();
         AtomicBoolean producing = new AtomicBoolean(true);
         RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(redis);
-        Thread load = new Thread(() -> {
-            int i = 0;
-            long start = System.currentTimeMillis();
-            while (producing.get() && System.currentTimeMillis() - start < 30_000) {
-                String body = "rr-" + i++;
-                try {
-                    due.put(body, producer.scheduleAfter(business, body, Duration.ofMillis(300)));
-                    sent.add(body); // acknowledged by Redis: persisted (appendfsync always)
-                } catch (RuntimeException e) {
-                    rejected.incrementAndGet(); // Redis was down: the producer saw the failure
-                }
-                try {
-                    Thread.sleep(10);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        }, "redis-restart-load");
+        Thread load = new Thread(
+                () -> {
+                    int i = 0;
+                    long start = System.currentTimeMillis();
+                    while (producing.get() && System.currentTimeMillis() - start < 30_000) {
+                        String body = "rr-" + i++;
+                        try {
+                            due.put(body, producer.scheduleAfter(business, body, Duration.ofMillis(300)));
+                            sent.add(body); // acknowledged by Redis: persisted (appendfsync always)
+                        } catch (RuntimeException e) {
+                            rejected.incrementAndGet(); // Redis was down: the producer saw the failure
+                        }
+                        try {
+                            Thread.sleep(10);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                },
+                "redis-restart-load");
 
         try (RelayProcess relay = RelayProcess.start("redis-restart", props)) {
             await().atMost(Duration.ofSeconds(60)).until(() -> relay.started() || !relay.isAlive());
@@ -120,11 +123,18 @@ class RedisRestartTest {
             received.awaitDistinct(sent.size(), 60_000, 2_000);
             assertThat(relay.isAlive()).as("relay alive; see %s", relay.log()).isTrue();
             await().atMost(Duration.ofSeconds(20)).until(() -> inflight(business) == 0);
-            Figures f = FaultFigures.of("3 Redis kill -9 + restart (AOF)", sent, due, received.drain(), String.format(
-                    "deliveredBeforeKill=%d redisDownMs=%d writesRefusedWhileDown=%d firstDeliveryAfterRestartMs=%d",
-                    beforeKill, DOWN_MS, rejected.get(), reconnectMs));
+            Figures f = FaultFigures.of(
+                    "3 Redis kill -9 + restart (AOF)",
+                    sent,
+                    due,
+                    received.drain(),
+                    String.format(
+                            "deliveredBeforeKill=%d redisDownMs=%d writesRefusedWhileDown=%d firstDeliveryAfterRestartMs=%d",
+                            beforeKill, DOWN_MS, rejected.get(), reconnectMs));
             assertThat(f.lost()).as("lost").isZero();
-            assertThat(reconnectMs).as("relay delivers again after the restart within").isLessThan(15_000);
+            assertThat(reconnectMs)
+                    .as("relay delivers again after the restart within")
+                    .isLessThan(15_000);
         } finally {
             producing.set(false);
             load.join(5_000);
@@ -132,11 +142,31 @@ class RedisRestartTest {
     }
 
     private void startRedis() {
-        Shell.run(20, "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", Integer.toString(PORT),
-                "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--dir", dir.toString(),
-                "--pidfile", dir.resolve("redis.pid").toString(), "--logfile", dir.resolve("redis.log").toString());
-        await().atMost(Duration.ofSeconds(10)).ignoreExceptions()
-                .until(() -> Shell.run(5, "redis-cli", "-p", Integer.toString(PORT), "ping").trim().equals("PONG"));
+        Shell.run(
+                20,
+                "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                Integer.toString(PORT),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--dir",
+                dir.toString(),
+                "--pidfile",
+                dir.resolve("redis.pid").toString(),
+                "--logfile",
+                dir.resolve("redis.log").toString());
+        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> Shell.run(
+                        5, "redis-cli", "-p", Integer.toString(PORT), "ping")
+                .trim()
+                .equals("PONG"));
     }
 
     private long inflight(String business) {

@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -48,8 +49,10 @@ public final class RelayProcess implements AutoCloseable {
         properties.forEach((k, v) -> command.add("--" + k + "=" + v));
         Path dir = Files.createDirectories(Path.of("target", "faults"));
         Path log = dir.resolve(name + ".log");
-        Process process = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(log.toFile()).start();
+        Process process = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
         return new RelayProcess(process, log);
     }
 
@@ -71,7 +74,7 @@ public final class RelayProcess implements AutoCloseable {
     }
 
     /** Waits for the process to end by itself; returns its exit code, or null if it still runs after the timeout. */
-    public Integer awaitExit(java.time.Duration timeout) throws InterruptedException {
+    public Integer awaitExit(Duration timeout) throws InterruptedException {
         return process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS) ? process.exitValue() : null;
     }
 
@@ -115,14 +118,20 @@ public final class RelayProcess implements AutoCloseable {
         Path target = Path.of("target");
         Path jar;
         try (Stream<Path> files = Files.list(target)) {
-            jar = files.filter(f -> f.getFileName().toString().matches("relay-app-.*-exec\\.jar")).findFirst()
-                    .orElseThrow(() -> new IllegalStateException("no relay-app-*-exec.jar in " + target.toAbsolutePath()
-                            + ": build it first (scripts/faults.sh does: ./mvnw package -DskipTests -pl relay-app -am)"));
+            jar = files.filter(f -> f.getFileName().toString().matches("relay-app-.*-exec\\.jar"))
+                    .findFirst()
+                    .orElseThrow(
+                            () -> new IllegalStateException(
+                                    "no relay-app-*-exec.jar in " + target.toAbsolutePath()
+                                            + ": build it first (scripts/faults.sh does: ./mvnw package -DskipTests -pl relay-app -am)"));
         }
         long jarTime = jar.toFile().lastModified();
         try (Stream<Path> classes = Files.walk(target.resolve("classes"))) {
-            File newer = classes.map(Path::toFile).filter(f -> f.getName().endsWith(".class") || f.getName().endsWith(".lua"))
-                    .filter(f -> f.lastModified() > jarTime + 2000).findFirst().orElse(null);
+            File newer = classes.map(Path::toFile)
+                    .filter(f -> f.getName().endsWith(".class") || f.getName().endsWith(".lua"))
+                    .filter(f -> f.lastModified() > jarTime + 2000)
+                    .findFirst()
+                    .orElse(null);
             if (newer != null) {
                 // Other builds in the same work tree recompile target/classes; warn rather than fail.
                 System.out.println("WARNING: " + jar + " is older than " + newer + "; scripts/faults.sh rebuilds it");

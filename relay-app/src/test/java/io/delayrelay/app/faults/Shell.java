@@ -8,13 +8,14 @@ import java.util.concurrent.TimeUnit;
 /** Runs a local command (rabbitmqctl, redis-server, redis-cli) and fails loudly with its output. */
 public final class Shell {
 
-    private Shell() {
-    }
+    private Shell() {}
 
     /** Runs the command; returns its output; throws when it fails or takes longer than {@code timeoutSeconds}. */
     public static String run(long timeoutSeconds, String... command) {
         try {
-            Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
+            Process p = new ProcessBuilder(List.of(command))
+                    .redirectErrorStream(true)
+                    .start();
             byte[] out = p.getInputStream().readAllBytes();
             if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
@@ -26,8 +27,10 @@ public final class Shell {
             }
             return text;
         } catch (IOException e) {
-            throw new IllegalStateException("cannot run " + String.join(" ", command)
-                    + " (is it installed? these tests need the real local tools and never skip)", e);
+            throw new IllegalStateException(
+                    "cannot run " + String.join(" ", command)
+                            + " (is it installed? these tests need the real local tools and never skip)",
+                    e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);

@@ -1,8 +1,5 @@
 package io.delayrelay.app.faults;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
@@ -14,6 +11,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Another program wrote a string where a shard's payload hash belongs. The shard is quarantined; its entries must
@@ -39,19 +39,25 @@ class WrongTypePayloadsKeyTest {
         int shard = ShardSelector.shardOf(member, 16);
         byte[] memberBytes = member.getBytes(StandardCharsets.UTF_8);
         try (RedisConnection c = kit.redis()) {
-            c.stringCommands().set(DelayQueueKeys.bytes(keys.payloads(shard)), "not a hash".getBytes(StandardCharsets.UTF_8));
+            c.stringCommands()
+                    .set(DelayQueueKeys.bytes(keys.payloads(shard)), "not a hash".getBytes(StandardCharsets.UTF_8));
             c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(shard)), kit.redisNowMs(), memberBytes);
         }
-        ConfigurableApplicationContext context = kit.startRelay(RelayTestKit.business(kit.baseProperties(), business,
-                exchange, "due", "threads", 1, "lease", "2s", "publish-timeout", "1s"));
+        ConfigurableApplicationContext context = kit.startRelay(RelayTestKit.business(
+                kit.baseProperties(), business, exchange, "due", "threads", 1, "lease", "2s", "publish-timeout", "1s"));
 
-        await().atMost(Duration.ofSeconds(10)).until(() ->
-                context.getBean(RelayEngine.class).relays().get(business).quarantinedShards().contains(shard));
+        await().atMost(Duration.ofSeconds(10)).until(() -> context.getBean(RelayEngine.class)
+                .relays()
+                .get(business)
+                .quarantinedShards()
+                .contains(shard));
         try (RedisConnection c = kit.redis()) {
             assertThat(c.zSetCommands().zScore(DelayQueueKeys.bytes(keys.inflight(shard)), memberBytes))
-                    .as("moved to in-flight by a pop that failed").isNull();
+                    .as("moved to in-flight by a pop that failed")
+                    .isNull();
             assertThat(c.zSetCommands().zScore(DelayQueueKeys.bytes(keys.shard(shard)), memberBytes))
-                    .as("still scheduled in its shard").isNotNull();
+                    .as("still scheduled in its shard")
+                    .isNotNull();
         }
     }
 }

@@ -1,9 +1,8 @@
 package io.delayrelay.app.metrics;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.DeadReason;
@@ -12,6 +11,8 @@ import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 class MicrometerRelayEventsTest {
 
@@ -30,8 +31,12 @@ class MicrometerRelayEventsTest {
 
         events.unregister("orders");
 
-        assertThat(registry.getMeters()).allSatisfy(m -> assertThat(m.getId().getTag("business")).isEqualTo("reviews"));
-        assertThat(registry.find(RelayMeterNames.BACKLOG).tag("business", "reviews").gauges()).hasSize(4);
+        assertThat(registry.getMeters())
+                .allSatisfy(m -> assertThat(m.getId().getTag("business")).isEqualTo("reviews"));
+        assertThat(registry.find(RelayMeterNames.BACKLOG)
+                        .tag("business", "reviews")
+                        .gauges())
+                .hasSize(4);
         assertThat(events.registered()).containsExactly("reviews");
     }
 
@@ -47,11 +52,22 @@ class MicrometerRelayEventsTest {
         events.error(orders, 0, new IllegalStateException("boom"));
 
         assertThat(registry.get(RelayMeterNames.RELAYED).counter().count()).isEqualTo(2.0);
-        assertThat(registry.get(RelayMeterNames.LAG).timer().totalTime(java.util.concurrent.TimeUnit.MILLISECONDS))
+        assertThat(registry.get(RelayMeterNames.LAG).timer().totalTime(TimeUnit.MILLISECONDS))
                 .isEqualTo(1_100.0);
-        assertThat(registry.get(RelayMeterNames.DEAD_LETTERED).tag("reason", "max-attempts").counter().count()).isEqualTo(1.0);
-        assertThat(registry.get(RelayMeterNames.DEAD_LETTERED).tag("reason", "lease-expired").counter().count()).isEqualTo(2.0);
-        assertThat(registry.get(RelayMeterNames.PUBLISH_FAILURES).tag("cause", "exchange-not-found").counter().count())
+        assertThat(registry.get(RelayMeterNames.DEAD_LETTERED)
+                        .tag("reason", "max-attempts")
+                        .counter()
+                        .count())
+                .isEqualTo(1.0);
+        assertThat(registry.get(RelayMeterNames.DEAD_LETTERED)
+                        .tag("reason", "lease-expired")
+                        .counter()
+                        .count())
+                .isEqualTo(2.0);
+        assertThat(registry.get(RelayMeterNames.PUBLISH_FAILURES)
+                        .tag("cause", "exchange-not-found")
+                        .counter()
+                        .count())
                 .isEqualTo(3.0);
         assertThat(registry.get(RelayMeterNames.REDELIVERIES).counter().count()).isEqualTo(4.0);
         assertThat(registry.get(RelayMeterNames.ERRORS).counter().count()).isEqualTo(1.0);
@@ -62,8 +78,25 @@ class MicrometerRelayEventsTest {
     }
 
     private static BusinessSpec spec(String name) {
-        return new BusinessSpec(name, DelayQueueKeys.forBusiness(name), 16, 2, "relay-" + name + "-", "ex", "rk",
-                "direct", false, 100, 16L << 20, Duration.ofMillis(100), Duration.ofSeconds(30), 5, Duration.ofSeconds(1),
-                Duration.ofMinutes(1), Duration.ofSeconds(5), false, null);
+        return new BusinessSpec(
+                name,
+                DelayQueueKeys.forBusiness(name),
+                16,
+                2,
+                "relay-" + name + "-",
+                "ex",
+                "rk",
+                "direct",
+                false,
+                100,
+                16L << 20,
+                Duration.ofMillis(100),
+                Duration.ofSeconds(30),
+                5,
+                Duration.ofSeconds(1),
+                Duration.ofMinutes(1),
+                Duration.ofSeconds(5),
+                false,
+                null);
     }
 }

@@ -1,14 +1,12 @@
 package io.delayrelay.app.metrics;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
@@ -21,6 +19,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 class RelayMetricsTest {
 
@@ -36,8 +37,8 @@ class RelayMetricsTest {
         String business = kit.business("metrics");
         String exchange = kit.exchange("metrics");
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        ConfigurableApplicationContext relay = kit.startRelay(RelayTestKit.business(kit.baseProperties(), business,
-                exchange, "due", "threads", 2));
+        ConfigurableApplicationContext relay =
+                kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 2));
         RedisDelayedMessageProducer producer = kit.producer();
         for (int i = 0; i < 25; i++) {
             producer.scheduleAfter(business, "m" + i, Duration.ZERO);
@@ -46,15 +47,20 @@ class RelayMetricsTest {
         List<Received> all = RelayTestKit.collect(received, 25, Duration.ofSeconds(10), Duration.ofMillis(300));
         assertThat(all).hasSize(25);
         MeterRegistry registry = relay.getBean(MeterRegistry.class);
-        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(
-                registry.get(RelayMeterNames.RELAYED).tag(RelayMeterNames.TAG_BUSINESS, business).counter().count())
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(registry.get(RelayMeterNames.RELAYED)
+                        .tag(RelayMeterNames.TAG_BUSINESS, business)
+                        .counter()
+                        .count())
                 .isEqualTo(25.0));
-        Timer lag = registry.get(RelayMeterNames.LAG).tag(RelayMeterNames.TAG_BUSINESS, business).timer();
+        Timer lag = registry.get(RelayMeterNames.LAG)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .timer();
         assertThat(lag.count()).isEqualTo(25);
-        assertThat(lag.max(java.util.concurrent.TimeUnit.MILLISECONDS)).isGreaterThanOrEqualTo(0).isLessThan(10_000);
+        assertThat(lag.max(TimeUnit.MILLISECONDS)).isGreaterThanOrEqualTo(0).isLessThan(10_000);
 
         String scrape = relay.getBean(PrometheusMeterRegistry.class).scrape();
-        assertThat(scrape).contains("delay_relay_relayed_total{business=\"" + business + "\"} 25.0")
+        assertThat(scrape)
+                .contains("delay_relay_relayed_total{business=\"" + business + "\"} 25.0")
                 .contains("delay_relay_lag_seconds_count{business=\"" + business + "\"} 25")
                 .contains("delay_relay_lag_seconds_bucket{business=\"" + business + "\",le=\"0.005\"}")
                 .contains("delay_relay_lag_seconds_bucket{business=\"" + business + "\",le=\"600.0\"} 25")
@@ -82,25 +88,45 @@ class RelayMetricsTest {
         }
 
         ConfigurableApplicationContext relay = kit.startRelay(RelayTestKit.business(
-                with(kit.baseProperties(), "relay.metrics.sample-interval", "100ms"), business, exchange, "due",
-                "paused", true, "threads", 3));
+                with(kit.baseProperties(), "relay.metrics.sample-interval", "100ms"),
+                business,
+                exchange,
+                "due",
+                "paused",
+                true,
+                "threads",
+                3));
         MeterRegistry registry = relay.getBean(MeterRegistry.class);
 
         await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
             assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(3.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED)).isEqualTo(5.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT)).isEqualTo(1.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
+                    .isEqualTo(5.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
+                    .isEqualTo(1.0);
             assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isEqualTo(2.0);
         });
-        double overdue = registry.get(RelayMeterNames.OLDEST_OVERDUE).tag(RelayMeterNames.TAG_BUSINESS, business)
-                .gauge().value();
+        double overdue = registry.get(RelayMeterNames.OLDEST_OVERDUE)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .gauge()
+                .value();
         assertThat(overdue).isBetween(60.0, 70.0);
-        assertThat(registry.get(RelayMeterNames.SHARDS).tag(RelayMeterNames.TAG_BUSINESS, business).gauge().value())
+        assertThat(registry.get(RelayMeterNames.SHARDS)
+                        .tag(RelayMeterNames.TAG_BUSINESS, business)
+                        .gauge()
+                        .value())
                 .isEqualTo(16.0);
-        assertThat(registry.get(RelayMeterNames.THREADS).tag(RelayMeterNames.TAG_BUSINESS, business).gauge().value())
+        assertThat(registry.get(RelayMeterNames.THREADS)
+                        .tag(RelayMeterNames.TAG_BUSINESS, business)
+                        .gauge()
+                        .value())
                 .isEqualTo(3.0);
-        assertThat(registry.get(RelayMeterNames.PAUSED).tag(RelayMeterNames.TAG_BUSINESS, business).gauge().value())
-                .as("paused: true in configuration").isEqualTo(1.0);
+        assertThat(registry.get(RelayMeterNames.PAUSED)
+                        .tag(RelayMeterNames.TAG_BUSINESS, business)
+                        .gauge()
+                        .value())
+                .as("paused: true in configuration")
+                .isEqualTo(1.0);
         assertThat(relay.getBean(PrometheusMeterRegistry.class).scrape())
                 .contains("delay_relay_paused{business=\"" + business + "\"} 1.0")
                 .contains("delay_relay_backlog_messages{business=\"" + business + "\",state=\"due\"} 3.0")
@@ -112,22 +138,33 @@ class RelayMetricsTest {
     void deadLetteredCounterTagsTheReasonCategory() {
         String business = kit.business("deadmetric");
         String exchange = kit.exchange("deadmetric");
-        ConfigurableApplicationContext relay = kit.startRelay(RelayTestKit.business(kit.baseProperties(), business,
-                exchange, "nobody-listens"));
+        ConfigurableApplicationContext relay =
+                kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "nobody-listens"));
         kit.producer().scheduleAfter(business, "unroutable one", Duration.ZERO);
         kit.producer().scheduleAfter(business, "unroutable two", Duration.ZERO);
 
         MeterRegistry registry = relay.getBean(MeterRegistry.class);
-        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(registry.find(RelayMeterNames.DEAD_LETTERED)
-                .tag(RelayMeterNames.TAG_BUSINESS, business).tag(RelayMeterNames.TAG_REASON, "unroutable").counter())
-                .isNotNull().extracting(c -> c.count()).isEqualTo(2.0));
-        assertThat(registry.find(RelayMeterNames.RELAYED).tag(RelayMeterNames.TAG_BUSINESS, business).counter().count())
+        await().atMost(Duration.ofSeconds(5))
+                .untilAsserted(() -> assertThat(registry.find(RelayMeterNames.DEAD_LETTERED)
+                                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                                .tag(RelayMeterNames.TAG_REASON, "unroutable")
+                                .counter())
+                        .isNotNull()
+                        .extracting(c -> c.count())
+                        .isEqualTo(2.0));
+        assertThat(registry.find(RelayMeterNames.RELAYED)
+                        .tag(RelayMeterNames.TAG_BUSINESS, business)
+                        .counter()
+                        .count())
                 .isZero();
     }
 
     private static double backlog(MeterRegistry registry, String business, String state) {
-        return registry.get(RelayMeterNames.BACKLOG).tag(RelayMeterNames.TAG_BUSINESS, business)
-                .tag(RelayMeterNames.TAG_STATE, state).gauge().value();
+        return registry.get(RelayMeterNames.BACKLOG)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .tag(RelayMeterNames.TAG_STATE, state)
+                .gauge()
+                .value();
     }
 
     private static Map<String, Object> with(Map<String, Object> into, String key, Object value) {

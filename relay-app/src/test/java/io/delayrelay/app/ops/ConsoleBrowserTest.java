@@ -1,8 +1,5 @@
 package io.delayrelay.app.ops;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -11,6 +8,7 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
@@ -22,9 +20,13 @@ import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.support.ui.Select;
 import tools.jackson.databind.JsonNode;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The operator console in a real headless chromium against the real Redis and RabbitMQ: its figures are the
@@ -37,7 +39,13 @@ class ConsoleBrowserTest {
     private static final Path SCREENSHOTS = Path.of("target", "console");
     private static final Duration PAGE_WAIT = Duration.ofSeconds(20);
     /** Columns of the overview table. */
-    private static final int STATE = 1, DUE = 2, SCHEDULED = 3, INFLIGHT = 4, DEAD = 5, RELAYED_PER_MINUTE = 7, SHARDS = 9;
+    private static final int STATE = 1,
+            DUE = 2,
+            SCHEDULED = 3,
+            INFLIGHT = 4,
+            DEAD = 5,
+            RELAYED_PER_MINUTE = 7,
+            SHARDS = 9;
 
     private final RelayTestKit kit = new RelayTestKit();
     private WebRelay relay;
@@ -69,13 +77,18 @@ class ConsoleBrowserTest {
             producer.scheduleByIdAfter(orders, "order-100" + i, orderJson(100 + i, "cancel-unpaid"), Duration.ZERO);
         }
         for (int i = 1; i <= 12; i++) {
-            producer.scheduleById(orders, "order-20" + (10 + i), orderJson(2000 + i, "cancel-unpaid"),
+            producer.scheduleById(
+                    orders,
+                    "order-20" + (10 + i),
+                    orderJson(2000 + i, "cancel-unpaid"),
                     Instant.ofEpochMilli(now + i * 7 * 60_000L));
         }
         // reminders: paused, so due entries wait
         for (int i = 1; i <= 5; i++) {
-            producer.schedule(reminders, "remind user-" + i + " about their cart", Instant.ofEpochMilli(now - i * 40_000L));
-            producer.schedule(reminders, "remind user-" + (10 + i) + " to review", Instant.ofEpochMilli(now + i * 3_600_000L));
+            producer.schedule(
+                    reminders, "remind user-" + i + " about their cart", Instant.ofEpochMilli(now - i * 40_000L));
+            producer.schedule(
+                    reminders, "remind user-" + (10 + i) + " to review", Instant.ofEpochMilli(now + i * 3_600_000L));
         }
         Map<String, Object> properties = kit.baseProperties();
         RelayTestKit.business(properties, orders, ordersExchange, "order.due");
@@ -98,10 +111,13 @@ class ConsoleBrowserTest {
                 assertThat(cells).as("overview row of %s", business).hasSize(11);
                 JsonNode backlog = view.get("backlog");
                 assertThat(cells.get(DUE)).isEqualTo(figure(backlog.get("due").asLong()));
-                assertThat(cells.get(SCHEDULED)).isEqualTo(figure(backlog.get("scheduled").asLong()));
-                assertThat(cells.get(INFLIGHT)).isEqualTo(figure(backlog.get("inflight").asLong()));
+                assertThat(cells.get(SCHEDULED))
+                        .isEqualTo(figure(backlog.get("scheduled").asLong()));
+                assertThat(cells.get(INFLIGHT))
+                        .isEqualTo(figure(backlog.get("inflight").asLong()));
                 assertThat(cells.get(DEAD)).isEqualTo(figure(backlog.get("dead").asLong()));
-                assertThat(cells.get(SHARDS)).isEqualTo(Integer.toString(view.get("shards").asInt()));
+                assertThat(cells.get(SHARDS))
+                        .isEqualTo(Integer.toString(view.get("shards").asInt()));
                 assertThat(cells.get(STATE)).startsWith(view.get("paused").asBoolean() ? "paused" : "relaying");
             });
         }
@@ -113,26 +129,38 @@ class ConsoleBrowserTest {
         for (int i = 0; i < 240; i++) {
             producer.scheduleAfter(invoices, "invoice-" + i, Duration.ZERO);
         }
-        assertThat(RelayTestKit.collect(invoicesQueue, 240, Duration.ofSeconds(15), Duration.ZERO)).hasSize(240);
-        await().atMost(PAGE_WAIT).ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
+        assertThat(RelayTestKit.collect(invoicesQueue, 240, Duration.ofSeconds(15), Duration.ZERO))
+                .hasSize(240);
+        await().atMost(PAGE_WAIT)
+                .ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
                 .untilAsserted(() -> assertThat(overviewCells(browser, invoices).get(RELAYED_PER_MINUTE))
-                .matches("[0-9,]+").isNotEqualTo("0"));
+                        .matches("[0-9,]+")
+                        .isNotEqualTo("0"));
         screenshot(browser, "console-overview.png");
 
         // without the token: dead letters listed, bodies hidden, no write buttons
         browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
         new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
-        await().atMost(PAGE_WAIT).until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]")).size() == 3);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
+                                .size()
+                        == 3);
         WebElement locked = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"));
-        assertThat(locked.getText()).contains("unroutable").contains("unlock with the ops token").doesNotContain("order 101");
+        assertThat(locked.getText())
+                .contains("unroutable")
+                .contains("unlock with the ops token")
+                .doesNotContain("order 101");
         assertThat(locked.findElements(By.tagName("button"))).allMatch(b -> !b.isDisplayed());
 
         // token once per session: bodies and writes appear
         browser.findElement(By.id("token-input")).sendKeys(TOKEN);
         browser.findElement(By.id("token-save")).click();
-        await().atMost(PAGE_WAIT).until(() -> browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"))
-                .getText().contains("\"order\":101"));
-        assertThat(browser.executeScript("return sessionStorage.getItem('delay-relay-ops-token')")).isEqualTo(TOKEN);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"))
+                        .getText()
+                        .contains("\"order\":101"));
+        assertThat(browser.executeScript("return sessionStorage.getItem('delay-relay-ops-token')"))
+                .isEqualTo(TOKEN);
         WebElement deadRow = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"));
         assertThat(deadRow.findElements(By.tagName("td")).get(3).getText()).isEqualTo("1");
         screenshot(browser, "console-dead-letters.png");
@@ -141,25 +169,41 @@ class ConsoleBrowserTest {
         BlockingQueue<Received> ordersQueue = kit.consume(kit.queue(ordersExchange, "order.due"));
         deadRow.findElement(By.xpath(".//button[text()='Replay']")).click();
         List<Received> replayed = RelayTestKit.collect(ordersQueue, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
-        assertThat(replayed).extracting(Received::text).containsExactly(new String(orderJson(101, "cancel-unpaid"),
-                StandardCharsets.UTF_8));
-        await().atMost(PAGE_WAIT).until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]")).size() == 2);
+        assertThat(replayed)
+                .extracting(Received::text)
+                .containsExactly(new String(orderJson(101, "cancel-unpaid"), StandardCharsets.UTF_8));
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
+                                .size()
+                        == 2);
         assertThat(browser.findElement(By.id("notice")).getText()).contains("1 replayed");
-        assertThat(relay.get("/actuator/relay/" + orders + "/dead").json().get("count").asInt()).isEqualTo(2);
+        assertThat(relay.get("/actuator/relay/" + orders + "/dead")
+                        .json()
+                        .get("count")
+                        .asInt())
+                .isEqualTo(2);
 
         // scheduled: search by id prefix, bodies shown with the token
-        browser.findElement(By.cssSelector("#tabs button[data-tab='scheduled']")).click();
+        browser.findElement(By.cssSelector("#tabs button[data-tab='scheduled']"))
+                .click();
         new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(orders);
         browser.findElement(By.id("scheduled-search")).sendKeys("order-202");
-        browser.findElement(By.cssSelector("#scheduled-form button[type=submit]")).click();
-        await().atMost(PAGE_WAIT).until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]")).size() == 3);
+        browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
+                .click();
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
+                                .size()
+                        == 3);
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]")))
-                .extracting(r -> r.getAttribute("data-member")).containsExactly("order-2020", "order-2021", "order-2022");
+                .extracting(r -> r.getAttribute("data-member"))
+                .containsExactly("order-2020", "order-2021", "order-2022");
         screenshot(browser, "console-scheduled.png");
 
         browser.findElement(By.cssSelector("#tabs button[data-tab='overview']")).click();
-        await().atMost(PAGE_WAIT).ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
-                .untilAsserted(() -> assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("2"));
+        await().atMost(PAGE_WAIT)
+                .ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
+                .untilAsserted(() ->
+                        assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("2"));
         screenshot(browser, "console.png");
     }
 
@@ -169,21 +213,24 @@ class ConsoleBrowserTest {
      */
     @SuppressWarnings("unchecked")
     private static List<String> overviewCells(JavascriptExecutor browser, String business) {
-        return (List<String>) browser.executeScript("return Array.from(document.querySelectorAll("
-                + "'#overview tr[data-business=\"' + arguments[0] + '\"] td')).map(td => td.innerText.trim())", business);
+        return (List<String>) browser.executeScript(
+                "return Array.from(document.querySelectorAll("
+                        + "'#overview tr[data-business=\"' + arguments[0] + '\"] td')).map(td => td.innerText.trim())",
+                business);
     }
 
     private static byte[] orderJson(int order, String action) {
         return ("{\"order\":" + order + ",\"action\":\"" + action + "\",\"customer\":\"c-" + (order * 37 % 1000)
-                + "\"}").getBytes(StandardCharsets.UTF_8);
+                        + "\"}")
+                .getBytes(StandardCharsets.UTF_8);
     }
 
     /** A count as the page writes it (en-US grouping). */
     private static String figure(long n) {
-        return String.format(java.util.Locale.US, "%,d", n);
+        return String.format(Locale.US, "%,d", n);
     }
 
-    private static void screenshot(org.openqa.selenium.TakesScreenshot browser, String name) throws IOException {
+    private static void screenshot(TakesScreenshot browser, String name) throws IOException {
         Files.createDirectories(SCREENSHOTS);
         Path file = browser.getScreenshotAs(OutputType.FILE).toPath();
         Files.copy(file, SCREENSHOTS.resolve(name), StandardCopyOption.REPLACE_EXISTING);

@@ -1,7 +1,5 @@
 package io.delayrelay.app.ops;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,6 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 class DeadSetTrimmerTest {
 
     private static final int SHARDS = 4;
@@ -37,7 +37,8 @@ class DeadSetTrimmerTest {
     void trimsTheOldestDeadLettersPastTheCapAcrossShardsAndKeepsPayloadsStillScheduled() {
         String business = kit.business("trimsize");
         ConfigurableApplicationContext context = start(business, "dead-max-size", 5);
-        BusinessSpec spec = context.getBean(RelayEngine.class).relays().get(business).spec();
+        BusinessSpec spec =
+                context.getBean(RelayEngine.class).relays().get(business).spec();
         long now = kit.redisNowMs();
         // 12 dead letters over 4 shards, died 12..1 minutes ago: d-0 is the oldest
         for (int i = 0; i < 12; i++) {
@@ -46,7 +47,8 @@ class DeadSetTrimmerTest {
         // d-1 died but was scheduled again meanwhile: its payload must survive the trim
         schedule(spec, 1, "d-1", now + 3_600_000L);
 
-        Trimmed trimmed = context.getBean(DeadSetTrimmer.class).trim(spec, SHARDS, DeadSetBounds.of(context.getEnvironment(), business));
+        Trimmed trimmed = context.getBean(DeadSetTrimmer.class)
+                .trim(spec, SHARDS, DeadSetBounds.of(context.getEnvironment(), business));
 
         assertThat(trimmed).isEqualTo(new Trimmed(0, 7));
         assertThat(deadMembers(spec)).containsExactlyInAnyOrder("d-7", "d-8", "d-9", "d-10", "d-11");
@@ -54,37 +56,45 @@ class DeadSetTrimmerTest {
             for (int i = 0; i < 12; i++) {
                 byte[] id = bytes("d-" + i);
                 boolean kept = i >= 7;
-                assertThat(c.hashCommands().hExists(bytes(spec.keys().deadReasons(i % SHARDS)), id)).isEqualTo(kept);
+                assertThat(c.hashCommands().hExists(bytes(spec.keys().deadReasons(i % SHARDS)), id))
+                        .isEqualTo(kept);
                 assertThat(c.hashCommands().hExists(bytes(spec.keys().payloads(i % SHARDS)), id))
-                        .as("payload of d-%d", i).isEqualTo(kept || i == 1);
+                        .as("payload of d-%d", i)
+                        .isEqualTo(kept || i == 1);
             }
         }
-        assertThat(trimmedCount(context, business, RelayMeterNames.BOUND_MAX_SIZE)).isEqualTo(7.0);
-        assertThat(trimmedCount(context, business, RelayMeterNames.BOUND_MAX_AGE)).isZero();
+        assertThat(trimmedCount(context, business, RelayMeterNames.BOUND_MAX_SIZE))
+                .isEqualTo(7.0);
+        assertThat(trimmedCount(context, business, RelayMeterNames.BOUND_MAX_AGE))
+                .isZero();
     }
 
     @Test
     void trimsDeadLettersOlderThanTheMaxAge() {
         String business = kit.business("trimage");
         ConfigurableApplicationContext context = start(business, "dead-max-age", "1h");
-        BusinessSpec spec = context.getBean(RelayEngine.class).relays().get(business).spec();
+        BusinessSpec spec =
+                context.getBean(RelayEngine.class).relays().get(business).spec();
         long now = kit.redisNowMs();
         dead(spec, 0, "ancient", now - Duration.ofDays(3).toMillis());
         dead(spec, 3, "old", now - Duration.ofMinutes(61).toMillis());
         dead(spec, 2, "recent", now - Duration.ofMinutes(59).toMillis());
 
-        Trimmed trimmed = context.getBean(DeadSetTrimmer.class).trim(spec, SHARDS, DeadSetBounds.of(context.getEnvironment(), business));
+        Trimmed trimmed = context.getBean(DeadSetTrimmer.class)
+                .trim(spec, SHARDS, DeadSetBounds.of(context.getEnvironment(), business));
 
         assertThat(trimmed).isEqualTo(new Trimmed(2, 0));
         assertThat(deadMembers(spec)).containsExactly("recent");
-        assertThat(trimmedCount(context, business, RelayMeterNames.BOUND_MAX_AGE)).isEqualTo(2.0);
+        assertThat(trimmedCount(context, business, RelayMeterNames.BOUND_MAX_AGE))
+                .isEqualTo(2.0);
     }
 
     @Test
     void twoReplicasTrimmingAtOnceRemoveOnlyTheExcess() throws Exception {
         String business = kit.business("trimrace");
         ConfigurableApplicationContext context = start(business, "dead-max-size", 100);
-        BusinessSpec spec = context.getBean(RelayEngine.class).relays().get(business).spec();
+        BusinessSpec spec =
+                context.getBean(RelayEngine.class).relays().get(business).spec();
         long now = kit.redisNowMs();
         for (int i = 0; i < 1_000; i++) {
             dead(spec, i % SHARDS, "r-" + i, now - 1_000_000L + i);
@@ -111,8 +121,17 @@ class DeadSetTrimmerTest {
     }
 
     private ConfigurableApplicationContext start(String business, String property, Object value) {
-        Map<String, Object> properties = RelayTestKit.business(kit.baseProperties(), business, kit.exchange("trim"), "rk",
-                "shards", SHARDS, "paused", true, property, value);
+        Map<String, Object> properties = RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                kit.exchange("trim"),
+                "rk",
+                "shards",
+                SHARDS,
+                "paused",
+                true,
+                property,
+                value);
         // the test triggers trims itself
         properties.put("relay.ops.dead-trim-interval", "1h");
         return kit.startRelay(properties);
@@ -137,7 +156,8 @@ class DeadSetTrimmerTest {
         List<String> members = new ArrayList<>();
         try (RedisConnection c = kit.redis()) {
             for (int shard = 0; shard < SHARDS; shard++) {
-                c.zSetCommands().zRange(bytes(spec.keys().dead(shard)), 0, -1)
+                c.zSetCommands()
+                        .zRange(bytes(spec.keys().dead(shard)), 0, -1)
                         .forEach(m -> members.add(new String(m, StandardCharsets.UTF_8)));
             }
         }
@@ -145,8 +165,12 @@ class DeadSetTrimmerTest {
     }
 
     private static double trimmedCount(ConfigurableApplicationContext context, String business, String bound) {
-        return context.getBean(MeterRegistry.class).get(RelayMeterNames.DEAD_TRIMMED)
-                .tag(RelayMeterNames.TAG_BUSINESS, business).tag(RelayMeterNames.TAG_BOUND, bound).counter().count();
+        return context.getBean(MeterRegistry.class)
+                .get(RelayMeterNames.DEAD_TRIMMED)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .tag(RelayMeterNames.TAG_BOUND, bound)
+                .counter()
+                .count();
     }
 
     private static void await(CyclicBarrier barrier) {

@@ -1,8 +1,5 @@
 package io.delayrelay.app.ops;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
@@ -24,6 +21,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.event.EventListener;
 import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 class GracefulShutdownTest {
 
@@ -47,9 +47,11 @@ class GracefulShutdownTest {
             producer.scheduleAfter(business, "msg-" + i, Duration.ZERO);
         }
         READINESS.clear();
-        ConfigurableApplicationContext relay = kit.startRelay(RelayTestKit.business(kit.baseProperties(), business,
-                exchange, "due", "threads", 2, "batch-size", 20), ReadinessRecorder.class);
-        await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(5))
+        ConfigurableApplicationContext relay = kit.startRelay(
+                RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 2, "batch-size", 20),
+                ReadinessRecorder.class);
+        await().atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(5))
                 .until(() -> kit.channel().messageCount(queue) >= 200);
 
         relay.close();
@@ -57,13 +59,17 @@ class GracefulShutdownTest {
         long delivered = kit.channel().messageCount(queue);
         long scheduled = kit.scheduled(business);
         assertThat(delivered).as("the drain was still busy at shutdown").isLessThan(TOTAL);
-        assertThat(kit.countAll(business, "inflight")).as("every popped batch was confirmed and acked").isZero();
+        assertThat(kit.countAll(business, "inflight"))
+                .as("every popped batch was confirmed and acked")
+                .isZero();
         assertThat(delivered + scheduled).isEqualTo(TOTAL);
 
         Set<String> bodies = new HashSet<>();
         GetResponse message;
         while ((message = kit.channel().basicGet(queue, true)) != null) {
-            assertThat(bodies.add(new String(message.getBody(), StandardCharsets.UTF_8))).as("no duplicate").isTrue();
+            assertThat(bodies.add(new String(message.getBody(), StandardCharsets.UTF_8)))
+                    .as("no duplicate")
+                    .isTrue();
         }
         assertThat(bodies).hasSize((int) delivered);
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
@@ -72,13 +78,16 @@ class GracefulShutdownTest {
                 int shard = ShardSelector.shardOf(body, 16);
                 byte[] member = body.getBytes(StandardCharsets.UTF_8);
                 assertThat(c.zSetCommands().zScore(keys.inflight(shard).getBytes(StandardCharsets.UTF_8), member))
-                        .as("confirmed, so not in flight").isNull();
+                        .as("confirmed, so not in flight")
+                        .isNull();
                 assertThat(c.zSetCommands().zScore(keys.shard(shard).getBytes(StandardCharsets.UTF_8), member))
-                        .as("delivered, so not scheduled").isNull();
+                        .as("delivered, so not scheduled")
+                        .isNull();
             }
         }
 
-        assertThat(READINESS).as("readiness refused traffic while the engine was still running, before it drained")
+        assertThat(READINESS)
+                .as("readiness refused traffic while the engine was still running, before it drained")
                 .containsSubsequence("ACCEPTING_TRAFFIC engine-running", "REFUSING_TRAFFIC engine-running");
         assertThat(READINESS.get(READINESS.size() - 1)).isEqualTo("REFUSING_TRAFFIC engine-running");
     }

@@ -26,6 +26,7 @@ final class HeadlessChromium implements AutoCloseable {
             + " (scripts/test.sh does this as root)";
     /** chromedriver listens in this test's port range. */
     private static final int FIRST_PORT = 18500;
+
     private static final int LAST_PORT = 18599;
 
     final ChromeDriver driver;
@@ -40,14 +41,28 @@ final class HeadlessChromium implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        service = new ChromeDriverService.Builder().usingDriverExecutable(chromedriver).usingPort(freePort())
-                .withTimeout(Duration.ofSeconds(30)).build();
+        service = new ChromeDriverService.Builder()
+                .usingDriverExecutable(chromedriver)
+                .usingPort(freePort())
+                .withTimeout(Duration.ofSeconds(30))
+                .build();
         ChromeOptions options = new ChromeOptions();
         options.setBinary(browser);
-        options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--no-default-browser-check", "--hide-scrollbars", "--force-device-scale-factor=1",
-                "--lang=en-US", "--user-data-dir=" + profile, "--window-size=" + width + "," + height);
+        options.addArguments(
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--hide-scrollbars",
+                "--force-device-scale-factor=1",
+                "--lang=en-US",
+                "--user-data-dir=" + profile,
+                "--window-size=" + width + "," + height);
         driver = new ChromeDriver(service, options);
         driver.manage().window().setSize(new Dimension(width, height));
     }

@@ -1,7 +1,5 @@
 package io.delayrelay.app.ops;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -21,6 +19,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 @ExtendWith(OutputCaptureExtension.class)
@@ -44,17 +43,34 @@ class RedisGuardrailsTest {
     @Test
     void warnsAtStartWhenRedisMayEvictEntriesOrLoseThemOnRestart(CapturedOutput output) throws Exception {
         Path dir = Files.createTempDirectory("relay-guardrails");
-        redis = new ProcessBuilder("redis-server", "--port", Integer.toString(PORT), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru",
-                "--dir", dir.toString()).redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+        redis = new ProcessBuilder(
+                        "redis-server",
+                        "--port",
+                        Integer.toString(PORT),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--maxmemory",
+                        "64mb",
+                        "--maxmemory-policy",
+                        "allkeys-lru",
+                        "--dir",
+                        dir.toString())
+                .redirectErrorStream(true)
+                .redirectOutput(dir.resolve("redis.log").toFile())
+                .start();
         await().atMost(Duration.ofSeconds(10)).until(RedisGuardrailsTest::listening);
-        Map<String, Object> properties = RelayTestKit.business(kit.baseProperties(), kit.business("guard"),
-                kit.exchange("guard"), "rk", "paused", true);
+        Map<String, Object> properties = RelayTestKit.business(
+                kit.baseProperties(), kit.business("guard"), kit.exchange("guard"), "rk", "paused", true);
         properties.put("spring.data.redis.port", PORT);
 
         ConfigurableApplicationContext context = kit.startRelay(properties);
 
-        assertThat(output.getOut()).contains("Redis maxmemory-policy is allkeys-lru: when Redis reaches maxmemory (64.00M)")
+        assertThat(output.getOut())
+                .contains("Redis maxmemory-policy is allkeys-lru: when Redis reaches maxmemory (64.00M)")
                 .contains("Redis AOF is off (appendonly no)");
         assertThat(context.getBean(RedisGuardrails.class).check()).hasSize(2);
     }
@@ -67,9 +83,14 @@ class RedisGuardrailsTest {
         persistence.setProperty("aof_enabled", "1");
         assertThat(RedisGuardrails.warnings(memory, persistence)).isEmpty();
         memory.setProperty("maxmemory_policy", "volatile-lru");
-        assertThat(RedisGuardrails.warnings(memory, persistence)).as("relay keys carry no TTL").isEmpty();
+        assertThat(RedisGuardrails.warnings(memory, persistence))
+                .as("relay keys carry no TTL")
+                .isEmpty();
         memory.setProperty("maxmemory_policy", "allkeys-lfu");
-        assertThat(RedisGuardrails.warnings(memory, persistence)).singleElement().asString().contains("allkeys-lfu");
+        assertThat(RedisGuardrails.warnings(memory, persistence))
+                .singleElement()
+                .asString()
+                .contains("allkeys-lfu");
         assertThat(RedisGuardrails.warnings(null, null)).isEqualTo(List.of());
     }
 

@@ -1,8 +1,5 @@
 package io.delayrelay.app.ops;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -25,6 +22,9 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.data.redis.connection.RedisConnection;
 import tools.jackson.databind.JsonNode;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 @ExtendWith(OutputCaptureExtension.class)
 class RelayOpsEndpointTest {
@@ -51,8 +51,8 @@ class RelayOpsEndpointTest {
         producer.schedule(business, "third", Instant.ofEpochMilli(now - 1_000));
         producer.schedule(business, "later-1", Instant.ofEpochMilli(now + 3_600_000));
         producer.schedule(business, "later-2", Instant.ofEpochMilli(now + 3_600_001));
-        WebRelay relay = start(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "paused", true,
-                "threads", 3, "batch-size", 7));
+        WebRelay relay = start(RelayTestKit.business(
+                kit.baseProperties(), business, exchange, "due", "paused", true, "threads", 3, "batch-size", 7));
 
         Answer all = relay.get("/actuator/relay");
         assertThat(all.status()).isEqualTo(200);
@@ -75,15 +75,19 @@ class RelayOpsEndpointTest {
         // overdue grows while the relay starts (slow on a busy machine): bounded by the time read after the view
         assertThat(backlog.get("oldestOverdueMs").asLong()).isBetween(3_000L, kit.redisNowMs() - (now - 3_000));
 
-        assertThat(relay.get("/actuator/relay/" + business).json().get("name").asString()).isEqualTo(business);
+        assertThat(relay.get("/actuator/relay/" + business).json().get("name").asString())
+                .isEqualTo(business);
 
         Answer peek = relay.get("/actuator/relay/" + business + "/peek?limit=2");
         assertThat(peek.status()).isEqualTo(200);
         assertThat(peek.json().get("count").asInt()).isEqualTo(2);
         assertThat(members(peek.json().get("entries"))).containsExactly("first", "second");
         assertThat(peek.json().get("entries").get(0).get("dueAtMs").asLong()).isEqualTo(now - 3_000);
-        assertThat(peek.json().get("entries").get(0).get("shard").asInt()).isEqualTo(ShardSelector.shardOf("first", 16));
-        assertThat(members(relay.get("/actuator/relay/" + business + "/peek").json().get("entries")))
+        assertThat(peek.json().get("entries").get(0).get("shard").asInt())
+                .isEqualTo(ShardSelector.shardOf("first", 16));
+        assertThat(members(relay.get("/actuator/relay/" + business + "/peek")
+                        .json()
+                        .get("entries")))
                 .containsExactly("first", "second", "third", "later-1", "later-2");
 
         Answer unknown = relay.get("/actuator/relay/no-such-business");
@@ -109,8 +113,12 @@ class RelayOpsEndpointTest {
         Answer anonymous = relay.post("/actuator/relay/" + business + "/pause", null, null);
         assertThat(anonymous.status()).isEqualTo(401);
         assertThat(anonymous.json().get("error").asString()).contains("X-Relay-Token");
-        assertThat(relay.post("/actuator/relay/" + business + "/pause", "wrong", null).status()).isEqualTo(401);
-        assertThat(relay.delete("/actuator/relay/" + business + "/dead", "wrong").status()).isEqualTo(401);
+        assertThat(relay.post("/actuator/relay/" + business + "/pause", "wrong", null)
+                        .status())
+                .isEqualTo(401);
+        assertThat(relay.delete("/actuator/relay/" + business + "/dead", "wrong")
+                        .status())
+                .isEqualTo(401);
         assertThat(engine.relays().get(business).state().paused()).isFalse();
 
         Answer paused = relay.post("/actuator/relay/" + business + "/pause", TOKEN, null);
@@ -118,18 +126,21 @@ class RelayOpsEndpointTest {
         assertThat(paused.json().get("paused").asBoolean()).isTrue();
         assertThat(engine.relays().get(business).state().paused()).isTrue();
         kit.producer().scheduleAfter(business, "held while paused", Duration.ZERO);
-        assertThat(RelayTestKit.collect(received, 1, Duration.ofMillis(700), Duration.ZERO)).isEmpty();
+        assertThat(RelayTestKit.collect(received, 1, Duration.ofMillis(700), Duration.ZERO))
+                .isEmpty();
         assertThat(kit.scheduled(business)).isEqualTo(1);
 
         Answer resumed = relay.post("/actuator/relay/" + business + "/resume", TOKEN, null);
         assertThat(resumed.status()).isEqualTo(200);
         assertThat(resumed.json().get("paused").asBoolean()).isFalse();
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ofMillis(200)))
-                .extracting(Received::text).containsExactly("held while paused");
+                .extracting(Received::text)
+                .containsExactly("held while paused");
 
         Answer unknownAction = relay.post("/actuator/relay/" + business + "/explode", TOKEN, null);
         assertThat(unknownAction.status()).isEqualTo(404);
-        assertThat(relay.post("/actuator/relay/nobody/pause", TOKEN, null).status()).isEqualTo(404);
+        assertThat(relay.post("/actuator/relay/nobody/pause", TOKEN, null).status())
+                .isEqualTo(404);
     }
 
     @Test
@@ -143,9 +154,17 @@ class RelayOpsEndpointTest {
         assertThat(refused.status()).isEqualTo(403);
         assertThat(refused.json().get("error").asString())
                 .isEqualTo("relay write operations are disabled: set relay.ops.token to enable them");
-        assertThat(relay.delete("/actuator/relay/" + business + "/dead", TOKEN).status()).isEqualTo(403);
-        assertThat(relay.context.getBean(RelayEngine.class).relays().get(business).state().paused()).isFalse();
-        assertThat(relay.get("/actuator/relay").json().get("writeEnabled").asBoolean()).isFalse();
+        assertThat(relay.delete("/actuator/relay/" + business + "/dead", TOKEN).status())
+                .isEqualTo(403);
+        assertThat(relay.context
+                        .getBean(RelayEngine.class)
+                        .relays()
+                        .get(business)
+                        .state()
+                        .paused())
+                .isFalse();
+        assertThat(relay.get("/actuator/relay").json().get("writeEnabled").asBoolean())
+                .isFalse();
     }
 
     @Test
@@ -159,7 +178,8 @@ class RelayOpsEndpointTest {
         producer.scheduleByIdAfter(business, "id-3", "payload three".getBytes(StandardCharsets.UTF_8), Duration.ZERO);
 
         String deadPath = "/actuator/relay/" + business + "/dead";
-        await().atMost(Duration.ofSeconds(10)).until(() -> relay.get(deadPath).json().get("count").asInt() == 3);
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> relay.get(deadPath).json().get("count").asInt() == 3);
         JsonNode dead = relay.get(deadPath).json().get("deadLetters");
         assertThat(members(dead)).containsExactlyInAnyOrder("dead one", "dead two", "id-3");
         for (JsonNode letter : dead) {
@@ -173,7 +193,8 @@ class RelayOpsEndpointTest {
         assertThat(one.status()).isEqualTo(200);
         assertThat(one.json().get("replayed").asLong()).isEqualTo(1);
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ofMillis(200)))
-                .extracting(Received::text).containsExactly("dead one");
+                .extracting(Received::text)
+                .containsExactly("dead one");
 
         Answer purged = relay.delete(deadPath + "?member=id-3", TOKEN);
         assertThat(purged.status()).isEqualTo(200);
@@ -182,8 +203,10 @@ class RelayOpsEndpointTest {
         int shard = ShardSelector.shardOf("id-3", 16);
         try (RedisConnection c = kit.redis()) {
             byte[] id = "id-3".getBytes(StandardCharsets.UTF_8);
-            assertThat(c.hashCommands().hExists(bytes(keys.payloads(shard)), id)).isFalse();
-            assertThat(c.hashCommands().hExists(bytes(keys.deadReasons(shard)), id)).isFalse();
+            assertThat(c.hashCommands().hExists(bytes(keys.payloads(shard)), id))
+                    .isFalse();
+            assertThat(c.hashCommands().hExists(bytes(keys.deadReasons(shard)), id))
+                    .isFalse();
             assertThat(c.zSetCommands().zScore(bytes(keys.dead(shard)), id)).isNull();
         }
 
@@ -191,7 +214,8 @@ class RelayOpsEndpointTest {
         assertThat(rest.status()).isEqualTo(200);
         assertThat(rest.json().get("replayed").asLong()).isEqualTo(1);
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ofMillis(300)))
-                .extracting(Received::text).containsExactly("dead two");
+                .extracting(Received::text)
+                .containsExactly("dead two");
         assertThat(relay.get(deadPath).json().get("count").asInt()).isZero();
         assertThat(kit.countAll(business, "dead")).isZero();
         assertThat(kit.countAll(business, "inflight")).isZero();
@@ -206,7 +230,8 @@ class RelayOpsEndpointTest {
         RedisDelayedMessageProducer producer = kit.producer();
         long now = kit.redisNowMs();
         for (int i = 1; i <= 4; i++) {
-            producer.scheduleById(business, "order-" + i, "{\"order\":" + i + "}", Instant.ofEpochMilli(now + i * 3_600_000L));
+            producer.scheduleById(
+                    business, "order-" + i, "{\"order\":" + i + "}", Instant.ofEpochMilli(now + i * 3_600_000L));
         }
         producer.schedule(business, "other-1", Instant.ofEpochMilli(now + 7_200_000L));
         WebRelay relay = start(RelayTestKit.business(kit.baseProperties(), business, exchange, "due"));
@@ -214,33 +239,47 @@ class RelayOpsEndpointTest {
 
         Answer anonymous = relay.get(base + "/peek?search=order-");
         assertThat(anonymous.json().get("bodies").asBoolean()).isFalse();
-        assertThat(members(anonymous.json().get("entries"))).containsExactly("order-1", "order-2", "order-3", "order-4");
+        assertThat(members(anonymous.json().get("entries")))
+                .containsExactly("order-1", "order-2", "order-3", "order-4");
         assertThat(anonymous.json().get("entries").get(0).has("payload")).isFalse();
         Answer operator = relay.get(base + "/peek?search=order-&limit=2", TOKEN);
         assertThat(operator.json().get("bodies").asBoolean()).isTrue();
         assertThat(members(operator.json().get("entries"))).containsExactly("order-1", "order-2");
-        assertThat(operator.json().get("entries").get(0).get("payload").asString()).isEqualTo("{\"order\":1}");
-        assertThat(members(relay.get(base + "/peek?search=other").json().get("entries"))).containsExactly("other-1");
-        assertThat(relay.get(base + "/peek?search=o*").json().get("count").asInt()).as("glob characters match literally").isZero();
+        assertThat(operator.json().get("entries").get(0).get("payload").asString())
+                .isEqualTo("{\"order\":1}");
+        assertThat(members(relay.get(base + "/peek?search=other").json().get("entries")))
+                .containsExactly("other-1");
+        assertThat(relay.get(base + "/peek?search=o*").json().get("count").asInt())
+                .as("glob characters match literally")
+                .isZero();
 
-        assertThat(relay.post(base + "/cancel", null, "{\"member\":\"order-3\"}").status()).isEqualTo(401);
+        assertThat(relay.post(base + "/cancel", null, "{\"member\":\"order-3\"}")
+                        .status())
+                .isEqualTo(401);
         Answer cancelled = relay.post(base + "/cancel", TOKEN, "{\"members\":\"order-3\\norder-4\\nnobody\"}");
         assertThat(cancelled.status()).isEqualTo(200);
         assertThat(cancelled.json().get("cancelled").asLong()).isEqualTo(2);
-        assertThat(members(relay.get(base + "/peek?search=order-").json().get("entries"))).containsExactly("order-1", "order-2");
+        assertThat(members(relay.get(base + "/peek?search=order-").json().get("entries")))
+                .containsExactly("order-1", "order-2");
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         try (RedisConnection c = kit.redis()) {
             int shard = ShardSelector.shardOf("order-3", 16);
-            assertThat(c.hashCommands().hExists(bytes(keys.payloads(shard)), bytes("order-3"))).isFalse();
+            assertThat(c.hashCommands().hExists(bytes(keys.payloads(shard)), bytes("order-3")))
+                    .isFalse();
         }
 
         Answer now1 = relay.post(base + "/deliver-now", TOKEN, "{\"member\":\"order-2\"}");
         assertThat(now1.json().get("dueNow").asLong()).isEqualTo(1);
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ofMillis(300)))
-                .extracting(Received::text).containsExactly("{\"order\":2}");
+                .extracting(Received::text)
+                .containsExactly("{\"order\":2}");
         assertThat(relay.post(base + "/deliver-now", TOKEN, "{}").status()).isEqualTo(400);
-        assertThat(output.getOut()).contains("business=" + business + ": 2 scheduled entr(y/ies) cancelled (members [order-3, order-4, nobody]) by operator from 127.0.0.1")
-                .contains("business=" + business + ": 1 scheduled entr(y/ies) made due now (members [order-2]) by operator from 127.0.0.1");
+        assertThat(output.getOut())
+                .contains(
+                        "business=" + business
+                                + ": 2 scheduled entr(y/ies) cancelled (members [order-3, order-4, nobody]) by operator from 127.0.0.1")
+                .contains("business=" + business
+                        + ": 1 scheduled entr(y/ies) made due now (members [order-2]) by operator from 127.0.0.1");
     }
 
     @Test
@@ -257,24 +296,32 @@ class RelayOpsEndpointTest {
         }
         String base = "/actuator/relay/" + business;
         JsonNode dead = relay.get(base + "/dead?reason=NO_ROUTE", TOKEN).json();
-        assertThat(members(dead.get("deadLetters"))).containsExactly("dead-1", "dead-2", "dead-3", "dead-4", "dead-5", "dead-6");
+        assertThat(members(dead.get("deadLetters")))
+                .containsExactly("dead-1", "dead-2", "dead-3", "dead-4", "dead-5", "dead-6");
         assertThat(dead.get("deadLetters").get(0).get("attempts").asInt()).isEqualTo(1);
         assertThat(dead.get("deadLetters").get(0).get("payload").asString()).isEqualTo("body 1");
-        assertThat(relay.get(base + "/dead?reason=lease%20expired").json().get("count").asInt()).isZero();
+        assertThat(relay.get(base + "/dead?reason=lease%20expired")
+                        .json()
+                        .get("count")
+                        .asInt())
+                .isZero();
 
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "later"));
         Answer selected = relay.post(base + "/replay", TOKEN, "{\"members\":\"dead-5\\ndead-2\"}");
         assertThat(selected.json().get("replayed").asLong()).isEqualTo(2);
         assertThat(RelayTestKit.collect(received, 2, Duration.ofSeconds(5), Duration.ofMillis(300)))
-                .extracting(Received::text).containsExactlyInAnyOrder("body 5", "body 2");
+                .extracting(Received::text)
+                .containsExactlyInAnyOrder("body 5", "body 2");
         Answer oldest = relay.post(base + "/replay", TOKEN, "{\"limit\":2}");
         assertThat(oldest.json().get("replayed").asLong()).isEqualTo(2);
         assertThat(RelayTestKit.collect(received, 2, Duration.ofSeconds(5), Duration.ofMillis(300)))
-                .extracting(Received::text).containsExactlyInAnyOrder("body 1", "body 3");
+                .extracting(Received::text)
+                .containsExactlyInAnyOrder("body 1", "body 3");
         Answer purged = relay.post(base + "/purge", TOKEN, "{\"limit\":1}");
         assertThat(purged.json().get("purged").asLong()).isEqualTo(1);
         assertThat(members(relay.get(base + "/dead").json().get("deadLetters"))).containsExactly("dead-6");
-        assertThat(relay.post(base + "/replay", TOKEN, "{\"limit\":0}").status()).isEqualTo(400);
+        assertThat(relay.post(base + "/replay", TOKEN, "{\"limit\":0}").status())
+                .isEqualTo(400);
     }
 
     @Test
@@ -286,18 +333,25 @@ class RelayOpsEndpointTest {
 
         Answer health = relay.get("/actuator/health");
         assertThat(health.status()).isEqualTo(200);
-        assertThat(health.json().get("components").get("redis").get("status").asString()).isEqualTo("UP");
-        assertThat(health.json().get("components").get("rabbit").get("status").asString()).isEqualTo("UP");
-        await().atMost(Duration.ofSeconds(5)).until(() -> relay.get("/actuator/health/readiness").status() == 200);
+        assertThat(health.json().get("components").get("redis").get("status").asString())
+                .isEqualTo("UP");
+        assertThat(health.json().get("components").get("rabbit").get("status").asString())
+                .isEqualTo("UP");
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> relay.get("/actuator/health/readiness").status() == 200);
 
         engine.stop();
-        await().atMost(Duration.ofSeconds(5)).until(() -> relay.get("/actuator/health/readiness").status() == 503);
-        assertThat(relay.get("/actuator/health/readiness").json().get("status").asString()).isEqualTo("OUT_OF_SERVICE");
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> relay.get("/actuator/health/readiness").status() == 503);
+        assertThat(relay.get("/actuator/health/readiness").json().get("status").asString())
+                .isEqualTo("OUT_OF_SERVICE");
         assertThat(relay.get("/actuator/health/liveness").status()).isEqualTo(200);
-        assertThat(relay.get("/actuator/relay").json().get("running").asBoolean()).isFalse();
+        assertThat(relay.get("/actuator/relay").json().get("running").asBoolean())
+                .isFalse();
 
         engine.start();
-        await().atMost(Duration.ofSeconds(5)).until(() -> relay.get("/actuator/health/readiness").status() == 200);
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> relay.get("/actuator/health/readiness").status() == 200);
         assertThat(relay.get("/actuator/health/liveness").status()).isEqualTo(200);
     }
 
@@ -307,7 +361,8 @@ class RelayOpsEndpointTest {
         String exchange = kit.exchange("opsprom");
         WebRelay relay = start(RelayTestKit.business(kit.baseProperties(), business, exchange, "due"));
 
-        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(relay.get("/actuator/prometheus").text())
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(
+                        relay.get("/actuator/prometheus").text())
                 .contains("delay_relay_backlog_messages{business=\"" + business + "\",state=\"due\"} 0.0")
                 .contains("delay_relay_shards{business=\"" + business + "\"} 16.0"));
         assertThat(relay.get("/actuator/info").status()).isEqualTo(200);

@@ -6,8 +6,10 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
+import io.delayrelay.app.DelayRelayApplication;
 import io.delayrelay.app.support.TestRelayApplication;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -19,24 +21,26 @@ import tools.jackson.databind.json.JsonMapper;
 final class WebRelay implements AutoCloseable {
 
     /** An HTTP answer: status, body text and the body parsed as JSON (null when it is not JSON). */
-    record Answer(int status, String text, JsonNode json) {
-    }
+    record Answer(int status, String text, JsonNode json) {}
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final HttpClient http =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final ConfigurableApplicationContext context;
     final int managementPort;
 
     WebRelay(Map<String, Object> properties) {
-        Map<String, Object> all = new java.util.LinkedHashMap<>(properties);
-        all.put("spring.config.name", io.delayrelay.app.DelayRelayApplication.CONFIG_NAME);
+        Map<String, Object> all = new LinkedHashMap<>(properties);
+        all.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);
         all.put("server.port", 0);
         all.put("management.server.port", 0);
         // delay-relay.yaml sets management.server.port=${MANAGEMENT_PORT:8081}, and a config file beats these
         // default properties: without this every test relay would bind 8081 (and collide with any other on it).
         all.put("MANAGEMENT_PORT", 0);
-        context = new SpringApplicationBuilder(TestRelayApplication.class).web(WebApplicationType.SERVLET)
-                .properties(all).run();
+        context = new SpringApplicationBuilder(TestRelayApplication.class)
+                .web(WebApplicationType.SERVLET)
+                .properties(all)
+                .run();
         managementPort = Integer.parseInt(context.getEnvironment().getProperty("local.management.port"));
     }
 
@@ -49,8 +53,8 @@ final class WebRelay implements AutoCloseable {
     }
 
     Answer post(String path, String token, String jsonBody) {
-        HttpRequest.BodyPublisher body = jsonBody == null ? HttpRequest.BodyPublishers.noBody()
-                : HttpRequest.BodyPublishers.ofString(jsonBody);
+        HttpRequest.BodyPublisher body =
+                jsonBody == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(jsonBody);
         // actuator write operations take JSON; without a Content-Type header they answer 415
         return send(HttpRequest.newBuilder(uri(path)).POST(body).header("Content-Type", "application/json"), token);
     }
@@ -68,8 +72,8 @@ final class WebRelay implements AutoCloseable {
             request.header(RelayOpsProperties.TOKEN_HEADER, token);
         }
         try {
-            HttpResponse<String> response = http.send(request.timeout(Duration.ofSeconds(10)).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> response =
+                    http.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
             JsonNode json = null;
             try {
                 json = response.body().isEmpty() ? null : JSON.readTree(response.body());

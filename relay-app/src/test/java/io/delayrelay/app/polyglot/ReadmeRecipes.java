@@ -18,13 +18,12 @@ import java.util.regex.Pattern;
 final class ReadmeRecipes {
 
     /** One row of the README's shard-rule table. */
-    record Vector(String key, long crc32, int shardOf16, int shardOf7) {
-    }
+    record Vector(String key, long crc32, int shardOf16, int shardOf7) {}
 
-    private static final Pattern RECIPE = Pattern.compile("<!-- recipe: ([a-z]+)[^>]*-->\\s*\\n```[a-z]*\\n(.*?)\\n```",
-            Pattern.DOTALL);
-    private static final Pattern VECTOR_ROW = Pattern.compile(
-            "^\\| `([^`]+)` \\| `(\\d+)` \\| (\\d+) \\| (\\d+) \\|$", Pattern.MULTILINE);
+    private static final Pattern RECIPE =
+            Pattern.compile("<!-- recipe: ([a-z]+)[^>]*-->\\s*\\n```[a-z]*\\n(.*?)\\n```", Pattern.DOTALL);
+    private static final Pattern VECTOR_ROW =
+            Pattern.compile("^\\| `([^`]+)` \\| `(\\d+)` \\| (\\d+) \\| (\\d+) \\|$", Pattern.MULTILINE);
 
     private final Path root;
     private final String readme;
@@ -37,11 +36,13 @@ final class ReadmeRecipes {
     /** Finds the repository root (README.md next to contract/) from the working directory upwards. */
     static ReadmeRecipes load() {
         Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !(Files.isRegularFile(dir.resolve("README.md")) && Files.isDirectory(dir.resolve("contract")))) {
+        while (dir != null
+                && !(Files.isRegularFile(dir.resolve("README.md")) && Files.isDirectory(dir.resolve("contract")))) {
             dir = dir.getParent();
         }
         if (dir == null) {
-            throw new IllegalStateException("no README.md next to a contract/ folder above " + Path.of("").toAbsolutePath());
+            throw new IllegalStateException("no README.md next to a contract/ folder above "
+                    + Path.of("").toAbsolutePath());
         }
         try {
             return new ReadmeRecipes(dir, Files.readString(dir.resolve("README.md")));
@@ -84,7 +85,10 @@ final class ReadmeRecipes {
         Matcher m = VECTOR_ROW.matcher(readme.substring(marker, end < 0 ? readme.length() : end));
         List<Vector> rows = new ArrayList<>();
         while (m.find()) {
-            rows.add(new Vector(m.group(1), Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)),
+            rows.add(new Vector(
+                    m.group(1),
+                    Long.parseLong(m.group(2)),
+                    Integer.parseInt(m.group(3)),
                     Integer.parseInt(m.group(4))));
         }
         return rows;

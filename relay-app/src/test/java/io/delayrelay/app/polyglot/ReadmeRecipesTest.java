@@ -1,8 +1,5 @@
 package io.delayrelay.app.polyglot;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -36,6 +33,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.data.redis.connection.RedisConnection;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 /**
  * The README's producer recipes for other languages, run as written (issue 14): the shell (redis-cli), Python and
  * Node blocks are extracted from README.md and called through scripts/polyglot/'s drivers against the real Redis;
@@ -50,6 +50,7 @@ class ReadmeRecipesTest {
     private static final String LATER_MS = "60000";
     /** Long enough that only a wake-up published by a recipe or the producer explains a prompt delivery. */
     private static final String MAX_IDLE = "60s";
+
     private static final Duration PROMPT = Duration.ofSeconds(10);
 
     private final RelayTestKit kit = new RelayTestKit();
@@ -86,9 +87,11 @@ class ReadmeRecipesTest {
     @Test
     void theReadmeMarksTheShellPythonNodeAndGoRecipesAndShardVectorsWithAHighBitCrc() {
         assertThat(readme.recipes()).containsOnlyKeys("shell", "python", "node", "go");
-        assertThat(readme.vectors()).hasSizeGreaterThanOrEqualTo(4)
+        assertThat(readme.vectors())
+                .hasSizeGreaterThanOrEqualTo(4)
                 .anySatisfy(v -> assertThat(v.key()).as("a non-ASCII key").isNotEqualTo(asciiOnly(v.key())))
-                .anySatisfy(v -> assertThat(v.crc32()).as("a CRC32 with the high bit set shows signed-CRC32 bugs")
+                .anySatisfy(v -> assertThat(v.crc32())
+                        .as("a CRC32 with the high bit set shows signed-CRC32 bugs")
                         .isGreaterThan(Integer.MAX_VALUE));
     }
 
@@ -97,8 +100,12 @@ class ReadmeRecipesTest {
         for (Vector v : readme.vectors()) {
             byte[] key = v.key().getBytes(StandardCharsets.UTF_8);
             assertThat(ShardSelector.crc32(key)).as("CRC32 of %s", v.key()).isEqualTo(v.crc32());
-            assertThat(ShardSelector.shardOf(key, 16)).as("shard of 16 of %s", v.key()).isEqualTo(v.shardOf16());
-            assertThat(ShardSelector.shardOf(key, 7)).as("shard of 7 of %s", v.key()).isEqualTo(v.shardOf7());
+            assertThat(ShardSelector.shardOf(key, 16))
+                    .as("shard of 16 of %s", v.key())
+                    .isEqualTo(v.shardOf16());
+            assertThat(ShardSelector.shardOf(key, 7))
+                    .as("shard of 7 of %s", v.key())
+                    .isEqualTo(v.shardOf7());
         }
     }
 
@@ -109,9 +116,13 @@ class ReadmeRecipesTest {
         List<Vector> vectors = readme.vectors();
         String[] keys = vectors.stream().map(Vector::key).toArray(String[]::new);
         assertThat(recipe.run(concat("shard", "16", keys)).lines())
-                .containsExactlyElementsOf(vectors.stream().map(v -> Integer.toString(v.shardOf16())).toList());
+                .containsExactlyElementsOf(vectors.stream()
+                        .map(v -> Integer.toString(v.shardOf16()))
+                        .toList());
         assertThat(recipe.run(concat("shard", "7", keys)).lines())
-                .containsExactlyElementsOf(vectors.stream().map(v -> Integer.toString(v.shardOf7())).toList());
+                .containsExactlyElementsOf(vectors.stream()
+                        .map(v -> Integer.toString(v.shardOf7()))
+                        .toList());
     }
 
     @ParameterizedTest(name = "{0}")
@@ -132,22 +143,35 @@ class ReadmeRecipesTest {
         assertPromptlyDelivered(language, body.formatted("due now"), "by-recipe-0");
 
         recipe.run("schedule_plain", k, "plain, cancelled by Java", LATER_MS);
-        assertThat(producer.cancel(business, "plain, cancelled by Java")).as("Java cancels a plain ZADD").isTrue();
+        assertThat(producer.cancel(business, "plain, cancelled by Java"))
+                .as("Java cancels a plain ZADD")
+                .isTrue();
 
         recipe.run("schedule_by_id", k, "by-recipe-1", body.formatted("cancelled"), LATER_MS);
-        assertThat(producer.cancelById(business, "by-recipe-1")).as("Java cancels by id").isTrue();
+        assertThat(producer.cancelById(business, "by-recipe-1"))
+                .as("Java cancels by id")
+                .isTrue();
         assertThat(producer.cancelById(business, "by-recipe-1")).isFalse();
 
         recipe.run("schedule_by_id", k, "by-recipe-2", body.formatted("rescheduled by Java"), LATER_MS);
-        assertThat(producer.rescheduleById(business, "by-recipe-2", Instant.ofEpochMilli(kit.redisNowMs()))).isTrue();
+        assertThat(producer.rescheduleById(business, "by-recipe-2", Instant.ofEpochMilli(kit.redisNowMs())))
+                .isTrue();
 
-        producer.scheduleById(business, "by-java-3", body.formatted("cancelled"), Instant.ofEpochMilli(kit.redisNowMs() + 60_000));
-        assertThat(recipe.run("cancel_by_id", k, "by-java-3")).as("the recipe cancels by id").isEqualTo("1");
+        producer.scheduleById(
+                business, "by-java-3", body.formatted("cancelled"), Instant.ofEpochMilli(kit.redisNowMs() + 60_000));
+        assertThat(recipe.run("cancel_by_id", k, "by-java-3"))
+                .as("the recipe cancels by id")
+                .isEqualTo("1");
         assertThat(recipe.run("cancel_by_id", k, "by-java-3")).isEqualTo("0");
 
-        producer.scheduleById(business, "by-java-4", body.formatted("rescheduled by " + language), Instant.ofEpochMilli(kit.redisNowMs() + 60_000));
+        producer.scheduleById(
+                business,
+                "by-java-4",
+                body.formatted("rescheduled by " + language),
+                Instant.ofEpochMilli(kit.redisNowMs() + 60_000));
         long now = kit.redisNowMs();
-        assertThat(Long.parseLong(recipe.run("reschedule_by_id", k, "by-java-4", "0"))).as("due on Redis time")
+        assertThat(Long.parseLong(recipe.run("reschedule_by_id", k, "by-java-4", "0")))
+                .as("due on Redis time")
                 .isBetween(now, now + 5_000);
 
         recipe.run("schedule_by_id", k, "by-recipe-5", body.formatted("version 1"), LATER_MS);
@@ -161,18 +185,25 @@ class ReadmeRecipesTest {
                 hex(body.formatted("rescheduled by Java")), "by-recipe-2",
                 hex(body.formatted("rescheduled by " + language)), "by-java-4",
                 hex(body.formatted("version 2")), "by-recipe-5"));
-        List<Received> all = RelayTestKit.collect(receivedOf.get(language), expected.size(), Duration.ofSeconds(15),
-                Duration.ofSeconds(1));
-        Map<String, String> delivered = all.stream().collect(
-                Collectors.toMap(r -> hex(r.body()), ReadmeRecipesTest::id, (a, b) -> a + " delivered twice", TreeMap::new));
-        assertThat(delivered).as("exactly these bodies, byte for byte, each once, with its id").isEqualTo(expected);
+        List<Received> all = RelayTestKit.collect(
+                receivedOf.get(language), expected.size(), Duration.ofSeconds(15), Duration.ofSeconds(1));
+        Map<String, String> delivered = all.stream()
+                .collect(Collectors.toMap(
+                        r -> hex(r.body()), ReadmeRecipesTest::id, (a, b) -> a + " delivered twice", TreeMap::new));
+        assertThat(delivered)
+                .as("exactly these bodies, byte for byte, each once, with its id")
+                .isEqualTo(expected);
         for (Received r : all) {
             byte[] shardingKey = id(r).isEmpty() ? r.body() : id(r).getBytes(StandardCharsets.UTF_8);
-            assertThat(r.header(RelayHeaders.SHARD)).as("the recipe's shard is Java's").isEqualTo(ShardSelector.shardOf(shardingKey, SHARDS));
+            assertThat(r.header(RelayHeaders.SHARD))
+                    .as("the recipe's shard is Java's")
+                    .isEqualTo(ShardSelector.shardOf(shardingKey, SHARDS));
         }
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
             assertThat(kit.scheduled(business)).as("nothing left scheduled").isZero();
-            assertThat(kit.countAll(business, "inflight")).as("nothing left in flight").isZero();
+            assertThat(kit.countAll(business, "inflight"))
+                    .as("nothing left in flight")
+                    .isZero();
             assertThat(kit.keysOf(business)).as("no payload left behind").noneMatch(key -> key.endsWith(":payloads"));
         });
     }
@@ -183,8 +214,8 @@ class ReadmeRecipesTest {
         RecipeRunner recipe = RecipeRunner.of(language, readme, recipes);
         String business = kit.business("poly-reshard-" + language);
         DelayQueueKeys keys = keysOf(business);
-        RedisDelayedMessageProducer javaProducer = new RedisDelayedMessageProducer(kit.redisFactory(), 16, Duration.ZERO,
-                DelayQueueKeys::forBusiness);
+        RedisDelayedMessageProducer javaProducer =
+                new RedisDelayedMessageProducer(kit.redisFactory(), 16, Duration.ZERO, DelayQueueKeys::forBusiness);
         long later = kit.redisNowMs() + 600_000;
         for (String id : List.of("moved-1", "cancelled-2", "replaced-3")) {
             javaProducer.scheduleById(business, id, "under 16 shards", Instant.ofEpochMilli(later));
@@ -194,13 +225,16 @@ class ReadmeRecipesTest {
         hset(keys.meta(), MetaFields.DRAINING, "16");
         hset(keys.meta(), MetaFields.HISTORY, "16");
 
-        assertThat(recipe.run("reschedule_by_id", keys.sourceKey(), "moved-1", "300000")).isNotEqualTo("-1");
+        assertThat(recipe.run("reschedule_by_id", keys.sourceKey(), "moved-1", "300000"))
+                .isNotEqualTo("-1");
         assertThat(recipe.run("cancel_by_id", keys.sourceKey(), "cancelled-2")).isEqualTo("1");
         recipe.run("schedule_by_id", keys.sourceKey(), "replaced-3", "under 7 shards", "300000");
 
-        assertThat(copies(keys, "moved-1")).hasSize(1).allSatisfy((shard, due) -> assertThat(due).isLessThan(later));
+        assertThat(copies(keys, "moved-1")).hasSize(1).allSatisfy((shard, due) -> assertThat(due)
+                .isLessThan(later));
         assertThat(copies(keys, "cancelled-2")).isEmpty();
-        assertThat(copies(keys, "replaced-3")).as("one live copy, under the new count")
+        assertThat(copies(keys, "replaced-3"))
+                .as("one live copy, under the new count")
                 .containsOnlyKeys(ShardSelector.shardOf("replaced-3", 7));
     }
 
@@ -208,35 +242,47 @@ class ReadmeRecipesTest {
     void everyRecipeBuildsTheKeysOfTheJavaContractAndCallsItsScripts() {
         DelayQueueKeys keys = DelayQueueKeys.of("K");
         List<String> suffixes = List.of(keys.payloads(0), keys.inflight(0), keys.attempts(0), keys.dead(0)).stream()
-                .map(key -> key.substring(key.indexOf('}'))).toList();
+                .map(key -> key.substring(key.indexOf('}')))
+                .toList();
         readme.recipes().forEach((language, code) -> {
             for (String suffix : suffixes) {
-                assertThat(code).as("%s recipe builds {K:i}%s", language, suffix.substring(1)).containsPattern(word(suffix));
+                assertThat(code)
+                        .as("%s recipe builds {K:i}%s", language, suffix.substring(1))
+                        .containsPattern(word(suffix));
             }
-            for (String name : List.of(keys.meta().substring(1), keys.wake().substring(1), MetaFields.SHARDS, MetaFields.HISTORY)) {
+            for (String name : List.of(
+                    keys.meta().substring(1), keys.wake().substring(1), MetaFields.SHARDS, MetaFields.HISTORY)) {
                 assertThat(code).as("%s recipe uses %s", language, name).containsPattern(word(name));
             }
             for (String script : List.of("schedule", "reschedule", "cancel")) {
-                assertThat(code).as("%s recipe runs %s.lua", language, script).containsPattern("['\" ]" + script + "['\" ]");
-                assertThat(Files.isRegularFile(readme.root().resolve("contract/" + script + ".lua"))).isTrue();
+                assertThat(code)
+                        .as("%s recipe runs %s.lua", language, script)
+                        .containsPattern("['\" ]" + script + "['\" ]");
+                assertThat(Files.isRegularFile(readme.root().resolve("contract/" + script + ".lua")))
+                        .isTrue();
             }
         });
     }
 
     private void assertPromptlyDelivered(String language, String body, String id) throws InterruptedException {
         Received r = receivedOf.get(language).poll(PROMPT.toMillis(), TimeUnit.MILLISECONDS);
-        assertThat(r).as("delivered within %s (max-idle %s): woken by the wake-up", PROMPT, MAX_IDLE).isNotNull();
+        assertThat(r)
+                .as("delivered within %s (max-idle %s): woken by the wake-up", PROMPT, MAX_IDLE)
+                .isNotNull();
         assertThat(hex(r.body())).as("byte for byte").isEqualTo(hex(body));
         assertThat(id(r)).isEqualTo(id);
         byte[] shardingKey = id.isEmpty() ? r.body() : id.getBytes(StandardCharsets.UTF_8);
-        assertThat(r.header(RelayHeaders.SHARD)).as("the recipe's shard is Java's").isEqualTo(ShardSelector.shardOf(shardingKey, SHARDS));
+        assertThat(r.header(RelayHeaders.SHARD))
+                .as("the recipe's shard is Java's")
+                .isEqualTo(ShardSelector.shardOf(shardingKey, SHARDS));
     }
 
     private Map<Integer, Long> copies(DelayQueueKeys keys, String member) {
         Map<Integer, Long> found = new TreeMap<>();
         try (RedisConnection c = kit.redis()) {
             for (int shard = 0; shard < 16; shard++) {
-                Double score = c.zSetCommands().zScore(DelayQueueKeys.bytes(keys.shard(shard)), DelayQueueKeys.bytes(member));
+                Double score =
+                        c.zSetCommands().zScore(DelayQueueKeys.bytes(keys.shard(shard)), DelayQueueKeys.bytes(member));
                 if (score != null) {
                     found.put(shard, score.longValue());
                 }
@@ -281,7 +327,10 @@ class ReadmeRecipesTest {
     }
 
     private static String asciiOnly(String s) {
-        return s.chars().filter(c -> c < 128).collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
+        return s.chars()
+                .filter(c -> c < 128)
+                .collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append)
+                .toString();
     }
 
     private static String[] concat(String a, String b, String... rest) {

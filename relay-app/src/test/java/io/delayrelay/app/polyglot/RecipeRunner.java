@@ -33,29 +33,37 @@ final class RecipeRunner {
     static RecipeRunner of(String language, ReadmeRecipes readme, Path dir) throws IOException {
         Path root = readme.root();
         Path drivers = root.resolve("scripts/polyglot");
-        List<String> launcher = switch (language) {
-            case "shell" -> {
-                requireTool(root, "redis-cli, gzip and od", "apt-get install redis-tools gzip coreutils",
-                        "bash", "-c", "redis-cli --version && gzip --version && od --version");
-                yield List.of("bash", drivers.resolve("driver.sh").toString());
-            }
-            case "python" -> List.of(python(root), drivers.resolve("driver.py").toString());
-            case "node" -> {
-                requireTool(root, "Node.js 18+", "apt-get install nodejs npm", "node", "--version");
-                if (!Files.isDirectory(drivers.resolve("node_modules/ioredis"))
-                        || !Files.isDirectory(drivers.resolve("node_modules/crc-32"))) {
-                    throw new IllegalStateException("the Node recipe needs ioredis and crc-32: run "
-                            + "'(cd scripts/polyglot && npm ci)' (scripts/test.sh does it)");
-                }
-                yield List.of("node", drivers.resolve("driver.js").toString());
-            }
-            default -> throw new IllegalArgumentException("no driver for recipe language " + language);
-        };
-        String extension = switch (language) {
-            case "shell" -> ".sh";
-            case "python" -> ".py";
-            default -> ".js";
-        };
+        List<String> launcher =
+                switch (language) {
+                    case "shell" -> {
+                        requireTool(
+                                root,
+                                "redis-cli, gzip and od",
+                                "apt-get install redis-tools gzip coreutils",
+                                "bash",
+                                "-c",
+                                "redis-cli --version && gzip --version && od --version");
+                        yield List.of("bash", drivers.resolve("driver.sh").toString());
+                    }
+                    case "python" -> List.of(
+                            python(root), drivers.resolve("driver.py").toString());
+                    case "node" -> {
+                        requireTool(root, "Node.js 18+", "apt-get install nodejs npm", "node", "--version");
+                        if (!Files.isDirectory(drivers.resolve("node_modules/ioredis"))
+                                || !Files.isDirectory(drivers.resolve("node_modules/crc-32"))) {
+                            throw new IllegalStateException("the Node recipe needs ioredis and crc-32: run "
+                                    + "'(cd scripts/polyglot && npm ci)' (scripts/test.sh does it)");
+                        }
+                        yield List.of("node", drivers.resolve("driver.js").toString());
+                    }
+                    default -> throw new IllegalArgumentException("no driver for recipe language " + language);
+                };
+        String extension =
+                switch (language) {
+                    case "shell" -> ".sh";
+                    case "python" -> ".py";
+                    default -> ".js";
+                };
         Path recipe = dir.resolve("recipe-" + language + extension);
         Files.writeString(recipe, readme.recipe(language));
         List<String> command = new ArrayList<>(launcher);
@@ -69,19 +77,20 @@ final class RecipeRunner {
         full.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(full).directory(root.toFile());
         builder.environment().put("REDIS_HOST", TestServices.redis().host());
-        builder.environment().put("REDIS_PORT", Integer.toString(TestServices.redis().port()));
+        builder.environment()
+                .put("REDIS_PORT", Integer.toString(TestServices.redis().port()));
         try {
             Process process = builder.redirectErrorStream(true).start();
             byte[] out = process.getInputStream().readAllBytes();
             if (!process.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
-                throw new IllegalStateException(language + " recipe " + List.of(args) + " did not finish in "
-                        + TIMEOUT_SECONDS + " s");
+                throw new IllegalStateException(
+                        language + " recipe " + List.of(args) + " did not finish in " + TIMEOUT_SECONDS + " s");
             }
             String text = new String(out, StandardCharsets.UTF_8).stripTrailing();
             if (process.exitValue() != 0) {
-                throw new IllegalStateException(language + " recipe " + List.of(args) + " exited with "
-                        + process.exitValue() + ":\n" + text);
+                throw new IllegalStateException(
+                        language + " recipe " + List.of(args) + " exited with " + process.exitValue() + ":\n" + text);
             }
             return text;
         } catch (IOException e) {
@@ -127,7 +136,10 @@ final class RecipeRunner {
 
     private static boolean succeeds(Path root, String... command) {
         try {
-            Process process = new ProcessBuilder(command).directory(root.toFile()).redirectErrorStream(true).start();
+            Process process = new ProcessBuilder(command)
+                    .directory(root.toFile())
+                    .redirectErrorStream(true)
+                    .start();
             process.getInputStream().readAllBytes();
             return process.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS) && process.exitValue() == 0;
         } catch (IOException e) {

@@ -1,8 +1,5 @@
 package io.delayrelay.app.security;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -23,6 +20,9 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.data.redis.connection.RedisConnection;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
 /**
  * The relay as a RabbitMQ user that may only write to its exchanges ({@code set_permissions '^$' '^(x)$' '^$'}):
  * the passive exchange check at start needs no permission, publishing works; a missing configure or write
@@ -33,7 +33,8 @@ class RabbitPermissionsTest {
 
     private final RelayTestKit kit = new RelayTestKit();
     private final String user = "relay-test-" + UUID.randomUUID().toString().substring(0, 8);
-    private final String password = "rabbit-Secret-" + UUID.randomUUID().toString().substring(0, 8);
+    private final String password =
+            "rabbit-Secret-" + UUID.randomUUID().toString().substring(0, 8);
 
     @BeforeEach
     void addUser() {
@@ -54,8 +55,16 @@ class RabbitPermissionsTest {
         String allowed = kit.exchange("sec-ok");
         String notWritable = kit.exchange("sec-nowrite");
         String notConfigurable = kit.exchange("sec-noconf");
-        Shell.run(60, "rabbitmqctl", "set_permissions", "-p", "/", user, "^$",
-                "^(" + quote(allowed) + "|" + quote(notConfigurable) + ")$", "^$");
+        Shell.run(
+                60,
+                "rabbitmqctl",
+                "set_permissions",
+                "-p",
+                "/",
+                user,
+                "^$",
+                "^(" + quote(allowed) + "|" + quote(notConfigurable) + ")$",
+                "^$");
         BlockingQueue<Received> received = kit.consume(kit.queue(allowed, "due"));
         kit.queue(notWritable, "due");
         BlockingQueue<Received> declaredReceived = kit.consume(kit.queue(notConfigurable, "due"));
@@ -78,10 +87,13 @@ class RabbitPermissionsTest {
         List<Received> all = RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(200));
         assertThat(all).extracting(Received::text).containsExactly("written with write permission only");
         assertThat(RelayTestKit.collect(declaredReceived, 1, Duration.ofSeconds(10), Duration.ofMillis(200)))
-                .extracting(Received::text).containsExactly("exchange exists, declare refused");
-        assertThat(output.getAll()).as("the passive check of an existing exchange needs no permission")
+                .extracting(Received::text)
+                .containsExactly("exchange exists, declare refused");
+        assertThat(output.getAll())
+                .as("the passive check of an existing exchange needs no permission")
                 .doesNotContain("could not check exchange '" + allowed + "'");
-        assertThat(output.getAll()).as("a refused declare is reported with the exchange and the broker's reason")
+        assertThat(output.getAll())
+                .as("a refused declare is reported with the exchange and the broker's reason")
                 .contains("could not check exchange '" + notConfigurable + "'")
                 .contains("ACCESS_REFUSED");
 
@@ -96,8 +108,8 @@ class RabbitPermissionsTest {
 
     private String deadReason(DelayQueueKeys keys, int shard, String member) {
         try (RedisConnection c = kit.redis()) {
-            byte[] reason = c.hashCommands().hGet(DelayQueueKeys.bytes(keys.deadReasons(shard)),
-                    member.getBytes(StandardCharsets.UTF_8));
+            byte[] reason = c.hashCommands()
+                    .hGet(DelayQueueKeys.bytes(keys.deadReasons(shard)), member.getBytes(StandardCharsets.UTF_8));
             return reason == null ? null : new String(reason, StandardCharsets.UTF_8);
         }
     }

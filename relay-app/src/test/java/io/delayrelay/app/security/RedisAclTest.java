@@ -1,19 +1,18 @@
 package io.delayrelay.app.security;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.faults.Shell;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
@@ -21,12 +20,18 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.data.redis.health.DataRedisHealthIndicator;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.util.FileSystemUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The relay and a producer as least-privileged Redis ACL users, on a separate redis-server (port 6391) whose default
@@ -54,10 +59,28 @@ class RedisAclTest {
     @BeforeAll
     static void startRedisWithAcls() throws Exception {
         dir = Files.createTempDirectory("delay-relay-redis-acl");
-        Shell.run(20, "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", Integer.toString(PORT),
-                "--requirepass", ADMIN_PASSWORD, "--save", "", "--appendonly", "no", "--dir", dir.toString(),
-                "--logfile", dir.resolve("redis.log").toString());
-        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> admin("ping").trim().equals("PONG"));
+        Shell.run(
+                20,
+                "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                Integer.toString(PORT),
+                "--requirepass",
+                ADMIN_PASSWORD,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                dir.toString(),
+                "--logfile",
+                dir.resolve("redis.log").toString());
+        await().atMost(Duration.ofSeconds(10))
+                .ignoreExceptions()
+                .until(() -> admin("ping").trim().equals("PONG"));
         acl("delay-relay", RELAY_PASSWORD, RELAY_RULES);
         acl("delay-producer", PRODUCER_PASSWORD, PRODUCER_RULES);
         admin("acl", "log", "reset");
@@ -89,7 +112,7 @@ class RedisAclTest {
             props.put("relay.wake.keyspace-events", "off");
             RelayTestKit.business(props, business, exchange, "due", "threads", 2);
             RelayTestKit.business(props, dead, exchange, "nobody-listens", "threads", 1);
-            org.springframework.context.ConfigurableApplicationContext relay = kit.startRelay(props);
+            ConfigurableApplicationContext relay = kit.startRelay(props);
 
             LettuceConnectionFactory producerRedis = factory("delay-producer", PRODUCER_PASSWORD);
             try {
@@ -100,42 +123,78 @@ class RedisAclTest {
                 producer.scheduleById(business, "order-2", "{\"order\":2}", Instant.ofEpochMilli(now + 300));
                 producer.scheduleByIdAfter(business, "order-3", "{\"order\":3}", Duration.ofMillis(200));
                 assertThat(producer.cancelById(business, "order-2")).isTrue();
-                assertThat(producer.rescheduleById(business, "order-3", Instant.ofEpochMilli(now + 600))).isTrue();
+                assertThat(producer.rescheduleById(business, "order-3", Instant.ofEpochMilli(now + 600)))
+                        .isTrue();
                 assertThat(producer.count(business)).isEqualTo(3);
                 assertThat(producer.peek(business, 10)).hasSize(3);
                 producer.scheduleAfter(dead, "nobody wants me", Duration.ZERO);
 
                 List<Received> all = RelayTestKit.collect(received, 3, Duration.ofSeconds(10), Duration.ofMillis(300));
-                assertThat(all).extracting(Received::text)
+                assertThat(all)
+                        .extracting(Received::text)
                         .containsExactlyInAnyOrder("plain", "{\"order\":1}", "{\"order\":3}");
                 DelayQueueKeys deadKeys = DelayQueueKeys.forBusiness(dead);
-                int shard = io.delayrelay.api.ShardSelector.shardOf("nobody wants me", 16);
+                int shard = ShardSelector.shardOf("nobody wants me", 16);
                 await().atMost(Duration.ofSeconds(10)).until(() -> zcard(producerRedis, deadKeys.dead(shard)) == 1);
                 Thread.sleep(1_500); // a few reaper and topology rounds as the ACL user
                 // the actuator's Redis health check (INFO) as the relay's ACL user
-                assertThat(new org.springframework.boot.data.redis.health.DataRedisHealthIndicator(
-                        relay.getBean(org.springframework.data.redis.connection.RedisConnectionFactory.class))
-                        .health().getStatus().getCode()).isEqualTo("UP");
+                assertThat(new DataRedisHealthIndicator(relay.getBean(RedisConnectionFactory.class))
+                                .health()
+                                .getStatus()
+                                .getCode())
+                        .isEqualTo("UP");
             } finally {
                 producerRedis.destroy();
             }
             String denied = admin("acl", "log");
             assertThat(denied).as("ACL LOG: commands the rules refused").isBlank();
         }
-        assertThat(output.getAll()).as("passwords never logged")
-                .doesNotContain(RELAY_PASSWORD).doesNotContain(PRODUCER_PASSWORD);
+        assertThat(output.getAll())
+                .as("passwords never logged")
+                .doesNotContain(RELAY_PASSWORD)
+                .doesNotContain(PRODUCER_PASSWORD);
     }
 
     @Test
     void theRelayUserCannotTouchOtherKeysOrAdministerTheServer() {
-        String other = Shell.run(10, "redis-cli", "-p", Integer.toString(PORT), "--user", "delay-relay", "--pass",
-                RELAY_PASSWORD, "--no-auth-warning", "get", "sessions:42");
+        String other = Shell.run(
+                10,
+                "redis-cli",
+                "-p",
+                Integer.toString(PORT),
+                "--user",
+                "delay-relay",
+                "--pass",
+                RELAY_PASSWORD,
+                "--no-auth-warning",
+                "get",
+                "sessions:42");
         assertThat(other).contains("NOPERM");
-        String flush = Shell.run(10, "redis-cli", "-p", Integer.toString(PORT), "--user", "delay-relay", "--pass",
-                RELAY_PASSWORD, "--no-auth-warning", "flushall");
+        String flush = Shell.run(
+                10,
+                "redis-cli",
+                "-p",
+                Integer.toString(PORT),
+                "--user",
+                "delay-relay",
+                "--pass",
+                RELAY_PASSWORD,
+                "--no-auth-warning",
+                "flushall");
         assertThat(flush).contains("NOPERM");
-        String publish = Shell.run(10, "redis-cli", "-p", Integer.toString(PORT), "--user", "delay-producer", "--pass",
-                PRODUCER_PASSWORD, "--no-auth-warning", "publish", "other-channel", "hi");
+        String publish = Shell.run(
+                10,
+                "redis-cli",
+                "-p",
+                Integer.toString(PORT),
+                "--user",
+                "delay-producer",
+                "--pass",
+                PRODUCER_PASSWORD,
+                "--no-auth-warning",
+                "publish",
+                "other-channel",
+                "hi");
         assertThat(publish).contains("NOPERM");
         admin("acl", "log", "reset");
     }
@@ -165,7 +224,7 @@ class RedisAclTest {
 
     /** ACL SETUSER user rules... >password */
     private static void acl(String user, String password, String rules) {
-        List<String> command = new java.util.ArrayList<>(List.of("acl", "setuser", user));
+        List<String> command = new ArrayList<>(List.of("acl", "setuser", user));
         command.addAll(List.of(rules.split(" ")));
         command.add(">" + password);
         assertThat(admin(command.toArray(String[]::new)).trim()).isEqualTo("OK");

@@ -2,18 +2,19 @@ package io.delayrelay.app.support;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.time.Duration;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -21,7 +22,9 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.LongString;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
@@ -127,7 +130,7 @@ public final class RelayTestKit implements AutoCloseable {
     }
 
     private static Object normalize(Object v) {
-        return v instanceof com.rabbitmq.client.LongString ls ? ls.toString() : v;
+        return v instanceof LongString ls ? ls.toString() : v;
     }
 
     /**
@@ -184,8 +187,8 @@ public final class RelayTestKit implements AutoCloseable {
     }
 
     /** A declared business's properties: exchange and routing key, plus extra settings. */
-    public static Map<String, Object> business(Map<String, Object> into, String name, String exchange,
-            String routingKey, Object... more) {
+    public static Map<String, Object> business(
+            Map<String, Object> into, String name, String exchange, String routingKey, Object... more) {
         String prefix = "relay.businesses." + name + ".";
         into.put(prefix + "exchange", exchange);
         into.put(prefix + "routing-key", routingKey);
@@ -201,7 +204,7 @@ public final class RelayTestKit implements AutoCloseable {
         all[0] = TestRelayApplication.class;
         System.arraycopy(sources, 0, all, 1, sources.length);
         ConfigurableApplicationContext context = new SpringApplicationBuilder(all)
-                .web(org.springframework.boot.WebApplicationType.NONE)
+                .web(WebApplicationType.NONE)
                 .properties(properties)
                 .run();
         contexts.add(context);
@@ -217,10 +220,14 @@ public final class RelayTestKit implements AutoCloseable {
 
     /** Every key of a business (its shards, payloads, in-flight, meta...). */
     public Set<String> keysOf(String business) {
-        Set<String> keys = new java.util.TreeSet<>();
+        Set<String> keys = new TreeSet<>();
         try (RedisConnection c = redis()) {
             for (String pattern : List.of("delayqueue:" + business + ":*", "{delayqueue:" + business + ":*")) {
-                try (Cursor<byte[]> cursor = c.keyCommands().scan(ScanOptions.scanOptions().match(pattern).count(1000).build())) {
+                try (Cursor<byte[]> cursor = c.keyCommands()
+                        .scan(ScanOptions.scanOptions()
+                                .match(pattern)
+                                .count(1000)
+                                .build())) {
                     cursor.forEachRemaining(k -> keys.add(new String(k, StandardCharsets.UTF_8)));
                 }
             }

@@ -15,19 +15,17 @@ import org.testcontainers.rabbitmq.RabbitMQContainer;
  */
 public final class TestServices {
 
-    public record Endpoint(String host, int port) {
-    }
+    public record Endpoint(String host, int port) {}
 
     private static Endpoint redis;
     private static Endpoint rabbit;
 
-    private TestServices() {
-    }
+    private TestServices() {}
 
     public static synchronized Endpoint redis() {
         if (redis == null) {
-            redis = resolve("Redis", env("REDIS_HOST", "127.0.0.1"), Integer.parseInt(env("REDIS_PORT", "6379")),
-                    () -> {
+            redis = resolve(
+                    "Redis", env("REDIS_HOST", "127.0.0.1"), Integer.parseInt(env("REDIS_PORT", "6379")), () -> {
                         GenericContainer<?> c = new GenericContainer<>("redis:7-alpine").withExposedPorts(6379);
                         c.start();
                         return new Endpoint(c.getHost(), c.getMappedPort(6379));
@@ -38,8 +36,8 @@ public final class TestServices {
 
     public static synchronized Endpoint rabbit() {
         if (rabbit == null) {
-            rabbit = resolve("RabbitMQ", env("RABBIT_HOST", "127.0.0.1"), Integer.parseInt(env("RABBIT_PORT", "5672")),
-                    () -> {
+            rabbit = resolve(
+                    "RabbitMQ", env("RABBIT_HOST", "127.0.0.1"), Integer.parseInt(env("RABBIT_PORT", "5672")), () -> {
                         RabbitMQContainer c = new RabbitMQContainer("rabbitmq:3.13-management");
                         c.start();
                         return new Endpoint(c.getHost(), c.getAmqpPort());
@@ -67,7 +65,8 @@ public final class TestServices {
         }
         throw new IllegalStateException(what + " is not reachable at " + host + ":" + port
                 + " and no Docker engine is available for Testcontainers. Start the local services with "
-                + "'scripts/services.sh up' (or set " + (what.equals("Redis") ? "REDIS_HOST/REDIS_PORT" : "RABBIT_HOST/RABBIT_PORT")
+                + "'scripts/services.sh up' (or set "
+                + (what.equals("Redis") ? "REDIS_HOST/REDIS_PORT" : "RABBIT_HOST/RABBIT_PORT")
                 + " to a running server). The tests need a real " + what + "; they never skip.");
     }
 

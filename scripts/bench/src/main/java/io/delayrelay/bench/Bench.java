@@ -17,8 +17,7 @@ import java.util.Map;
  */
 public final class Bench {
 
-    private Bench() {
-    }
+    private Bench() {}
 
     public static void main(String[] args) throws Exception {
         boolean full = false;
@@ -42,8 +41,8 @@ public final class Bench {
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
-        BenchConfig config = BenchConfig.of(full, messages, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit),
-                out, only);
+        BenchConfig config = BenchConfig.of(
+                full, messages, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit), out, only);
         long started = System.currentTimeMillis();
         Report report = new Report(config);
         try (Infra infra = new Infra(config)) {
@@ -70,13 +69,22 @@ public final class Bench {
             // otherwise be charged to whichever contender happens to run first.
             System.err.println("[bench] warm-up drain (not reported)");
             s.drain(new RelayContender(infra, "relay", x, Map.of()), "warm-up", 0, cap);
-            Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 500", 0, cap);
-            report.relayDefault(relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()),
-                    "defaults: 2 threads, batch 500", 1_000, cap));
+            Scenarios.Drain relayAll =
+                    s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 500", 0, cap);
+            report.relayDefault(
+                    relayAll,
+                    s.drain(
+                            new RelayContender(infra, "relay", x, Map.of()),
+                            "defaults: 2 threads, batch 500",
+                            1_000,
+                            cap));
             Scenarios.Drain best = relayAll;
             for (int[] tb : config.sweep()) {
-                Scenarios.Drain d = s.drain(new RelayContender(infra, "relay",  x,
-                        Map.of("threads", tb[0], "batch-size", tb[1])), tb[0] + " threads, batch " + tb[1], 0, cap);
+                Scenarios.Drain d = s.drain(
+                        new RelayContender(infra, "relay", x, Map.of("threads", tb[0], "batch-size", tb[1])),
+                        tb[0] + " threads, batch " + tb[1],
+                        0,
+                        cap);
                 report.sweep(d);
                 if (d.rate() > best.rate()) {
                     best = d;
@@ -84,8 +92,13 @@ public final class Bench {
             }
             if (best != relayAll) {
                 int[] tb = parseSettings(best.settings());
-                report.relayBest(best, s.drain(new RelayContender(infra, "relay", x,
-                        Map.of("threads", tb[0], "batch-size", tb[1])), best.settings(), 1_000, cap));
+                report.relayBest(
+                        best,
+                        s.drain(
+                                new RelayContender(infra, "relay", x, Map.of("threads", tb[0], "batch-size", tb[1])),
+                                best.settings(),
+                                1_000,
+                                cap));
             } else {
                 report.relayBest(null, null);
             }
@@ -93,18 +106,33 @@ public final class Bench {
             for (int batch : config.full() ? new int[] {100, 500, 2_000} : new int[] {200, 1_000}) {
                 ceilings.add(s.ceiling(2, batch));
             }
-            report.ceiling(ceilings.stream().max(Comparator.comparingDouble(Scenarios.Drain::rate)).orElseThrow(),
+            report.ceiling(
+                    ceilings.stream()
+                            .max(Comparator.comparingDouble(Scenarios.Drain::rate))
+                            .orElseThrow(),
                     ceilings);
             if (perfTestClasspath != null) {
                 report.perfTest(s.perfTest(perfTestClasspath, 2, 1_000));
             }
-            report.instances(s.drain(new RelayContender(infra, "relay x3", x, Map.of(), 3, false),
-                    "3 instances, defaults", 0, cap));
-            report.seed(s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 0, baselineCap),
-                    s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 1_000, baselineCap));
-            report.redisson(s.drain(new RedissonContender(infra, x, defaultThreads), defaultThreads + " bridge threads", 0,
+            report.instances(s.drain(
+                    new RelayContender(infra, "relay x3", x, Map.of(), 3, false), "3 instances, defaults", 0, cap));
+            report.seed(
+                    s.drain(new SeedContender(infra, x, defaultThreads), defaultThreads + " threads", 0, baselineCap),
+                    s.drain(
+                            new SeedContender(infra, x, defaultThreads),
+                            defaultThreads + " threads",
+                            1_000,
+                            baselineCap));
+            report.redisson(
+                    s.drain(
+                            new RedissonContender(infra, x, defaultThreads),
+                            defaultThreads + " bridge threads",
+                            0,
                             baselineCap),
-                    s.drain(new RedissonContender(infra, x, defaultThreads), defaultThreads + " bridge threads", 1_000,
+                    s.drain(
+                            new RedissonContender(infra, x, defaultThreads),
+                            defaultThreads + " bridge threads",
+                            1_000,
                             baselineCap));
         }
         if (config.runs("idle")) {
@@ -120,7 +148,9 @@ public final class Bench {
             }
             // Entries written by a bare ZADD (no wake-up): picked up through keyspace notifications.
             for (int rate : new int[] {1_000, 5_000}) {
-                report.lag(s.lag(new RelayContender(infra, "relay, plain ZADD producer", x, Map.of(), 1, true), rate,
+                report.lag(s.lag(
+                        new RelayContender(infra, "relay, plain ZADD producer", x, Map.of(), 1, true),
+                        rate,
                         config.lagSeconds()));
             }
             for (int rate : config.baselineLagRates()) {
@@ -130,8 +160,12 @@ public final class Bench {
         }
         if (config.runs("backlog")) {
             RelayContender relay = new RelayContender(infra, "relay", x, Map.of());
-            Scenarios.Drain with = s.drain(relay, "defaults, backlog " + String.format("%,d", config.backlogEntries()),
-                    0, cap, s.backlog(relay::business, config.backlogEntries()));
+            Scenarios.Drain with = s.drain(
+                    relay,
+                    "defaults, backlog " + String.format("%,d", config.backlogEntries()),
+                    0,
+                    cap,
+                    s.backlog(relay::business, config.backlogEntries()));
             Scenarios.Drain without = report.relayDefaultAll();
             if (without == null) {
                 without = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults", 0, cap);

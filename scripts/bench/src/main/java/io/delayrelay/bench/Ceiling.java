@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 import com.rabbitmq.client.AMQP;
@@ -17,8 +18,7 @@ import io.delayrelay.api.RelayHeaders;
  */
 final class Ceiling {
 
-    private Ceiling() {
-    }
+    private Ceiling() {}
 
     /** Publishes every body and returns once all are confirmed (the caller measures queue depth). */
     static void publish(Infra infra, String exchange, List<byte[]> bodies, int threads, int batch) throws Exception {
@@ -27,25 +27,28 @@ final class Ceiling {
             List<Exception> failures = new ArrayList<>();
             int per = (bodies.size() + threads - 1) / threads;
             for (int t = 0; t < threads; t++) {
-                List<byte[]> part = bodies.subList(Math.min(bodies.size(), t * per), Math.min(bodies.size(), (t + 1) * per));
-                Thread worker = new Thread(() -> {
-                    try (Channel channel = connection.createChannel()) {
-                        channel.confirmSelect();
-                        int inBatch = 0;
-                        for (byte[] body : part) {
-                            channel.basicPublish(exchange, "due", true, properties(body), body);
-                            if (++inBatch == batch) {
+                List<byte[]> part =
+                        bodies.subList(Math.min(bodies.size(), t * per), Math.min(bodies.size(), (t + 1) * per));
+                Thread worker = new Thread(
+                        () -> {
+                            try (Channel channel = connection.createChannel()) {
+                                channel.confirmSelect();
+                                int inBatch = 0;
+                                for (byte[] body : part) {
+                                    channel.basicPublish(exchange, "due", true, properties(body), body);
+                                    if (++inBatch == batch) {
+                                        channel.waitForConfirmsOrDie(TimeUnit.SECONDS.toMillis(30));
+                                        inBatch = 0;
+                                    }
+                                }
                                 channel.waitForConfirmsOrDie(TimeUnit.SECONDS.toMillis(30));
-                                inBatch = 0;
+                            } catch (Exception e) {
+                                synchronized (failures) {
+                                    failures.add(e);
+                                }
                             }
-                        }
-                        channel.waitForConfirmsOrDie(TimeUnit.SECONDS.toMillis(30));
-                    } catch (Exception e) {
-                        synchronized (failures) {
-                            failures.add(e);
-                        }
-                    }
-                }, "ceiling-" + t);
+                        },
+                        "ceiling-" + t);
                 workers.add(worker);
                 worker.start();
             }
@@ -69,7 +72,7 @@ final class Ceiling {
         return new AMQP.BasicProperties.Builder()
                 .deliveryMode(2)
                 .contentType("application/octet-stream")
-                .messageId(java.util.UUID.randomUUID().toString())
+                .messageId(UUID.randomUUID().toString())
                 .headers(headers)
                 .build();
     }

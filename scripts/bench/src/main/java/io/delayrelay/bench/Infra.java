@@ -144,7 +144,10 @@ final class Infra implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
-    private static RedisFuture<Long> zadd(RedisAsyncCommands<byte[], byte[]> async, DelayQueueKeys keys, int shard,
+    private static RedisFuture<Long> zadd(
+            RedisAsyncCommands<byte[], byte[]> async,
+            DelayQueueKeys keys,
+            int shard,
             List<ScoredValue<byte[]>> values) {
         return async.zadd(DelayQueueKeys.bytes(keys.shard(shard)), values.toArray(new ScoredValue[0]));
     }

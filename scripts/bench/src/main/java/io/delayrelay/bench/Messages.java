@@ -10,8 +10,7 @@ import java.util.List;
  */
 final class Messages {
 
-    private Messages() {
-    }
+    private Messages() {}
 
     static byte[] body(long dueMs, long seq, int size) {
         byte[] body = new byte[Math.max(size, 25)];

@@ -36,10 +36,12 @@ record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long use
 
     /** What happened between {@code before} and this snapshot. */
     Delta since(RedisStats before) {
-        return new Delta(totalCalls - before.totalCalls, scriptCalls - before.scriptCalls,
-                cpuSeconds - before.cpuSeconds, usedMemory - before.usedMemory);
+        return new Delta(
+                totalCalls - before.totalCalls,
+                scriptCalls - before.scriptCalls,
+                cpuSeconds - before.cpuSeconds,
+                usedMemory - before.usedMemory);
     }
 
-    record Delta(long totalCalls, long scriptCalls, double cpuSeconds, long memory) {
-    }
+    record Delta(long totalCalls, long scriptCalls, double cpuSeconds, long memory) {}
 }

@@ -57,7 +57,12 @@ final class RelayContender implements Contender {
      * @param instances relay instances (separate Spring contexts, as separate processes would be)
      * @param plainZadd schedule with a bare ZADD into the shard (what a non-Java producer does), no wake-up
      */
-    RelayContender(Infra infra, String label, String exchange, Map<String, Object> settings, int instances,
+    RelayContender(
+            Infra infra,
+            String label,
+            String exchange,
+            Map<String, Object> settings,
+            int instances,
             boolean plainZadd) {
         this.instances = instances;
         this.plainZadd = plainZadd;
@@ -87,7 +92,8 @@ final class RelayContender implements Contender {
      * spring.data.redis.* and spring.rabbitmq.* from REDIS_HOST/REDIS_PORT/... with 127.0.0.1:6379 defaults.
      */
     static ConfigurableApplicationContext startRelay(Map<String, Object> properties) {
-        String[] args = properties.entrySet().stream().map(e -> "--" + e.getKey() + "=" + e.getValue())
+        String[] args = properties.entrySet().stream()
+                .map(e -> "--" + e.getKey() + "=" + e.getValue())
                 .toArray(String[]::new);
         return new SpringApplicationBuilder(DelayRelayApplication.class, StageEvents.class)
                 .web(WebApplicationType.NONE)

@@ -40,11 +40,16 @@ final class Report {
     }
 
     void machine(Infra infra) {
-        machine = String.format(Locale.ROOT,
+        machine = String.format(
+                Locale.ROOT,
                 "%d cores (%s %s), Java %s (%s), Redis %s%s, RabbitMQ %s",
-                Runtime.getRuntime().availableProcessors(), System.getProperty("os.name"),
-                System.getProperty("os.arch"), System.getProperty("java.version"), System.getProperty("java.vm.name"),
-                infra.redisVersion(), config.privateRedis() ? " (private instance started by bench.sh)" : " (shared)",
+                Runtime.getRuntime().availableProcessors(),
+                System.getProperty("os.name"),
+                System.getProperty("os.arch"),
+                System.getProperty("java.version"),
+                System.getProperty("java.vm.name"),
+                infra.redisVersion(),
+                config.privateRedis() ? " (private instance started by bench.sh)" : " (shared)",
                 infra.rabbitVersion());
     }
 
@@ -109,9 +114,16 @@ final class Report {
     String render() {
         StringBuilder b = new StringBuilder();
         targets.clear();
-        b.append("# delay-relay benchmark, ").append(LocalDate.now()).append(" (")
-                .append(config.full() ? "full" : "quick").append(" mode)\n\n");
-        b.append("Machine: ").append(machine).append(". Run took ").append(elapsedMs / 1000).append(" s. ")
+        b.append("# delay-relay benchmark, ")
+                .append(LocalDate.now())
+                .append(" (")
+                .append(config.full() ? "full" : "quick")
+                .append(" mode)\n\n");
+        b.append("Machine: ")
+                .append(machine)
+                .append(". Run took ")
+                .append(elapsedMs / 1000)
+                .append(" s. ")
                 .append("Absolute figures are noisy on a shared machine; the ratios are measured in the same run.\n\n");
         renderDrain(b);
         renderMemory(b);
@@ -126,7 +138,8 @@ final class Report {
             }
             b.append('\n');
         }
-        b.append("""
+        b.append(
+                """
                 Method: drain = messages/s from the due instant T (chosen after loading ends) until a passive
                 queue.declare reports N messages in the durable queue; loading is not timed. Baselines (seed, Redisson)
                 are capped at %d s of draining and their rate is what they delivered in that time. Redis commands
@@ -136,7 +149,8 @@ final class Report {
                 N 100-byte messages. Seed = blog 004's Lua (zrangebyscore limit 1 + zremrangebyrank), INCR-cursor
                 shard choice, convertAndSend without confirms, 100 ms sleep after an empty round. Redisson =
                 RDelayedQueue.offer + threads polling the RBlockingQueue and publishing without confirms.
-                """.formatted(config.baselineCapMs() / 1000));
+                """
+                        .formatted(config.baselineCapMs() / 1000));
         return b.toString();
     }
 
@@ -144,17 +158,27 @@ final class Report {
         if (relayAll == null) {
             return;
         }
-        b.append(String.format(Locale.ROOT, "## 1. Drain: %,d messages of %d B over %d shards, durable queue%n%n",
-                config.drainMessages(), config.messageBytes(), config.shards()));
-        b.append("| contender | settings | all due at once, msg/s | due over 1 s, msg/s | EVALSHA / 1k | "
-                + "Redis commands / 1k | Redis CPU s / 100k | JVM CPU ms / 1k |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+        b.append(String.format(
+                Locale.ROOT,
+                "## 1. Drain: %,d messages of %d B over %d shards, durable queue%n%n",
+                config.drainMessages(),
+                config.messageBytes(),
+                config.shards()));
+        b.append(
+                "| contender | settings | all due at once, msg/s | due over 1 s, msg/s | EVALSHA / 1k | "
+                        + "Redis commands / 1k | Redis CPU s / 100k | JVM CPU ms / 1k |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
         row(b, relayAll, relaySpread);
         if (bestAll != null) {
             row(b, bestAll, bestSpread);
         }
         if (ceiling != null) {
-            b.append(String.format(Locale.ROOT, "| %s | %s | %s | n/a | 0 | 0 | 0 | %.0f |%n", ceiling.label(),
-                    ceiling.settings(), rate(ceiling), ceiling.clientCpuMsPer1k()));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %s | %s | n/a | 0 | 0 | 0 | %.0f |%n",
+                    ceiling.label(),
+                    ceiling.settings(),
+                    rate(ceiling),
+                    ceiling.clientCpuMsPer1k()));
         }
         row(b, seedAll, seedSpread);
         row(b, redissonAll, redissonSpread);
@@ -166,45 +190,80 @@ final class Report {
         for (Scenarios.Drain d : ceilings) {
             others.add("ceiling " + d.settings() + ": " + rate(d));
         }
-        b.append("Sweep (all at once, msg/s): ").append(String.join("; ", others)).append(".\n\n");
+        b.append("Sweep (all at once, msg/s): ")
+                .append(String.join("; ", others))
+                .append(".\n\n");
 
         Scenarios.Drain best = bestAll != null && bestAll.rate() > relayAll.rate() ? bestAll : relayAll;
         Scenarios.Drain bestS = bestAll != null && bestAll.rate() > relayAll.rate() ? bestSpread : relaySpread;
         if (perfTest != null) {
-            b.append(String.format(Locale.ROOT, "%nRabbitMQ PerfTest (own JVM; %s, %,d persistent %d B messages, "
-                    + "confirms, durable queue, no consumer): %s msg/s.%n", perfTest.settings(), perfTest.n(),
-                    config.messageBytes(), rate(perfTest)));
-            target("relay / RabbitMQ PerfTest, all at once (defaults / best)", ratio(relayAll, perfTest) + " / "
-                    + ratio(best, perfTest), ">= 0.8 at defaults", ratioOf(relayAll, perfTest) >= 0.8);
+            b.append(String.format(
+                    Locale.ROOT,
+                    "%nRabbitMQ PerfTest (own JVM; %s, %,d persistent %d B messages, "
+                            + "confirms, durable queue, no consumer): %s msg/s.%n",
+                    perfTest.settings(),
+                    perfTest.n(),
+                    config.messageBytes(),
+                    rate(perfTest)));
+            target(
+                    "relay / RabbitMQ PerfTest, all at once (defaults / best)",
+                    ratio(relayAll, perfTest) + " / " + ratio(best, perfTest),
+                    ">= 0.8 at defaults",
+                    ratioOf(relayAll, perfTest) >= 0.8);
         }
         if (threeInstances != null) {
-            b.append(String.format(Locale.ROOT, "%n3 relay instances (defaults each), all at once: %s msg/s, "
-                    + "%.1f Redis commands / 1k.%n", rate(threeInstances), threeInstances.commandsPer1k()));
-            target("3 relay instances / 1 instance, all at once", ratio(threeInstances, relayAll), ">= 1.0",
+            b.append(String.format(
+                    Locale.ROOT,
+                    "%n3 relay instances (defaults each), all at once: %s msg/s, " + "%.1f Redis commands / 1k.%n",
+                    rate(threeInstances),
+                    threeInstances.commandsPer1k()));
+            target(
+                    "3 relay instances / 1 instance, all at once",
+                    ratio(threeInstances, relayAll),
+                    ">= 1.0",
                     ratioOf(threeInstances, relayAll) >= 0.995);
         }
-        target("JVM CPU per relayed message, defaults / best, µs", f1(relayAll.clientCpuMsPer1k()) + " / "
-                + f1(best.clientCpuMsPer1k()), "<= 20", relayAll.clientCpuMsPer1k() <= 20);
+        target(
+                "JVM CPU per relayed message, defaults / best, µs",
+                f1(relayAll.clientCpuMsPer1k()) + " / " + f1(best.clientCpuMsPer1k()),
+                "<= 20",
+                relayAll.clientCpuMsPer1k() <= 20);
         if (ceiling != null) {
-            target("relay / ceiling (publish from memory), all at once (defaults / best)", ratio(relayAll, ceiling)
-                    + " / " + ratio(best, ceiling), ">= 0.9", ratioOf(relayAll, ceiling) >= 0.9);
+            target(
+                    "relay / ceiling (publish from memory), all at once (defaults / best)",
+                    ratio(relayAll, ceiling) + " / " + ratio(best, ceiling),
+                    ">= 0.9",
+                    ratioOf(relayAll, ceiling) >= 0.9);
         }
         if (seedAll != null) {
-            target("relay / seed, all at once (defaults / best)", ratio(relayAll, seedAll) + " / " + ratio(best, seedAll),
-                    ">= 1.0", ratioOf(best, seedAll) >= 1.0);
+            target(
+                    "relay / seed, all at once (defaults / best)",
+                    ratio(relayAll, seedAll) + " / " + ratio(best, seedAll),
+                    ">= 1.0",
+                    ratioOf(best, seedAll) >= 1.0);
         }
         if (redissonAll != null) {
-            target("relay / Redisson, all at once (defaults / best)", ratio(relayAll, redissonAll) + " / "
-                    + ratio(best, redissonAll), ">= 10", ratioOf(best, redissonAll) >= 10);
-            target("relay / Redisson, due over 1 s (defaults / best)", ratio(relaySpread, redissonSpread) + " / "
-                    + ratio(bestS, redissonSpread), ">= 1.0", ratioOf(bestS, redissonSpread) >= 1.0);
+            target(
+                    "relay / Redisson, all at once (defaults / best)",
+                    ratio(relayAll, redissonAll) + " / " + ratio(best, redissonAll),
+                    ">= 10",
+                    ratioOf(best, redissonAll) >= 10);
+            target(
+                    "relay / Redisson, due over 1 s (defaults / best)",
+                    ratio(relaySpread, redissonSpread) + " / " + ratio(bestS, redissonSpread),
+                    ">= 1.0",
+                    ratioOf(bestS, redissonSpread) >= 1.0);
         }
-        target("Redis commands per 1,000 relayed, defaults (EVALSHA / total)",
-                f1(relayAll.scriptsPer1k()) + " / " + f1(relayAll.commandsPer1k()), "<= 40 (total)",
+        target(
+                "Redis commands per 1,000 relayed, defaults (EVALSHA / total)",
+                f1(relayAll.scriptsPer1k()) + " / " + f1(relayAll.commandsPer1k()),
+                "<= 40 (total)",
                 relayAll.commandsPer1k() <= 40);
         if (best != relayAll) {
-            target("Redis commands per 1,000 relayed, " + best.settings() + " (EVALSHA / total)",
-                    f1(best.scriptsPer1k()) + " / " + f1(best.commandsPer1k()), "<= 40 (total)",
+            target(
+                    "Redis commands per 1,000 relayed, " + best.settings() + " (EVALSHA / total)",
+                    f1(best.scriptsPer1k()) + " / " + f1(best.commandsPer1k()),
+                    "<= 40 (total)",
                     best.commandsPer1k() <= 40);
         }
     }
@@ -213,47 +272,78 @@ final class Report {
         if (all == null) {
             return;
         }
-        b.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %.2f | %.0f |%n", all.label(),
-                all.settings(), rate(all), spread == null ? "n/a" : rate(spread), f1(all.scriptsPer1k()),
-                f1(all.commandsPer1k()), all.cpuPer100k(), all.clientCpuMsPer1k()));
+        b.append(String.format(
+                Locale.ROOT,
+                "| %s | %s | %s | %s | %s | %s | %.2f | %.0f |%n",
+                all.label(),
+                all.settings(),
+                rate(all),
+                spread == null ? "n/a" : rate(spread),
+                f1(all.scriptsPer1k()),
+                f1(all.commandsPer1k()),
+                all.cpuPer100k(),
+                all.clientCpuMsPer1k()));
     }
 
     private void renderMemory(StringBuilder b) {
         if (relayAll == null) {
             return;
         }
-        b.append(String.format(Locale.ROOT, "## 4. Memory: Redis used_memory per scheduled %d-byte message (%,d loaded)%n%n",
-                config.messageBytes(), config.drainMessages()));
+        b.append(String.format(
+                Locale.ROOT,
+                "## 4. Memory: Redis used_memory per scheduled %d-byte message (%,d loaded)%n%n",
+                config.messageBytes(),
+                config.drainMessages()));
         b.append("| layout | bytes / message |\n|---|---:|\n");
-        b.append(String.format(Locale.ROOT, "| relay (member = message in K:i zsets) | %.0f |%n", relayAll.bytesPerMessage()));
+        b.append(String.format(
+                Locale.ROOT, "| relay (member = message in K:i zsets) | %.0f |%n", relayAll.bytesPerMessage()));
         if (seedAll != null) {
             b.append(String.format(Locale.ROOT, "| seed (same zset layout) | %.0f |%n", seedAll.bytesPerMessage()));
         }
         if (redissonAll != null) {
-            b.append(String.format(Locale.ROOT, "| Redisson RDelayedQueue (timeout zset + ordering list) | %.0f |%n",
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| Redisson RDelayedQueue (timeout zset + ordering list) | %.0f |%n",
                     redissonAll.bytesPerMessage()));
         }
         b.append('\n');
-        target("Redis bytes per scheduled message (relay)", String.format(Locale.ROOT, "%.0f", relayAll.bytesPerMessage()),
-                "<= 215", relayAll.bytesPerMessage() <= 215);
+        target(
+                "Redis bytes per scheduled message (relay)",
+                String.format(Locale.ROOT, "%.0f", relayAll.bytesPerMessage()),
+                "<= 215",
+                relayAll.bytesPerMessage() <= 215);
     }
 
     private void renderIdle(StringBuilder b) {
         if (idles.isEmpty()) {
             return;
         }
-        b.append(String.format(Locale.ROOT, "## 5. Idle cost: %d businesses x %d shards, nothing due, %d s%n%n",
-                idles.get(0).businesses(), idles.get(0).shards(), config.idleSeconds()));
+        b.append(String.format(
+                Locale.ROOT,
+                "## 5. Idle cost: %d businesses x %d shards, nothing due, %d s%n%n",
+                idles.get(0).businesses(),
+                idles.get(0).shards(),
+                config.idleSeconds()));
         b.append("| settings | relay instances | Redis commands/s (total) | EVALSHA/s | busiest commands/s |\n"
                 + "|---|---:|---:|---:|---|\n");
         for (Scenarios.Idle idle : idles) {
             StringBuilder top = new StringBuilder();
-            idle.top().forEach((k, v) -> top.append(top.length() == 0 ? "" : ", ").append(k).append(' ')
+            idle.top().forEach((k, v) -> top.append(top.length() == 0 ? "" : ", ")
+                    .append(k)
+                    .append(' ')
                     .append(String.format(Locale.ROOT, "%.0f", v)));
-            b.append(String.format(Locale.ROOT, "| %s | %d | %.0f | %.0f | %s |%n", idle.settings(), idle.instances(),
-                    idle.commandsPerSecond(), idle.scriptsPerSecond(), top));
-            target("idle Redis commands/s, " + idle.instances() + " instance(s), " + idle.settings(),
-                    String.format(Locale.ROOT, "%.0f", idle.commandsPerSecond()), "<= 200",
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %d | %.0f | %.0f | %s |%n",
+                    idle.settings(),
+                    idle.instances(),
+                    idle.commandsPerSecond(),
+                    idle.scriptsPerSecond(),
+                    top));
+            target(
+                    "idle Redis commands/s, " + idle.instances() + " instance(s), " + idle.settings(),
+                    String.format(Locale.ROOT, "%.0f", idle.commandsPerSecond()),
+                    "<= 200",
                     idle.commandsPerSecond() <= 200);
         }
         b.append('\n');
@@ -263,14 +353,25 @@ final class Report {
         if (lags.isEmpty()) {
             return;
         }
-        b.append(String.format(Locale.ROOT,
+        b.append(String.format(
+                Locale.ROOT,
                 "## 2. Lag at steady load: due 1-5 s ahead, %d s per rate; lag = consumer receive time - due time%n%n",
                 config.lagSeconds()));
         b.append("| contender | rate msg/s (achieved) | sent | received | p50 ms | p99 ms | p999 ms | max ms |\n"
                 + "|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Scenarios.Lag l : lags) {
-            b.append(String.format(Locale.ROOT, "| %s | %,d (%,.0f) | %,d | %,d | %d | %d | %d | %d |%n", l.label(),
-                    l.rate(), l.achievedRate(), l.sent(), l.received(), l.p50(), l.p99(), l.p999(), l.max()));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %,d (%,.0f) | %,d | %,d | %d | %d | %d | %d |%n",
+                    l.label(),
+                    l.rate(),
+                    l.achievedRate(),
+                    l.sent(),
+                    l.received(),
+                    l.p50(),
+                    l.p99(),
+                    l.p999(),
+                    l.max()));
         }
         b.append("\nWhere the relay's lag goes (p50 / p99 / p999 ms per stage; relay-side instants from the relay's "
                 + "events, publish instant from the x-delay-relayed-at header, joined by message id):\n\n");
@@ -283,7 +384,12 @@ final class Report {
             if (l.stages() == null) {
                 continue;
             }
-            b.append(String.format(Locale.ROOT, "| %s | %,d | %,d |", l.label(), l.rate(), l.stages().joined()));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %,d | %,d |",
+                    l.label(),
+                    l.rate(),
+                    l.stages().joined()));
             for (long[] p : l.stages().percentiles()) {
                 b.append(String.format(Locale.ROOT, " %d / %d / %d |", p[0], p[1], p[2]));
             }
@@ -292,16 +398,26 @@ final class Report {
         b.append('\n');
         for (Scenarios.Lag l : lags) {
             if (l.label().equals("relay") && l.rate() == 5_000) {
-                target("relay lag p99 at 5k/s (relay-api producer), ms", Long.toString(l.p99()), "<= 30", l.p99() <= 30);
-                target("relay lag p999 at 5k/s (relay-api producer), ms", Long.toString(l.p999()), "<= 60",
+                target(
+                        "relay lag p99 at 5k/s (relay-api producer), ms",
+                        Long.toString(l.p99()),
+                        "<= 30",
+                        l.p99() <= 30);
+                target(
+                        "relay lag p999 at 5k/s (relay-api producer), ms",
+                        Long.toString(l.p999()),
+                        "<= 60",
                         l.p999() <= 60);
             }
             if (l.label().equals("relay") && l.rate() == 2_000) {
-                target("relay lag p99 at 2k/s (relay-api producer), ms", Long.toString(l.p99()), "<= 15", l.p99() <= 15);
+                target(
+                        "relay lag p99 at 2k/s (relay-api producer), ms",
+                        Long.toString(l.p99()),
+                        "<= 15",
+                        l.p99() <= 15);
             }
             if (l.label().startsWith("relay, plain ZADD") && l.rate() == 1_000) {
-                target("pick-up p99 of plain ZADD entries at 1k/s, ms", Long.toString(l.p99()), "<= 20",
-                        l.p99() <= 20);
+                target("pick-up p99 of plain ZADD entries at 1k/s, ms", Long.toString(l.p99()), "<= 20", l.p99() <= 20);
             }
         }
     }
@@ -310,12 +426,17 @@ final class Report {
         if (backlogWith == null) {
             return;
         }
-        b.append(String.format(Locale.ROOT, "## 3. Backlog independence: drain of %,d due messages (defaults)%n%n",
+        b.append(String.format(
+                Locale.ROOT,
+                "## 3. Backlog independence: drain of %,d due messages (defaults)%n%n",
                 config.drainMessages()));
         b.append("| far-future entries present | msg/s |\n|---|---:|\n");
         b.append(String.format(Locale.ROOT, "| none | %s |%n", rate(backlogWithout)));
         b.append(String.format(Locale.ROOT, "| %,d | %s |%n%n", config.backlogEntries(), rate(backlogWith)));
-        target("drain with backlog / without", ratio(backlogWith, backlogWithout), ">= 0.9",
+        target(
+                "drain with backlog / without",
+                ratio(backlogWith, backlogWithout),
+                ">= 0.9",
                 ratioOf(backlogWith, backlogWithout) >= 0.9);
     }
 
@@ -349,8 +470,10 @@ final class Report {
     Path write() throws IOException {
         Files.createDirectories(config.resultsDir());
         Path file = config.resultsDir().resolve(LocalDate.now() + ".md");
-        Files.writeString(file, render() + "\n_Written " + LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)
-                + " by scripts/bench.sh" + (config.full() ? " --full" : "") + "._\n");
+        Files.writeString(
+                file,
+                render() + "\n_Written " + LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)
+                        + " by scripts/bench.sh" + (config.full() ? " --full" : "") + "._\n");
         return file;
     }
 }

@@ -1,6 +1,7 @@
 package io.delayrelay.bench;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,8 +31,19 @@ import org.springframework.context.ConfigurableApplicationContext;
 final class Scenarios {
 
     /** One drain measurement. */
-    record Drain(String label, String settings, String shape, int n, long delivered, long elapsedMs, boolean capped,
-            RedisStats.Delta redis, long loadMs, boolean loadOverlapped, long memoryDelta, long clientCpuNanos) {
+    record Drain(
+            String label,
+            String settings,
+            String shape,
+            int n,
+            long delivered,
+            long elapsedMs,
+            boolean capped,
+            RedisStats.Delta redis,
+            long loadMs,
+            boolean loadOverlapped,
+            long memoryDelta,
+            long clientCpuNanos) {
 
         /** CPU the contender's JVM (relay or baseline, plus the harness's depth polling) spent per 1,000 relayed. */
         double clientCpuMsPer1k() {
@@ -60,20 +72,33 @@ final class Scenarios {
     }
 
     /** One lag measurement; {@code stages} is null for contenders that do not report them. */
-    record Lag(String label, int rate, double achievedRate, int sent, int received, long p50, long p99, long p999,
-            long max, Stages stages) {
-    }
+    record Lag(
+            String label,
+            int rate,
+            double achievedRate,
+            int sent,
+            int received,
+            long p50,
+            long p99,
+            long p999,
+            long max,
+            Stages stages) {}
 
     /** Where the lag goes: p50/p99/p999 ms of each stage, in the order of {@link #NAMES}. */
     record Stages(int joined, long[][] percentiles) {
-        static final String[] NAMES = {"due->popped", "popped->published", "published->confirmed",
-            "confirmed->received"};
+        static final String[] NAMES = {"due->popped", "popped->published", "published->confirmed", "confirmed->received"
+        };
     }
 
     /** Idle cost. */
-    record Idle(String settings, int instances, int businesses, int shards, double commandsPerSecond,
-            double scriptsPerSecond, Map<String, Double> top) {
-    }
+    record Idle(
+            String settings,
+            int instances,
+            int businesses,
+            int shards,
+            double commandsPerSecond,
+            double scriptsPerSecond,
+            Map<String, Double> top) {}
 
     private final Infra infra;
     private final BenchConfig config;
@@ -148,10 +173,22 @@ final class Scenarios {
             long cpu1 = processCpuNanos();
             RedisStats s1 = infra.stats();
             boolean capped = depth < n;
-            Drain d = new Drain(contender.label(), settings, shape, n, depth, end - t, capped, s1.since(s0), loadMs,
-                    overlapped, m1.usedMemory() - m0.usedMemory(), cpu1 - cpu0);
-            log("  %,.0f msg/s (%,d in %,d ms%s), load %,d ms", d.rate(), depth, end - t, capped ? ", capped" : "",
-                    loadMs);
+            Drain d = new Drain(
+                    contender.label(),
+                    settings,
+                    shape,
+                    n,
+                    depth,
+                    end - t,
+                    capped,
+                    s1.since(s0),
+                    loadMs,
+                    overlapped,
+                    m1.usedMemory() - m0.usedMemory(),
+                    cpu1 - cpu0);
+            log(
+                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms",
+                    d.rate(), depth, end - t, capped ? ", capped" : "", loadMs);
             return d;
         } finally {
             contender.close();
@@ -181,8 +218,18 @@ final class Scenarios {
                 }
             } while (depth < n && end - t < config.drainCapMs());
             long cpu1 = processCpuNanos();
-            Drain d = new Drain("ceiling (publish from memory)", threads + " threads, confirm every " + batch,
-                    "all at once", n, depth, end - t, depth < n, new RedisStats.Delta(0, 0, 0, 0), 0, false, 0,
+            Drain d = new Drain(
+                    "ceiling (publish from memory)",
+                    threads + " threads, confirm every " + batch,
+                    "all at once",
+                    n,
+                    depth,
+                    end - t,
+                    depth < n,
+                    new RedisStats.Delta(0, 0, 0, 0),
+                    0,
+                    false,
+                    0,
                     cpu1 - cpu0);
             log("  %,.0f msg/s", d.rate());
             return d;
@@ -205,8 +252,11 @@ final class Scenarios {
                     int size = Math.min(chunk, entries - from);
                     long[] dues = new long[size];
                     Arrays.fill(dues, due);
-                    infra.loadShards(DelayQueueKeys.forBusiness(business.get()), config.shards(),
-                            Messages.bodies(dues, config.messageBytes(), 1_000_000_000L + from), dues);
+                    infra.loadShards(
+                            DelayQueueKeys.forBusiness(business.get()),
+                            config.shards(),
+                            Messages.bodies(dues, config.messageBytes(), 1_000_000_000L + from),
+                            dues);
                 }
             } catch (Exception e) {
                 throw new IllegalStateException(e);
@@ -235,13 +285,16 @@ final class Scenarios {
                 @Override
                 public void handleDelivery(String tag, Envelope env, AMQP.BasicProperties props, byte[] body) {
                     long now = System.currentTimeMillis();
-                    Object header = props.getHeaders() == null ? null : props.getHeaders().get(RelayHeaders.DUE_AT);
+                    Object header = props.getHeaders() == null
+                            ? null
+                            : props.getHeaders().get(RelayHeaders.DUE_AT);
                     long due = header instanceof Number num ? num.longValue() : Messages.dueOf(body);
                     int i = received.getAndIncrement();
                     if (i < lags.length) {
                         lags[i] = now - due;
                         ids[i] = props.getMessageId();
-                        Object relayed = props.getHeaders() == null ? null
+                        Object relayed = props.getHeaders() == null
+                                ? null
                                 : props.getHeaders().get(RelayHeaders.RELAYED_AT);
                         relayedAt[i] = relayed instanceof Number num ? num.longValue() : -1;
                         receivedAt[i] = now;
@@ -257,27 +310,32 @@ final class Scenarios {
             for (int p = 0; p < producers; p++) {
                 int share = expected / producers + (p < expected % producers ? 1 : 0);
                 int index = p;
-                Thread thread = new Thread(() -> {
-                    double periodNanos = 1e9 * producers / rate;
-                    for (int k = 0; k < share; k++) {
-                        long at = start + (long) (k * periodNanos) + (long) (index * periodNanos / producers);
-                        long wait = at - System.nanoTime();
-                        if (wait > 0) {
-                            LockSupport.parkNanos(wait);
-                        }
-                        long due = System.currentTimeMillis() + 1_000 + ThreadLocalRandom.current().nextInt(4_000);
-                        try {
-                            contender.schedule(Messages.body(due, (long) index * 100_000_000L + k,
-                                    config.messageBytes()), due);
-                            sent.incrementAndGet();
-                            lastDue.accumulateAndGet(due, Math::max);
-                        } catch (Exception e) {
-                            if (errors.incrementAndGet() == 1) {
-                                System.err.println("producer error: " + e);
+                Thread thread = new Thread(
+                        () -> {
+                            double periodNanos = 1e9 * producers / rate;
+                            for (int k = 0; k < share; k++) {
+                                long at = start + (long) (k * periodNanos) + (long) (index * periodNanos / producers);
+                                long wait = at - System.nanoTime();
+                                if (wait > 0) {
+                                    LockSupport.parkNanos(wait);
+                                }
+                                long due = System.currentTimeMillis()
+                                        + 1_000
+                                        + ThreadLocalRandom.current().nextInt(4_000);
+                                try {
+                                    contender.schedule(
+                                            Messages.body(due, (long) index * 100_000_000L + k, config.messageBytes()),
+                                            due);
+                                    sent.incrementAndGet();
+                                    lastDue.accumulateAndGet(due, Math::max);
+                                } catch (Exception e) {
+                                    if (errors.incrementAndGet() == 1) {
+                                        System.err.println("producer error: " + e);
+                                    }
+                                }
                             }
-                        }
-                    }
-                }, "producer-" + p);
+                        },
+                        "producer-" + p);
                 threads.add(thread);
                 thread.start();
             }
@@ -293,16 +351,30 @@ final class Scenarios {
             long[] sorted = Arrays.copyOf(lags, got);
             Arrays.sort(sorted);
             Stages stages = stages(got, ids, relayedAt, receivedAt);
-            Lag lag = new Lag(contender.label(), rate, achieved, sent.get(), received.get(), pct(sorted, 0.50),
-                    pct(sorted, 0.99), pct(sorted, 0.999), got == 0 ? -1 : sorted[got - 1], stages);
+            Lag lag = new Lag(
+                    contender.label(),
+                    rate,
+                    achieved,
+                    sent.get(),
+                    received.get(),
+                    pct(sorted, 0.50),
+                    pct(sorted, 0.99),
+                    pct(sorted, 0.999),
+                    got == 0 ? -1 : sorted[got - 1],
+                    stages);
             if (stages != null) {
                 for (int k = 0; k < Stages.NAMES.length; k++) {
-                    log("  %s: p50 %d p99 %d p999 %d ms", Stages.NAMES[k], stages.percentiles()[k][0],
-                            stages.percentiles()[k][1], stages.percentiles()[k][2]);
+                    log(
+                            "  %s: p50 %d p99 %d p999 %d ms",
+                            Stages.NAMES[k],
+                            stages.percentiles()[k][0],
+                            stages.percentiles()[k][1],
+                            stages.percentiles()[k][2]);
                 }
             }
-            log("  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms", lag.sent(), achieved,
-                    lag.received(), lag.p50(), lag.p99(), lag.p999(), lag.max());
+            log(
+                    "  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms",
+                    lag.sent(), achieved, lag.received(), lag.p50(), lag.p99(), lag.p999(), lag.max());
             return lag;
         } finally {
             try {
@@ -363,8 +435,9 @@ final class Scenarios {
      */
     Idle idle(String maxIdle, int instances, boolean notify) throws Exception {
         int businesses = config.idleBusinesses();
-        log("idle: %d instance(s), %d businesses x %d shards, nothing due, notifications %s, %d s", instances,
-                businesses, config.shards(), notify ? "on" : "off", config.idleSeconds());
+        log(
+                "idle: %d instance(s), %d businesses x %d shards, nothing due, notifications %s, %d s",
+                instances, businesses, config.shards(), notify ? "on" : "off", config.idleSeconds());
         Map<String, Object> p = RelayContender.baseProperties(infra);
         for (int b = 0; b < businesses; b++) {
             String prefix = "relay.businesses." + infra.name("idle") + ".";
@@ -400,8 +473,14 @@ final class Scenarios {
                     .forEach(e -> top.put(e.getKey(), e.getValue()));
             String settings = (notify ? "notifications on" : "notifications off") + ", "
                     + (maxIdle == null ? "max-idle 100ms (default)" : "max-idle " + maxIdle);
-            Idle idle = new Idle(settings, instances, businesses, config.shards(), d.totalCalls() / secs,
-                    d.scriptCalls() / secs, top);
+            Idle idle = new Idle(
+                    settings,
+                    instances,
+                    businesses,
+                    config.shards(),
+                    d.totalCalls() / secs,
+                    d.scriptCalls() / secs,
+                    top);
             log("  %,.0f commands/s (%,.0f EVALSHA/s): %s", idle.commandsPerSecond(), idle.scriptsPerSecond(), top);
             return idle;
         } finally {
@@ -423,15 +502,42 @@ final class Scenarios {
         infra.purge(queue);
         try {
             String classpath = Files.readString(classpathFile).trim();
-            List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-Xmx512m", "-cp", classpath, "com.rabbitmq.perf.PerfTest",
-                    "--uri", "amqp://guest:guest@" + config.rabbitHost() + ":" + config.rabbitPort(),
-                    "--producers", Integer.toString(producers), "--consumers", "0",
-                    "--pmessages", Integer.toString(n / producers), "--size", Integer.toString(config.messageBytes()),
-                    "--flag", "persistent", "--confirm", Integer.toString(confirmWindow),
-                    "--exchange", exchange, "--type", "direct", "--routing-key", "due", "--queue", queue,
-                    "--predeclared", "--skip-binding-queues", "--auto-delete", "false", "--time", "300");
-            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            List<String> command = List.of(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx512m",
+                    "-cp",
+                    classpath,
+                    "com.rabbitmq.perf.PerfTest",
+                    "--uri",
+                    "amqp://guest:guest@" + config.rabbitHost() + ":" + config.rabbitPort(),
+                    "--producers",
+                    Integer.toString(producers),
+                    "--consumers",
+                    "0",
+                    "--pmessages",
+                    Integer.toString(n / producers),
+                    "--size",
+                    Integer.toString(config.messageBytes()),
+                    "--flag",
+                    "persistent",
+                    "--confirm",
+                    Integer.toString(confirmWindow),
+                    "--exchange",
+                    exchange,
+                    "--type",
+                    "direct",
+                    "--routing-key",
+                    "due",
+                    "--queue",
+                    queue,
+                    "--predeclared",
+                    "--skip-binding-queues",
+                    "--auto-delete",
+                    "false",
+                    "--time",
+                    "300");
+            Process process =
+                    new ProcessBuilder(command).redirectErrorStream(true).start();
             String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             int exit = process.waitFor();
             Matcher m = Pattern.compile("sending rate avg: ([0-9]+)").matcher(output);
@@ -440,9 +546,19 @@ final class Scenarios {
             }
             double rate = Double.parseDouble(m.group(1));
             long depth = infra.depth(queue);
-            Drain d = new Drain("RabbitMQ PerfTest", producers + " producers, confirm window " + confirmWindow,
-                    "all at once", n, depth, Math.round(depth * 1000.0 / rate), depth < n,
-                    new RedisStats.Delta(0, 0, 0, 0), 0, false, 0, 0);
+            Drain d = new Drain(
+                    "RabbitMQ PerfTest",
+                    producers + " producers, confirm window " + confirmWindow,
+                    "all at once",
+                    n,
+                    depth,
+                    Math.round(depth * 1000.0 / rate),
+                    depth < n,
+                    new RedisStats.Delta(0, 0, 0, 0),
+                    0,
+                    false,
+                    0,
+                    0);
             log("  %,.0f msg/s (queue holds %,d)", rate, depth);
             return d;
         } finally {
@@ -451,7 +567,7 @@ final class Scenarios {
     }
 
     static long processCpuNanos() {
-        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
         return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : 0;
     }
 

@@ -25,7 +25,8 @@ final class SeedContender implements Contender {
 
     static final long SLEEP_MS = 100;
 
-    private static final RedisScript<String> TRY_GET_AND_DEL = RedisScript.of("""
+    private static final RedisScript<String> TRY_GET_AND_DEL = RedisScript.of(
+            """
             local items = redis.call('zrangebyscore', KEYS[1], 0, ARGV[1], 'limit', 0, 1)
             if #items == 0 then
               return ''
@@ -33,7 +34,8 @@ final class SeedContender implements Contender {
               redis.call('zremrangebyrank', KEYS[1], 0, 0)
               return items[1]
             end
-            """, String.class);
+            """,
+            String.class);
 
     private final Infra infra;
     private final String business;
@@ -86,8 +88,8 @@ final class SeedContender implements Contender {
                 String zsetKey = keys.shard((int) (redis.opsForValue().increment(keys.cursor()) % shards));
                 boolean any = false;
                 while (!quit) {
-                    String msg = redis.execute(TRY_GET_AND_DEL, List.of(zsetKey),
-                            String.valueOf(System.currentTimeMillis()));
+                    String msg = redis.execute(
+                            TRY_GET_AND_DEL, List.of(zsetKey), String.valueOf(System.currentTimeMillis()));
                     if (msg == null || msg.isEmpty()) {
                         break;
                     }

@@ -15,8 +15,7 @@ import io.delayrelay.app.trigger.DueMessage;
 final class StageRecorder implements RelayEvents {
 
     /** due, popped and confirmed instants of one message, epoch ms. */
-    record Stamps(long dueMs, long poppedMs, long confirmedMs) {
-    }
+    record Stamps(long dueMs, long poppedMs, long confirmedMs) {}
 
     static final Map<String, Stamps> STAMPS = new ConcurrentHashMap<>();
 

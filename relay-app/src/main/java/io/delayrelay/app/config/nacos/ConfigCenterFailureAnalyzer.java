@@ -8,8 +8,11 @@ public class ConfigCenterFailureAnalyzer extends AbstractFailureAnalyzer<ConfigC
 
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, ConfigCenterUnavailableException cause) {
-        return new FailureAnalysis(cause.getMessage(), "Start the Nacos server or fix NACOS_ADDR, NACOS_NAMESPACE, "
-                + "NACOS_DATA_ID, NACOS_GROUP; or set relay.nacos.optional=true to start on local configuration "
-                + "(README: Hot reload, Nacos).", cause);
+        return new FailureAnalysis(
+                cause.getMessage(),
+                "Start the Nacos server or fix NACOS_ADDR, NACOS_NAMESPACE, "
+                        + "NACOS_DATA_ID, NACOS_GROUP; or set relay.nacos.optional=true to start on local configuration "
+                        + "(README: Hot reload, Nacos).",
+                cause);
     }
 }

@@ -41,11 +41,14 @@ class NacosConnectionWatcher implements SmartLifecycle {
             return;
         }
         reachable = up;
-        String data = String.join(", ", imports.stream().map(NacosImport::toString).toList());
+        String data =
+                String.join(", ", imports.stream().map(NacosImport::toString).toList());
         if (up) {
             log.info("Nacos server {} reachable: following {}", serverAddr, data);
         } else {
-            log.warn("Nacos server {} unreachable: keeping the last good configuration of {}; reconnecting", serverAddr,
+            log.warn(
+                    "Nacos server {} unreachable: keeping the last good configuration of {}; reconnecting",
+                    serverAddr,
                     data);
         }
     }
@@ -59,13 +62,17 @@ class NacosConnectionWatcher implements SmartLifecycle {
             t.setDaemon(true);
             return t;
         });
-        checker.scheduleWithFixedDelay(() -> {
-            try {
-                check();
-            } catch (RuntimeException e) {
-                log.debug("checking the Nacos connection failed", e);
-            }
-        }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
+        checker.scheduleWithFixedDelay(
+                () -> {
+                    try {
+                        check();
+                    } catch (RuntimeException e) {
+                        log.debug("checking the Nacos connection failed", e);
+                    }
+                },
+                interval.toMillis(),
+                interval.toMillis(),
+                TimeUnit.MILLISECONDS);
         running = true;
     }
 

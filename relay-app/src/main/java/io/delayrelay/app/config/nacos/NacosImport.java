@@ -47,14 +47,15 @@ public record NacosImport(String dataId, String group) {
 
     /** The Nacos server address the imports are read from. */
     public static String serverAddr(Environment environment) {
-        return environment.getProperty("spring.cloud.nacos.config.server-addr",
+        return environment.getProperty(
+                "spring.cloud.nacos.config.server-addr",
                 environment.getProperty("spring.cloud.nacos.server-addr", "127.0.0.1:8848"));
     }
 
     /** The namespace, or "public". */
     public static String namespace(Environment environment) {
-        String namespace = environment.getProperty("spring.cloud.nacos.config.namespace",
-                environment.getProperty("spring.cloud.nacos.namespace", ""));
+        String namespace = environment.getProperty(
+                "spring.cloud.nacos.config.namespace", environment.getProperty("spring.cloud.nacos.namespace", ""));
         return namespace.isBlank() ? "public" : namespace;
     }
 

@@ -19,8 +19,7 @@ public final class NacosPrecedence {
     /** Spring Boot's name prefix of property sources read from config files. */
     static final String CONFIG_FILE_PREFIX = "Config resource ";
 
-    private NacosPrecedence() {
-    }
+    private NacosPrecedence() {}
 
     /** Moves the property sources of the given imports above every config file; returns how many moved. */
     public static int apply(ConfigurableEnvironment environment, List<NacosImport> imports) {
@@ -44,7 +43,8 @@ public final class NacosPrecedence {
         return nacos.size();
     }
 
-    private static boolean alreadyAbove(MutablePropertySources sources, List<PropertySource<?>> nacos, String firstFile) {
+    private static boolean alreadyAbove(
+            MutablePropertySources sources, List<PropertySource<?>> nacos, String firstFile) {
         int file = sources.precedenceOf(sources.get(firstFile));
         return nacos.stream().allMatch(s -> sources.precedenceOf(s) < file);
     }

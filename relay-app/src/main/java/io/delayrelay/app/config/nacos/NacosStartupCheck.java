@@ -23,8 +23,8 @@ import org.springframework.util.ClassUtils;
 public class NacosStartupCheck implements ApplicationListener<ApplicationEnvironmentPreparedEvent>, Ordered {
 
     private static final Logger log = LoggerFactory.getLogger(NacosStartupCheck.class);
-    static final boolean NACOS_PRESENT = ClassUtils.isPresent("com.alibaba.cloud.nacos.NacosConfigManager",
-            NacosStartupCheck.class.getClassLoader());
+    static final boolean NACOS_PRESENT = ClassUtils.isPresent(
+            "com.alibaba.cloud.nacos.NacosConfigManager", NacosStartupCheck.class.getClassLoader());
 
     @Override
     public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {
@@ -43,19 +43,24 @@ public class NacosStartupCheck implements ApplicationListener<ApplicationEnviron
             problem = "Nacos server " + server + " (namespace " + namespace + ") is unreachable: cannot load "
                     + names(imports);
         } else {
-            List<NacosImport> missing = imports.stream().filter(i -> !loaded(environment, i)).toList();
+            List<NacosImport> missing =
+                    imports.stream().filter(i -> !loaded(environment, i)).toList();
             if (!missing.isEmpty()) {
                 problem = "Nacos " + names(missing) + " is missing or empty on server " + server + " (namespace "
                         + namespace + ")";
             }
         }
         if (problem == null) {
-            log.info("configuration from Nacos server {} (namespace {}): {}; its values win over local files",
-                    server, namespace, names(imports));
+            log.info(
+                    "configuration from Nacos server {} (namespace {}): {}; its values win over local files",
+                    server,
+                    namespace,
+                    names(imports));
             return;
         }
         if (Binder.get(environment).bind("relay.nacos.optional", Boolean.class).orElse(false)) {
-            log.warn("{}; relay.nacos.optional=true: starting on local configuration and retrying in the background",
+            log.warn(
+                    "{}; relay.nacos.optional=true: starting on local configuration and retrying in the background",
                     problem);
             return;
         }

@@ -21,8 +21,11 @@ import org.springframework.core.type.AnnotatedTypeMetadata;
  * watches the connection to the server.
  */
 @AutoConfiguration(afterName = "com.alibaba.cloud.nacos.NacosConfigAutoConfiguration")
-@ConditionalOnClass(name = {"com.alibaba.cloud.nacos.NacosConfigManager",
-    "org.springframework.cloud.context.environment.EnvironmentChangeEvent"})
+@ConditionalOnClass(
+        name = {
+            "com.alibaba.cloud.nacos.NacosConfigManager",
+            "org.springframework.cloud.context.environment.EnvironmentChangeEvent"
+        })
 @Conditional(RelayNacosAutoConfiguration.OnNacosImport.class)
 @EnableConfigurationProperties(RelayNacosProperties.class)
 public class RelayNacosAutoConfiguration {
@@ -35,10 +38,13 @@ public class RelayNacosAutoConfiguration {
 
     @Bean
     @ConditionalOnBean(NacosConfigManager.class)
-    NacosConnectionWatcher relayNacosConnectionWatcher(NacosConfigManager configManager,
-            ConfigurableEnvironment environment, RelayNacosProperties properties) {
-        return new NacosConnectionWatcher(NacosServer.of(configManager), NacosImport.serverAddr(environment),
-                NacosImport.of(environment), properties.getCheckInterval());
+    NacosConnectionWatcher relayNacosConnectionWatcher(
+            NacosConfigManager configManager, ConfigurableEnvironment environment, RelayNacosProperties properties) {
+        return new NacosConnectionWatcher(
+                NacosServer.of(configManager),
+                NacosImport.serverAddr(environment),
+                NacosImport.of(environment),
+                properties.getCheckInterval());
     }
 
     static final class PrecedenceKeeper implements ApplicationListener<EnvironmentChangeEvent>, Ordered {

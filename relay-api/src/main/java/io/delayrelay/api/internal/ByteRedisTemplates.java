@@ -1,4 +1,4 @@
-package io.delayrelay.api;
+package io.delayrelay.api.internal;
 
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -7,8 +7,7 @@ import org.springframework.data.redis.serializer.RedisSerializer;
 /** Builds the raw-bytes {@link RedisTemplate} both producer and relay use: messages are opaque bytes. */
 public final class ByteRedisTemplates {
 
-    private ByteRedisTemplates() {
-    }
+    private ByteRedisTemplates() {}
 
     public static RedisTemplate<byte[], byte[]> create(RedisConnectionFactory connectionFactory) {
         RedisTemplate<byte[], byte[]> template = new RedisTemplate<>();

@@ -1,8 +1,10 @@
-package io.delayrelay.api;
+package io.delayrelay.api.internal;
 
 import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.Set;
+
+import io.delayrelay.api.ShardSelector;
 
 /**
  * The shard counts of a business as published in {@code K:meta}: the current one producers hash into, earlier

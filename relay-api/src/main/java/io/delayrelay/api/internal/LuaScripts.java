@@ -1,4 +1,4 @@
-package io.delayrelay.api.support;
+package io.delayrelay.api.internal;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -14,8 +14,7 @@ import org.springframework.data.redis.core.script.RedisScript;
  */
 public final class LuaScripts {
 
-    private LuaScripts() {
-    }
+    private LuaScripts() {}
 
     /** The script at a classpath location, read now. */
     public static <T> RedisScript<T> load(String classpathLocation, Class<T> resultType) {
