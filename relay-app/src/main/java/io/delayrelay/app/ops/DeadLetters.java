@@ -167,21 +167,26 @@ public class DeadLetters {
                 list(spec, shards, limit).stream().map(DeadLetter::member).toList());
     }
 
+    /** The keys dead-letters.lua works on, in its KEYS order. */
+    private static List<byte[]> scriptKeys(BusinessSpec spec, int shard) {
+        return spec.keys()
+                .shardKeyBytes(
+                        shard,
+                        DelayQueueKeys.SHARD,
+                        DelayQueueKeys.PAYLOADS,
+                        DelayQueueKeys.INFLIGHT,
+                        DelayQueueKeys.DEAD,
+                        DelayQueueKeys.DEAD_REASONS,
+                        DelayQueueKeys.ATTEMPTS);
+    }
+
     private long members(BusinessSpec spec, int shards, Collection<String> members, String action) {
         if (members.isEmpty()) {
             return 0;
         }
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> shardKeys = spec.keys()
-                    .shardKeyBytes(
-                            shard,
-                            DelayQueueKeys.SHARD,
-                            DelayQueueKeys.PAYLOADS,
-                            DelayQueueKeys.INFLIGHT,
-                            DelayQueueKeys.DEAD,
-                            DelayQueueKeys.DEAD_REASONS,
-                            DelayQueueKeys.ATTEMPTS);
+            List<byte[]> shardKeys = scriptKeys(spec, shard);
             List<byte[]> args = new ArrayList<>(members.size() + 2);
             args.add(bytes(action));
             args.add(bytes("members"));
@@ -194,15 +199,7 @@ public class DeadLetters {
     private long forEachShard(BusinessSpec spec, int shards, String member, String action) {
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> shardKeys = spec.keys()
-                    .shardKeyBytes(
-                            shard,
-                            DelayQueueKeys.SHARD,
-                            DelayQueueKeys.PAYLOADS,
-                            DelayQueueKeys.INFLIGHT,
-                            DelayQueueKeys.DEAD,
-                            DelayQueueKeys.DEAD_REASONS,
-                            DelayQueueKeys.ATTEMPTS);
+            List<byte[]> shardKeys = scriptKeys(spec, shard);
             if (member != null) {
                 total += orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member)));
                 continue;
