@@ -1,8 +1,5 @@
 package io.delayrelay.api;
 
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -17,7 +14,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.Cursor;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -33,8 +29,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class ProducerContractTest {
 
-    private static final String HOST = System.getenv().getOrDefault("REDIS_HOST", "127.0.0.1");
-    private static final int PORT = Integer.parseInt(System.getenv().getOrDefault("REDIS_PORT", "6379"));
     private static final long FAR = 1_900_000_000_000L;
 
     private final String business =
@@ -45,17 +39,7 @@ class ProducerContractTest {
 
     @BeforeEach
     void connect() {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(HOST, PORT), 1000);
-        } catch (IOException e) {
-            throw new IllegalStateException(
-                    "Redis is not reachable at " + HOST + ":" + PORT
-                            + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)",
-                    e);
-        }
-        factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(HOST, PORT));
-        factory.afterPropertiesSet();
-        factory.start();
+        factory = LocalRedis.connect();
         // no meta cache: a shard-count change written below is seen by the next call
         producer = new RedisDelayedMessageProducer(factory, 16, Duration.ZERO, DelayQueueKeys::forBusiness);
     }

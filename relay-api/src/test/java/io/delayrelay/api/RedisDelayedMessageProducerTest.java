@@ -1,8 +1,5 @@
 package io.delayrelay.api;
 
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -14,7 +11,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.listener.ChannelTopic;
 import org.springframework.data.redis.listener.RedisMessageListenerContainer;
@@ -26,9 +22,6 @@ import static org.awaitility.Awaitility.await;
 /** Against a real Redis (REDIS_HOST/REDIS_PORT, default 127.0.0.1:6379); fails, never skips, when it is down. */
 class RedisDelayedMessageProducerTest {
 
-    private static final String HOST = System.getenv().getOrDefault("REDIS_HOST", "127.0.0.1");
-    private static final int PORT = Integer.parseInt(System.getenv().getOrDefault("REDIS_PORT", "6379"));
-
     private final String business =
             "producer-test-" + UUID.randomUUID().toString().substring(0, 8);
     private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
@@ -37,17 +30,7 @@ class RedisDelayedMessageProducerTest {
 
     @BeforeEach
     void connect() {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(HOST, PORT), 1000);
-        } catch (IOException e) {
-            throw new IllegalStateException(
-                    "Redis is not reachable at " + HOST + ":" + PORT
-                            + ": start it with 'scripts/services.sh up' (or set REDIS_HOST/REDIS_PORT)",
-                    e);
-        }
-        factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(HOST, PORT));
-        factory.afterPropertiesSet();
-        factory.start();
+        factory = LocalRedis.connect();
         producer = new RedisDelayedMessageProducer(factory, 16, Duration.ZERO, DelayQueueKeys::forBusiness);
     }
 
