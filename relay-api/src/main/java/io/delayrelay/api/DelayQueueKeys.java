@@ -20,7 +20,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *   K:meta           hash   shards, draining (shard counts still drained), paused (operator pause)
  *   K:cursor         string INCR counter picking the next shard
  *   K:instances      hash   relay instance id -> heartbeat (host, version, started-at, last-seen)
- *   K:wake           channel "shard:due" published when a new earliest entry is added
+ *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
+ *                            operator pause changed
  * </pre>
  * {@code K:i} and {@code {K:i}:...} hash to the same Redis Cluster slot, so every script touches one slot.
  */

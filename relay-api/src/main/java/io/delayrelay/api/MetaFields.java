@@ -28,7 +28,9 @@ public final class MetaFields {
 
     /**
      * {@code "1"} while an operator has paused the business for the whole fleet (ops endpoint); absent otherwise.
-     * Every relay instance follows it within the business's {@code max-idle}; it survives restarts.
+     * The relay instance that writes it publishes {@link #CHANGED_NOTICE} on {@code K:wake}, and every instance
+     * follows at once; a change made without the notice (e.g. by redis-cli) is followed within
+     * {@code relay.fleet.pause-recheck-interval}. It survives restarts.
      */
     public static final String PAUSED = "paused";
 
@@ -37,6 +39,13 @@ public final class MetaFields {
 
     /** When the business was paused, epoch ms (Redis time). */
     public static final String PAUSED_AT = "paused-at";
+
+    /**
+     * The message on {@code K:wake} that tells every relay instance to read {@code K:meta} again now (instead of
+     * a {@code "shard:due"} wake-up): the relay publishes it after it writes an operator's pause or resume; publish
+     * it yourself after changing {@link #PAUSED} by hand.
+     */
+    public static final String CHANGED_NOTICE = "meta";
 
     private MetaFields() {}
 }

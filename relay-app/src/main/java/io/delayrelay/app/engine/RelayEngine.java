@@ -8,9 +8,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
@@ -36,6 +38,7 @@ public class RelayEngine implements SmartLifecycle {
     private final Settings settings;
     private final ExchangeCheck exchanges;
     private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
+    private final List<Consumer<BusinessRelay>> metaListeners = new CopyOnWriteArrayList<>();
     private WakeSubscriber wakeSubscriber;
     private KeyspaceWakeSource keyspaceWake;
     private ScheduledExecutorService reaper;
@@ -86,7 +89,7 @@ public class RelayEngine implements SmartLifecycle {
         }
         prepareExchanges();
         relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
-        wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
+        wakeSubscriber = new WakeSubscriber(redisConnectionFactory, this::metaChanged);
         relays.values().forEach(wakeSubscriber::subscribe);
         wakeSubscriber.start();
         keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock);
@@ -217,6 +220,28 @@ public class RelayEngine implements SmartLifecycle {
     private void subscribeKeyspace(BusinessRelay relay) {
         keyspaceWake.subscribe(relay);
         relay.state().useSafetySweep(keyspaceWake.active() ? settings.wake().safetySweep() : null);
+    }
+
+    /**
+     * Calls {@code listener} with a business whenever its {@code K:meta} may have changed: a
+     * {@value io.delayrelay.api.MetaFields#CHANGED_NOTICE} notice on its {@code K:wake} channel, and every
+     * (re)subscription of that channel. Called on the subscriber's thread: the listener must not block.
+     */
+    public void onMetaChanged(Consumer<BusinessRelay> listener) {
+        metaListeners.add(listener);
+    }
+
+    private void metaChanged(BusinessRelay relay) {
+        for (Consumer<BusinessRelay> listener : metaListeners) {
+            try {
+                listener.accept(relay);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "business={}: a K:meta change listener failed: {}",
+                        relay.spec().name(),
+                        e.toString());
+            }
+        }
     }
 
     /** The business relays, by name. */

@@ -3,27 +3,34 @@ package io.delayrelay.app.engine;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
+import io.delayrelay.api.MetaFields;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.Message;
 import org.springframework.data.redis.connection.MessageListener;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.SubscriptionListener;
 import org.springframework.data.redis.listener.ChannelTopic;
 import org.springframework.data.redis.listener.RedisMessageListenerContainer;
 
 /**
  * Listens on every business's {@code K:wake} channel ("shard:due" messages from producers) and wakes its workers.
- * A lost wake-up only delays pick-up to max-idle.
+ * A lost wake-up only delays pick-up to max-idle. The message {@value MetaFields#CHANGED_NOTICE} says that
+ * {@code K:meta} changed (an operator's pause or resume): it goes to the meta listener, and so does every
+ * (re)subscription of a channel, since a notice may have been missed while the subscription was down.
  */
-final class WakeSubscriber implements MessageListener {
+final class WakeSubscriber implements MessageListener, SubscriptionListener {
 
     private static final Logger log = LoggerFactory.getLogger(WakeSubscriber.class);
 
     private final RedisMessageListenerContainer container = new RedisMessageListenerContainer();
     private final Map<String, BusinessRelay> byChannel = new ConcurrentHashMap<>();
+    private final Consumer<BusinessRelay> metaChanged;
 
-    WakeSubscriber(RedisConnectionFactory connectionFactory) {
+    WakeSubscriber(RedisConnectionFactory connectionFactory, Consumer<BusinessRelay> metaChanged) {
+        this.metaChanged = metaChanged;
         container.setConnectionFactory(connectionFactory);
         container.afterPropertiesSet();
     }
@@ -61,6 +68,10 @@ final class WakeSubscriber implements MessageListener {
             return;
         }
         String body = new String(message.getBody(), StandardCharsets.US_ASCII);
+        if (MetaFields.CHANGED_NOTICE.equals(body)) {
+            metaChanged.accept(relay);
+            return;
+        }
         int colon = body.indexOf(':');
         try {
             relay.wake(Integer.parseInt(body.substring(0, colon)), Long.parseLong(body.substring(colon + 1)));
@@ -71,6 +82,15 @@ final class WakeSubscriber implements MessageListener {
                     body,
                     channel);
             relay.wake(WakeSignal.NO_HINT, Long.MIN_VALUE);
+        }
+    }
+
+    /** Subscribed, or subscribed again after a reconnect: notices sent meanwhile are lost, so K:meta is read again. */
+    @Override
+    public void onChannelSubscribed(byte[] channel, long count) {
+        BusinessRelay relay = byChannel.get(new String(channel, StandardCharsets.UTF_8));
+        if (relay != null) {
+            metaChanged.accept(relay);
         }
     }
 }

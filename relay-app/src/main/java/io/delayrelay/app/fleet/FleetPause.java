@@ -2,46 +2,69 @@ package io.delayrelay.app.fleet;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
+import io.delayrelay.api.MetaFields;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.InitializingBean;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * Pause that holds for the whole fleet and across restarts: an operator's pause lives in {@code K:meta}; every
- * instance reads it once per {@code max-idle} (the smallest of its businesses', within 50 ms..1 s) and sets the
- * operator pause of its {@link BusinessState}. Configuration's {@code paused} combines with it there: a business is
+ * Pause that holds for the whole fleet and across restarts: an operator's pause lives in {@code K:meta}. The
+ * instance that writes a pause or resume publishes {@link MetaFields#CHANGED_NOTICE} on the business's
+ * {@code K:wake}; every instance re-reads {@code K:meta} when it hears that notice and after every (re)subscription
+ * of the channel (a notice may have been missed while it was down), and sets the operator pause of its
+ * {@link BusinessState}. A slow re-read every {@code recheck} interval backs this up: a pause written without the
+ * notice (redis-cli) is followed within it. Configuration's {@code paused} combines with it there: a business is
  * paused while either says so.
  * The first read happens when the bean is initialized, before any lifecycle starts (Spring starts the engine this
  * bean depends on before this bean's own start): a restarted instance comes up paused without popping a batch.
  */
-public class FleetPause implements SmartLifecycle, InitializingBean {
+public class FleetPause implements SmartLifecycle, InitializingBean, DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(FleetPause.class);
-    static final Duration MIN_INTERVAL = Duration.ofMillis(50);
-    static final Duration MAX_INTERVAL = Duration.ofSeconds(1);
 
     private final RelayEngine engine;
     private final OperatorPauseStore store;
+    private final Duration recheck;
     /** The operator pause last read from Redis, per business. */
     private final Map<String, OperatorPause> operator = new ConcurrentHashMap<>();
+    /** Businesses whose K:meta re-read is queued: a burst of notices costs one read. */
+    private final Set<String> queued = ConcurrentHashMap.newKeySet();
+    /** Reads K:meta off the subscriber's thread, one read at a time. */
+    private final ScheduledExecutorService follower = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "relay-fleet-pause");
+        t.setDaemon(true);
+        return t;
+    });
 
     private volatile boolean redisDown;
-    private ScheduledExecutorService follower;
+    private ScheduledFuture<?> rechecks;
     private volatile boolean running;
 
-    public FleetPause(RelayEngine engine, OperatorPauseStore store) {
+    /**
+     * @param recheck how often every business's pause is read again regardless of notices (the bound for a pause
+     *                written without one)
+     */
+    public FleetPause(RelayEngine engine, OperatorPauseStore store, Duration recheck) {
+        if (recheck == null || recheck.isZero() || recheck.isNegative()) {
+            throw new IllegalArgumentException("relay.fleet.pause-recheck-interval must be positive, was " + recheck);
+        }
         this.engine = engine;
         this.store = store;
+        this.recheck = recheck;
     }
 
     /** Configuration's and the operator's pause of a business. */
@@ -50,7 +73,7 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
                 relay.spec().paused(), operator.getOrDefault(relay.spec().name(), OperatorPause.NONE));
     }
 
-    /** Pauses the business on every instance (this one at once, the others within their max-idle). */
+    /** Pauses the business on every instance (this one at once, the others when they hear the notice). */
     public PauseState pause(BusinessRelay relay, String by) {
         OperatorPause stored = store.pause(relay.spec().keys(), by);
         operator.put(relay.spec().name(), stored);
@@ -78,11 +101,36 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
     /** Reads every business's operator pause and applies it; a Redis error keeps the last known state. */
     public void follow() {
         for (BusinessRelay relay : engine.relays().values()) {
-            BusinessSpec spec = relay.spec();
-            OperatorPause previous = operator.get(spec.name());
-            OperatorPause now = readOr(spec, previous == null ? OperatorPause.NONE : previous);
-            operator.put(spec.name(), now);
-            apply(relay);
+            follow(relay);
+        }
+    }
+
+    /** Reads one business's operator pause and applies it; a Redis error keeps the last known state. */
+    void follow(BusinessRelay relay) {
+        BusinessSpec spec = relay.spec();
+        OperatorPause previous = operator.get(spec.name());
+        OperatorPause now = readOr(spec, previous == null ? OperatorPause.NONE : previous);
+        operator.put(spec.name(), now);
+        apply(relay);
+    }
+
+    /** K:meta of a business may have changed (a notice, a resubscription): re-read it soon, off this thread. */
+    void heard(BusinessRelay relay) {
+        String name = relay.spec().name();
+        if (!queued.add(name)) {
+            return;
+        }
+        try {
+            follower.execute(() -> {
+                queued.remove(name);
+                try {
+                    follow(relay);
+                } catch (RuntimeException e) {
+                    log.warn("business={}: following the operator pause failed", name, e);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            queued.remove(name); // shut down
         }
     }
 
@@ -120,22 +168,11 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         }
     }
 
-    /** How often instances look at the operator pause: the smallest max-idle of the businesses, bounded. */
-    Duration interval() {
-        Duration smallest = MAX_INTERVAL;
-        for (BusinessRelay relay : engine.relays().values()) {
-            Duration maxIdle = relay.spec().maxIdle();
-            if (maxIdle.compareTo(smallest) < 0) {
-                smallest = maxIdle;
-            }
-        }
-        return smallest.compareTo(MIN_INTERVAL) < 0 ? MIN_INTERVAL : smallest;
-    }
-
-    /** Applies the stored operator pause before the engine starts its workers. */
+    /** Applies the stored operator pause before the engine starts its workers, and listens for notices. */
     @Override
     public void afterPropertiesSet() {
         follow();
+        engine.onMetaChanged(this::heard);
     }
 
     @Override
@@ -143,39 +180,32 @@ public class FleetPause implements SmartLifecycle, InitializingBean {
         if (running) {
             return;
         }
-        follower = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-fleet-pause");
-            t.setDaemon(true);
-            return t;
-        });
         running = true;
-        scheduleNext();
+        long ms = Math.max(1, recheck.toMillis());
+        rechecks = follower.scheduleWithFixedDelay(this::recheck, ms, ms, TimeUnit.MILLISECONDS);
     }
 
-    private void scheduleNext() {
-        if (!running || follower.isShutdown()) {
-            return;
+    private void recheck() {
+        try {
+            follow();
+        } catch (RuntimeException e) {
+            log.warn("following the operator pause failed", e);
         }
-        follower.schedule(
-                () -> {
-                    try {
-                        follow();
-                    } catch (RuntimeException e) {
-                        log.warn("following the operator pause failed", e);
-                    } finally {
-                        scheduleNext();
-                    }
-                },
-                interval().toMillis(),
-                TimeUnit.MILLISECONDS);
     }
 
     @Override
     public synchronized void stop() {
         running = false;
-        if (follower != null) {
-            follower.shutdownNow();
+        if (rechecks != null) {
+            rechecks.cancel(false);
+            rechecks = null;
         }
+    }
+
+    @Override
+    public void destroy() {
+        stop();
+        follower.shutdownNow();
     }
 
     @Override

@@ -11,7 +11,8 @@ import org.springframework.data.redis.core.RedisTemplate;
 
 /**
  * Reads and writes the operator's pause of a business in {@code K:meta} (fields {@link MetaFields#PAUSED},
- * {@link MetaFields#PAUSED_BY}, {@link MetaFields#PAUSED_AT}). Times are Redis time, so instances agree.
+ * {@link MetaFields#PAUSED_BY}, {@link MetaFields#PAUSED_AT}). Times are Redis time, so instances agree. Every
+ * write is followed by {@link MetaFields#CHANGED_NOTICE} on {@code K:wake}, so every instance reads it at once.
  */
 public class OperatorPauseStore {
 
@@ -19,6 +20,7 @@ public class OperatorPauseStore {
     private static final byte[] PAUSED_BY = bytes(MetaFields.PAUSED_BY);
     private static final byte[] PAUSED_AT = bytes(MetaFields.PAUSED_AT);
     private static final byte[] YES = bytes("1");
+    private static final byte[] CHANGED = bytes(MetaFields.CHANGED_NOTICE);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -48,6 +50,7 @@ public class OperatorPauseStore {
                             Map.of(PAUSED, YES, PAUSED_BY, bytes(by), PAUSED_AT, bytes(Long.toString(now))));
             return null;
         });
+        announce(keys);
         return new OperatorPause(true, by, now);
     }
 
@@ -55,6 +58,12 @@ public class OperatorPauseStore {
     public void resume(DelayQueueKeys keys) {
         redis.execute(
                 (RedisCallback<Object>) c -> c.hashCommands().hDel(bytes(keys.meta()), PAUSED, PAUSED_BY, PAUSED_AT));
+        announce(keys);
+    }
+
+    /** Tells every instance (this one too) to read K:meta again: the pause is stored, the notice only hurries. */
+    private void announce(DelayQueueKeys keys) {
+        redis.execute((RedisCallback<Long>) c -> c.publish(bytes(keys.wake()), CHANGED));
     }
 
     /** Redis TIME in epoch ms. */

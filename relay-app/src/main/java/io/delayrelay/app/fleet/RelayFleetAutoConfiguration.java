@@ -28,8 +28,8 @@ public class RelayFleetAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public FleetPause relayFleetPause(RelayEngine engine, OperatorPauseStore store) {
-        return new FleetPause(engine, store);
+    public FleetPause relayFleetPause(RelayEngine engine, OperatorPauseStore store, RelayFleetProperties properties) {
+        return new FleetPause(engine, store, properties.getPauseRecheckInterval());
     }
 
     @Bean
