@@ -23,7 +23,8 @@ import org.springframework.data.redis.core.RedisTemplate;
  * Each instance's heartbeat in {@code K:instances} of every business it runs (field = instance id, value = host,
  * version, started-at, last-seen), every {@code interval}. An instance is live while its last heartbeat is at most
  * {@value #LIVE_BEATS} intervals old; heartbeats older than {@value #FORGET_BEATS} intervals are deleted by any
- * instance's heartbeat, and an instance deletes its own at shutdown.
+ * instance's heartbeat (it looks for them every {@value #FORGET_EVERY} beats), and an instance deletes its own at
+ * shutdown.
  */
 public class InstanceHeartbeat implements SmartLifecycle {
 
@@ -32,6 +33,8 @@ public class InstanceHeartbeat implements SmartLifecycle {
     static final int LIVE_BEATS = 3;
     /** Missed heartbeats after which its entry is deleted. */
     static final int FORGET_BEATS = 20;
+    /** Beats between two looks for long-gone instances to delete. */
+    static final int FORGET_EVERY = 10;
 
     private final RelayEngine engine;
     private final RedisTemplate<byte[], byte[]> redis;
@@ -40,6 +43,7 @@ public class InstanceHeartbeat implements SmartLifecycle {
     private ScheduledExecutorService beater;
     private volatile boolean running;
     private volatile boolean failing;
+    private long beats;
 
     public InstanceHeartbeat(
             RelayEngine engine, RedisTemplate<byte[], byte[]> redis, RelayInstance self, Duration interval) {
@@ -54,42 +58,63 @@ public class InstanceHeartbeat implements SmartLifecycle {
         return self;
     }
 
-    /** Writes this instance's heartbeat for every business and forgets long-gone instances. */
+    /**
+     * Writes this instance's heartbeat for every business (one {@code TIME} for all of them, one {@code HSET} each)
+     * and, every {@value #FORGET_EVERY} beats, forgets long-gone instances ({@code HGETALL}, and {@code HDEL} when
+     * there are any): an idle fleet's heartbeat costs one command per business per interval and instance.
+     */
     public void beat() {
+        long now;
+        try {
+            now = redisNowMs();
+        } catch (RuntimeException e) {
+            failed("*", "Redis TIME", e);
+            return;
+        }
+        boolean forget = beats++ % FORGET_EVERY == 0;
         for (BusinessRelay relay : engine.relays().values()) {
             DelayQueueKeys keys = relay.spec().keys();
             try {
-                long now = redisNowMs();
                 redis.execute((RedisCallback<Object>) c -> c.hashCommands()
                         .hSet(
                                 bytes(keys.instances()),
                                 bytes(self.id()),
                                 bytes(self.seenAt(now).encode())));
-                List<byte[]> gone = new ArrayList<>();
-                read(keys).forEach(i -> {
-                    if (i.lastSeen() < now - interval.toMillis() * FORGET_BEATS) {
-                        gone.add(bytes(i.id()));
-                    }
-                });
-                if (!gone.isEmpty()) {
-                    redis.execute((RedisCallback<Object>)
-                            c -> c.hashCommands().hDel(bytes(keys.instances()), gone.toArray(new byte[0][])));
+                if (forget) {
+                    forgetGone(keys, now);
                 }
                 if (failing) {
                     failing = false;
                     log.info("instance heartbeat written again");
                 }
             } catch (RuntimeException e) {
-                if (!failing) {
-                    failing = true;
-                    log.warn(
-                            "business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
-                            relay.spec().name(),
-                            keys.instances(),
-                            rootMessage(e),
-                            interval);
-                }
+                failed(relay.spec().name(), keys.instances(), e);
             }
+        }
+    }
+
+    private void forgetGone(DelayQueueKeys keys, long now) {
+        List<byte[]> gone = new ArrayList<>();
+        read(keys).forEach(i -> {
+            if (i.lastSeen() < now - interval.toMillis() * FORGET_BEATS) {
+                gone.add(bytes(i.id()));
+            }
+        });
+        if (!gone.isEmpty()) {
+            redis.execute((RedisCallback<Object>)
+                    c -> c.hashCommands().hDel(bytes(keys.instances()), gone.toArray(new byte[0][])));
+        }
+    }
+
+    private void failed(String business, String what, RuntimeException e) {
+        if (!failing) {
+            failing = true;
+            log.warn(
+                    "business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
+                    business,
+                    what,
+                    rootMessage(e),
+                    interval);
         }
     }
 
