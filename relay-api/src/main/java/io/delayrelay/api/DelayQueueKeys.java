@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *   K:meta           hash   shards, draining (shard counts still drained), paused (operator pause)
  *   K:cursor         string INCR counter picking the next shard
  *   K:instances      hash   relay instance id -> heartbeat (host, version, started-at, last-seen)
+ *   K:backlog        string backlog figures one relay instance sampled for the fleet (expires)
  *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
  *                            operator pause changed
  * </pre>
@@ -113,6 +114,14 @@ public final class DelayQueueKeys {
     /** {@code K:instances}: heartbeats of the relay instances running the business. */
     public String instances() {
         return sourceKey + ":instances";
+    }
+
+    /**
+     * {@code K:backlog}: the business's backlog figures as last sampled by one relay instance for all of them
+     * (relay-owned, expires by itself).
+     */
+    public String backlog() {
+        return sourceKey + ":backlog";
     }
 
     /** {@code K:wake}: pub/sub channel. */

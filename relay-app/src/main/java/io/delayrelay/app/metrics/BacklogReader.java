@@ -6,9 +6,11 @@ import java.util.Set;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStringCommands;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.types.Expiration;
 
 /**
  * Reads a business's backlog with cheap commands per shard (ZRANGE 0 0 WITHSCORES on {@code K:i}, then ZCARD when
@@ -54,6 +56,42 @@ public final class BacklogReader {
         }
         long overdue = oldest <= now ? now - oldest : 0;
         return new Backlog(due, total - due, inflight, dead, overdue, now);
+    }
+
+    /** Stores a sample in {@code K:backlog} for the other instances, for {@code ttlMs}. */
+    public void share(DelayQueueKeys keys, Backlog backlog, long ttlMs) {
+        String value = backlog.due() + " " + backlog.scheduled() + " " + backlog.inflight() + " " + backlog.dead() + " "
+                + backlog.oldestOverdueMs() + " " + backlog.atMs();
+        redis.execute((RedisCallback<Object>) c -> c.stringCommands()
+                .set(
+                        bytes(keys.backlog()),
+                        bytes(value),
+                        Expiration.milliseconds(Math.max(1, ttlMs)),
+                        RedisStringCommands.SetOption.upsert()));
+    }
+
+    /** The sample another instance stored in {@code K:backlog}, or null when there is none (or it is not one). */
+    public Backlog shared(DelayQueueKeys keys) {
+        byte[] value =
+                redis.execute((RedisCallback<byte[]>) c -> c.stringCommands().get(bytes(keys.backlog())));
+        if (value == null) {
+            return null;
+        }
+        String[] parts = new String(value, StandardCharsets.UTF_8).split(" ");
+        if (parts.length != 6) {
+            return null;
+        }
+        try {
+            return new Backlog(
+                    Long.parseLong(parts[0]),
+                    Long.parseLong(parts[1]),
+                    Long.parseLong(parts[2]),
+                    Long.parseLong(parts[3]),
+                    Long.parseLong(parts[4]),
+                    Long.parseLong(parts[5]));
+        } catch (NumberFormatException e) {
+            return null;
+        }
     }
 
     private static long orZero(Long value) {

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,8 +16,11 @@ import org.springframework.context.SmartLifecycle;
 
 /**
  * Every sample interval: registers the meters of the engine's businesses (and unregisters those that are gone),
- * then reads each business's backlog into its gauges. Runs on its own thread, never on a scrape; a failing
- * sample is logged and skipped.
+ * then sets each business's backlog gauges. The backlog is the same for every instance, so one instance per round
+ * reads it from the shards (it claims the round, {@code SET K:round:backlog NX PX}) and stores the figures in
+ * {@code K:backlog}; the others read them from there (one {@code GET}), or from the shards when they are missing:
+ * the cost of the per-shard reads does not grow with the number of instances. Runs on its own thread, never on a
+ * scrape; a failing sample is logged and skipped.
  */
 public class BacklogSampler implements SmartLifecycle {
 
@@ -24,13 +28,20 @@ public class BacklogSampler implements SmartLifecycle {
 
     private final RelayEngine engine;
     private final BacklogReader reader;
+    private final ShardStore store;
     private final MicrometerRelayEvents events;
     private final Duration interval;
     private ScheduledExecutorService executor;
 
-    public BacklogSampler(RelayEngine engine, BacklogReader reader, MicrometerRelayEvents events, Duration interval) {
+    public BacklogSampler(
+            RelayEngine engine,
+            BacklogReader reader,
+            ShardStore store,
+            MicrometerRelayEvents events,
+            Duration interval) {
         this.engine = engine;
         this.reader = reader;
+        this.store = store;
         this.events = events;
         this.interval = interval;
     }
@@ -59,11 +70,25 @@ public class BacklogSampler implements SmartLifecycle {
         for (BusinessRelay relay : engine.relays().values()) {
             BusinessSpec spec = relay.spec();
             try {
-                events.backlogSampled(spec, reader.read(spec, relay.state().scanWidth()));
+                events.backlogSampled(spec, backlog(relay, spec));
             } catch (RuntimeException e) {
                 log.warn("business={}: backlog sample failed: {}", spec.name(), e.toString());
             }
         }
+    }
+
+    /** This round's backlog: read from the shards by the instance that claims the round, shared with the others. */
+    private Backlog backlog(BusinessRelay relay, BusinessSpec spec) {
+        long ms = Math.max(1, interval.toMillis());
+        if (!store.claimRound(spec.keys(), "backlog", ms * 9 / 10)) {
+            Backlog shared = reader.shared(spec.keys());
+            if (shared != null) {
+                return shared;
+            }
+        }
+        Backlog read = reader.read(spec, relay.state().scanWidth());
+        reader.share(spec.keys(), read, ms * 3);
+        return read;
     }
 
     @Override

@@ -42,7 +42,11 @@ public class RelayMetricsAutoConfiguration {
     @ConditionalOnMissingBean
     @ConditionalOnBean(MicrometerRelayEvents.class)
     public BacklogSampler relayBacklogSampler(
-            RelayEngine engine, BacklogReader reader, MicrometerRelayEvents events, RelayMetricsProperties properties) {
-        return new BacklogSampler(engine, reader, events, properties.getSampleInterval());
+            RelayEngine engine,
+            BacklogReader reader,
+            ShardStore store,
+            MicrometerRelayEvents events,
+            RelayMetricsProperties properties) {
+        return new BacklogSampler(engine, reader, store, events, properties.getSampleInterval());
     }
 }

@@ -19,6 +19,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStringCommands.SetOption;
+import org.springframework.data.redis.core.types.Expiration;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -132,6 +134,60 @@ class RelayMetricsTest {
                 .contains("delay_relay_backlog_messages{business=\"" + business + "\",state=\"due\"} 3.0")
                 .contains("delay_relay_backlog_messages{business=\"" + business + "\",state=\"scheduled\"} 5.0")
                 .contains("delay_relay_oldest_overdue_seconds{business=\"" + business + "\"}");
+    }
+
+    @Test
+    void oneInstancePerRoundReadsTheShardsAndTheOthersShowTheFiguresItSharedInKBacklog() {
+        String business = kit.business("sharedbacklog");
+        String exchange = kit.exchange("sharedbacklog");
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        long now = kit.redisNowMs();
+        kit.producer().schedule(business, "due", Instant.ofEpochMilli(now - 1_000));
+        kit.producer().schedule(business, "later", Instant.ofEpochMilli(now + 3_600_000));
+        byte[] round = bytes(keys.sourceKey() + ":round:backlog");
+        try (RedisConnection c = kit.redis()) {
+            // another instance holds the sampling round and shared its figures
+            c.stringCommands().set(round, bytes("1"), Expiration.seconds(60), SetOption.upsert());
+            c.stringCommands()
+                    .set(
+                            bytes(keys.backlog()),
+                            bytes("7 8 9 10 11000 " + now),
+                            Expiration.seconds(60),
+                            SetOption.upsert());
+        }
+        ConfigurableApplicationContext relay = kit.startRelay(RelayTestKit.business(
+                with(kit.baseProperties(), "relay.metrics.sample-interval", "100ms"),
+                business,
+                exchange,
+                "due",
+                "paused",
+                true));
+        MeterRegistry registry = relay.getBean(MeterRegistry.class);
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(7.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
+                    .isEqualTo(8.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
+                    .isEqualTo(9.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isEqualTo(10.0);
+        });
+
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(round, bytes(keys.backlog()));
+        }
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(1.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
+                    .isEqualTo(1.0);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
+                    .isZero();
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isZero();
+        });
+        try (RedisConnection c = kit.redis()) {
+            assertThat(new String(c.stringCommands().get(bytes(keys.backlog())), StandardCharsets.UTF_8))
+                    .as("what this instance read, shared with the others")
+                    .startsWith("1 1 0 0 ");
+        }
     }
 
     @Test
