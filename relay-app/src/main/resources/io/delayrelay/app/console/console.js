@@ -72,9 +72,10 @@ function duration(ms) {
   if (ms < 1000) return Math.round(ms) + ' ms';
   const s = ms / 1000;
   if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
-  if (s < 3600) return Math.floor(s / 60) + 'm ' + Math.round(s % 60) + 's';
-  if (s < 86400) return Math.floor(s / 3600) + 'h ' + Math.round((s % 3600) / 60) + 'm';
-  return Math.floor(s / 86400) + 'd ' + Math.round((s % 86400) / 3600) + 'h';
+  // floor, not round, for the second unit: 239.6 s is 3m 59s, never "3m 60s"
+  if (s < 3600) return Math.floor(s / 60) + 'm ' + Math.floor(s % 60) + 's';
+  if (s < 86400) return Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm';
+  return Math.floor(s / 86400) + 'd ' + Math.floor((s % 86400) / 3600) + 'h';
 }
 
 // 2026-11-23 09:14:06 in the browser's time zone: sortable, no AM/PM
@@ -159,16 +160,21 @@ function stateCell(b) {
   if (!b.running) pills.push(el('span', { class: 'pill bad' }, 'stopped'));
   else if (b.paused) {
     const p = b.pause || {};
-    const by = p.operator ? 'by ' + (p.by || 'operator') : p.config ? 'by config' : '';
+    const by = p.operator ? 'by ' + (p.by || 'operator') : p.config ? 'by configuration' : '';
     pills.push(el('span', { class: 'pill warn', title: p.at ? 'since ' + new Date(p.at).toISOString() : '' },
       'paused' + (by ? ' ' + by : '')));
   } else pills.push(el('span', { class: 'pill ok' }, 'relaying'));
   const td = el('td', {}, pills);
   if (state.overview && state.overview.writeEnabled) {
-    td.appendChild(el('button', {
-      class: 'write gap',
-      onclick: () => act(b.name, b.paused ? 'resume' : 'pause', undefined, (b.paused ? 'Resume ' : 'Pause ') + b.name + '?'),
-    }, b.paused ? 'Resume' : 'Pause'));
+    // Resume lifts only an operator's pause: a business paused by configuration stays paused until its config says so
+    const operator = !!(b.pause && b.pause.operator);
+    // (the pill of a business paused only by configuration says so: no button then)
+    if (operator || !b.paused) {
+      td.appendChild(el('button', {
+        class: 'write gap',
+        onclick: () => act(b.name, operator ? 'resume' : 'pause', undefined, (operator ? 'Resume ' : 'Pause ') + b.name + '?'),
+      }, operator ? 'Resume' : 'Pause'));
+    }
   }
   return td;
 }

@@ -204,7 +204,37 @@ class ConsoleBrowserTest {
                 .ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
                 .untilAsserted(() ->
                         assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("2"));
+        // Resume only lifts an operator's pause: a business paused only by configuration says so, without a button
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            assertThat(stateButtons(browser, reminders)).isEmpty();
+            assertThat(overviewCells(browser, reminders).get(STATE)).isEqualTo("paused by configuration");
+            assertThat(stateButtons(browser, orders)).containsExactly("Pause");
+        });
+        assertThat(relay.post("/actuator/relay/" + reminders + "/pause", TOKEN, "{\"by\":\"console-test\"}")
+                        .status())
+                .isEqualTo(200);
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            assertThat(stateButtons(browser, reminders)).containsExactly("Resume");
+            assertThat(overviewCells(browser, reminders).get(STATE)).startsWith("paused by console-test");
+        });
+        assertThat(relay.post("/actuator/relay/" + reminders + "/resume", TOKEN, null)
+                        .status())
+                .isEqualTo(200);
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            assertThat(stateButtons(browser, reminders)).isEmpty();
+            assertThat(overviewCells(browser, reminders).get(STATE)).isEqualTo("paused by configuration");
+        });
         screenshot(browser, "console.png");
+    }
+
+    /** Texts of the buttons in a business's overview row, read in one script. */
+    @SuppressWarnings("unchecked")
+    private static List<String> stateButtons(JavascriptExecutor browser, String business) {
+        return (List<String>) browser.executeScript(
+                "return Array.from(document.querySelectorAll("
+                        + "'#overview tr[data-business=\"' + arguments[0] + '\"] td button'))"
+                        + ".map(b => b.innerText.trim())",
+                business);
     }
 
     /**
