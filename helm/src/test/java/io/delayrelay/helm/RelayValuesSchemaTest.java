@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 import com.marcnuri.helm.Helm;
+import io.delayrelay.app.config.BusinessSpecResolver;
 import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.json.JsonMapper;
@@ -47,6 +48,45 @@ class RelayValuesSchemaTest {
                 .as("values.schema.json's relay part differs from the configuration metadata; regenerate it with"
                         + " ./mvnw -B verify -pl helm -am -Dtest=RelayValuesSchemaTest -Drelay.schema.write=true")
                 .isEqualTo(generated);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void businessSettingsCarryTheRangesTheRelayValidates() throws Exception {
+        Map<String, Object> schema = JSON.readValue(Files.readString(SCHEMA), Map.class);
+        Map<String, Object> defaults = (Map<String, Object>) properties((Map<String, Object>)
+                        properties((Map<String, Object>) properties(schema).get("relay"))
+                                .get("defaults"))
+                .get("threads");
+        assertThat(defaults).containsEntry("minimum", 1).containsEntry("maximum", 256);
+        Map<String, Object> business = (Map<String, Object>)
+                properties((Map<String, Object>) ((Map<String, Object>) properties((Map<String, Object>)
+                                                properties(schema).get("relay"))
+                                        .get("businesses"))
+                                .get("additionalProperties"))
+                        .get("batch-size");
+        assertThat(business).containsEntry("minimum", 1).containsEntry("maximum", 2000);
+
+        var zeroThreads = new Helm(Chart.DIR)
+                .template()
+                .withName(Chart.RELEASE)
+                .withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.defaults.threads", "0");
+        Assertions.assertThatThrownBy(zeroThreads::call).hasMessageContaining("threads");
+        var hugeBatch = new Helm(Chart.DIR)
+                .template()
+                .withName(Chart.RELEASE)
+                .withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.businesses.orders.exchange", "x")
+                .set("relay.businesses.orders.routing-key", "y")
+                .set("relay.businesses.orders.batch-size", "2001");
+        Assertions.assertThatThrownBy(hugeBatch::call).hasMessageContaining("batch-size");
+        var noShards = new Helm(Chart.DIR)
+                .template()
+                .withName(Chart.RELEASE)
+                .withKubeVersion(Chart.KUBE_VERSION)
+                .set("relay.defaults.shards", "0");
+        Assertions.assertThatThrownBy(noShards::call).hasMessageContaining("shards");
     }
 
     @Test
@@ -107,7 +147,9 @@ class RelayValuesSchemaTest {
         byName.forEach((name, property) -> {
             Map<String, Object> schema = propertySchema(property, hints.get(name));
             if (name.startsWith("relay.defaults.")) {
-                properties(business).put(name.substring("relay.defaults.".length()), schema);
+                String key = name.substring("relay.defaults.".length());
+                withRange(schema, BusinessSpecResolver.INTEGER_RANGES.get(key));
+                properties(business).put(key, schema);
             } else {
                 put(relay, name.substring("relay.".length()).split("\\."), schema);
             }
@@ -120,6 +162,21 @@ class RelayValuesSchemaTest {
         businesses.put("additionalProperties", business);
         properties(relay).put("businesses", businesses);
         return relay;
+    }
+
+    /** Adds the range the relay validates (minimum, and maximum unless unbounded) before the description. */
+    private static void withRange(Map<String, Object> schema, BusinessSpecResolver.Range range) {
+        if (range == null) {
+            return;
+        }
+        Object description = schema.remove("description");
+        schema.put("minimum", range.min());
+        if (range.max() != Integer.MAX_VALUE) {
+            schema.put("maximum", range.max());
+        }
+        if (description != null) {
+            schema.put("description", description);
+        }
     }
 
     private static Map<String, Object> propertySchema(Map<String, Object> property, List<String> hint) {

@@ -3,6 +3,7 @@ package io.delayrelay.app.config;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -38,6 +39,28 @@ public final class BusinessSpecResolver {
     static final int MAX_SHARDS = 16384;
     static final DataSize MIN_BATCH_BYTES = DataSize.ofKilobytes(1);
     static final DataSize MAX_BATCH_BYTES = DataSize.ofMegabytes(512);
+
+    /** An inclusive range of valid values of an integer setting. */
+    public record Range(int min, int max) {}
+
+    /**
+     * The valid range of each integer setting of a business, by property name (as under {@code relay.defaults}):
+     * the one place validation and the Helm chart's values.schema.json take them from.
+     */
+    public static final Map<String, Range> INTEGER_RANGES = ranges(
+            "shards", new Range(1, MAX_SHARDS),
+            "threads", new Range(1, MAX_THREADS),
+            "batch-size", new Range(1, MAX_BATCH_SIZE),
+            "max-attempts", new Range(1, 1000),
+            "dead-max-size", new Range(1, Integer.MAX_VALUE));
+
+    private static Map<String, Range> ranges(Object... pairs) {
+        Map<String, Range> ranges = new LinkedHashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) {
+            ranges.put((String) pairs[i], (Range) pairs[i + 1]);
+        }
+        return Collections.unmodifiableMap(ranges);
+    }
 
     private BusinessSpecResolver() {}
 
@@ -156,9 +179,9 @@ public final class BusinessSpecResolver {
         } catch (IllegalArgumentException e) {
             problems.add(ConfigProblem.property(name, "source-key", s.getSourceKey(), e.getMessage()));
         }
-        range(problems, name, "shards", s.getShards(), 1, MAX_SHARDS);
-        range(problems, name, "threads", s.getThreads(), 1, MAX_THREADS);
-        range(problems, name, "batch-size", s.getBatchSize(), 1, MAX_BATCH_SIZE);
+        range(problems, name, "shards", s.getShards());
+        range(problems, name, "threads", s.getThreads());
+        range(problems, name, "batch-size", s.getBatchSize());
         if (s.getBatchBytes() == null
                 || s.getBatchBytes().compareTo(MIN_BATCH_BYTES) < 0
                 || s.getBatchBytes().compareTo(MAX_BATCH_BYTES) > 0) {
@@ -168,8 +191,8 @@ public final class BusinessSpecResolver {
                     s.getBatchBytes(),
                     "must be between " + MIN_BATCH_BYTES + " and " + MAX_BATCH_BYTES));
         }
-        range(problems, name, "max-attempts", s.getMaxAttempts(), 1, 1000);
-        range(problems, name, "dead-max-size", s.getDeadMaxSize(), 1, Integer.MAX_VALUE);
+        range(problems, name, "max-attempts", s.getMaxAttempts());
+        range(problems, name, "dead-max-size", s.getDeadMaxSize());
         positive(problems, name, "dead-max-age", s.getDeadMaxAge());
         required(problems, name, "exchange", s.getExchange());
         required(problems, name, "routing-key", s.getRoutingKey());
@@ -240,10 +263,11 @@ public final class BusinessSpecResolver {
         }
     }
 
-    private static void range(
-            List<ConfigProblem> problems, String business, String property, int value, int min, int max) {
-        if (value < min || value > max) {
-            problems.add(ConfigProblem.property(business, property, value, "must be between " + min + " and " + max));
+    private static void range(List<ConfigProblem> problems, String business, String property, int value) {
+        Range range = INTEGER_RANGES.get(property);
+        if (value < range.min() || value > range.max()) {
+            problems.add(ConfigProblem.property(
+                    business, property, value, "must be between " + range.min() + " and " + range.max()));
         }
     }
 
