@@ -46,10 +46,10 @@ need() {
 }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MODE_ARGS=() ONLY="" SHARED=0 BUILD=1
+MODE_ARGS=() ONLY="" SHARED=0 BUILD=1 FULL=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --full) MODE_ARGS+=(--full) ;;
+    --full) MODE_ARGS+=(--full); FULL=-full ;;
     --messages) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --messages needs a number" >&2; exit 2; }
                 MODE_ARGS+=(--messages "$2"); shift ;;
     --only) [ $# -ge 2 ] || { echo "error: --only needs a list, e.g. --only drain,idle" >&2; exit 2; }
@@ -145,6 +145,14 @@ for entry in "${ENTRIES[@]}"; do
   esac
   CP="$CP:$entry"
 done
+# The relay as a process for the lag scenario: the shipped exec jar, copied for the same reason.
+EXEC_JAR=$(ls "$ROOT"/relay-app/target/relay-app-*-exec.jar 2>/dev/null | head -1 || true)
+[ -n "$EXEC_JAR" ] || { echo "error: relay-app/target/relay-app-*-exec.jar is missing; run without --skip-build" >&2; exit 1; }
+cp "$EXEC_JAR" target/relay-lib/
+LOGS="$ROOT/bench-results/logs/$(date +%Y-%m-%d)$FULL"
+mkdir -p "$LOGS"
+echo "[bench] logs of the processes the bench starts (the relay's exec jar, lag producer and consumer): $LOGS" >&2
+BENCH_ARGS+=(--relay-jar "target/relay-lib/$(basename "$EXEC_JAR")" --logs "$LOGS")
 # shellcheck disable=SC2086
 java ${BENCH_JAVA_OPTS:--Xmx3g} -cp "target/classes$CP" io.delayrelay.bench.Bench \
   "${MODE_ARGS[@]}" "${BENCH_ARGS[@]}"

@@ -2,6 +2,7 @@ package io.delayrelay.bench;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.IntStream;
 
 /** Sizes and endpoints of one benchmark run; quick and full presets. */
 record BenchConfig(
@@ -83,6 +84,32 @@ record BenchConfig(
                 10,
                 resultsDir,
                 only);
+    }
+
+    /** Rates of the plain-ZADD producer in the lag scenario: 1k/s (the pick-up target) and the relay-api rates. */
+    int[] zaddLagRates() {
+        return IntStream.concat(IntStream.of(1_000), IntStream.of(lagRates))
+                .distinct()
+                .toArray();
+    }
+
+    /**
+     * Rough duration of the drain scenario, for the progress lines: per relay drain the load (~60k msg/s), the drain
+     * (~14k msg/s) and a start; the ceilings (~18k msg/s) and PerfTest (~20k msg/s); seed and Redisson loads (~20k
+     * msg/s) and their drains (up to the cap).
+     */
+    double drainEstimateSeconds() {
+        double n = drainMessages;
+        int relayDrains = 5 + sweep.length;
+        double relay = relayDrains * (n / 60_000 * 1.3 + 1 + n / 14_000 + 3);
+        double ceilings = (full ? 3 : 2) * n / 18_000 + n / 20_000 + 5;
+        double baselines = 4 * (n / 20_000 + Math.min(baselineCapMs / 1000.0, n / 13_000) + 3);
+        return relay + ceilings + baselines;
+    }
+
+    /** Rough duration of the backlog scenario: loading the backlog (~150k entries/s) and one drain. */
+    double backlogEstimateSeconds() {
+        return backlogEntries / 150_000.0 + drainMessages / 60_000.0 * 1.3 + drainMessages / 14_000.0 + 5;
     }
 
     boolean runs(String scenario) {
