@@ -16,15 +16,19 @@ Runs in one go, on the local Redis and RabbitMQ:
   5. idle     Redis commands/s of 10 businesses x 16 shards with nothing due (10 s): 1 and 3 relay instances with
               keyspace notifications, 1 instance without
   2. lag      producer at fixed rates, due 1-5 s ahead; p50/p99/p999/max lag for relay (relay-api producer and
-              plain ZADD producer), seed, Redisson; for the relay also where the lag goes: due->popped,
-              popped->published, published->confirmed, confirmed->received
+              plain ZADD producer), seed, Redisson. The relay runs as its exec jar, the producer and the consumer
+              each in their own JVM (due->published, published->received from the x-delay-relayed-at header);
+              the 4-stage breakdown (due->popped, popped->published, published->confirmed, confirmed->received)
+              comes from an in-process run at 5k msg/s. Logs: bench-results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
-                  baselines capped at 8 s of draining. About 4 minutes on 2 busy cores. (N is not the issue's
+                  baselines capped at 8 s of draining. About 8 minutes on 2 busy cores. (N is not the issue's
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
-  --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s; backlog 10,000,000. Around 45 minutes.
+  --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);
+                  backlog 10,000,000; writes bench-results/<date>-full.md. Around 45 minutes (prints an
+                  estimate and the progress of every part; a failing part is reported and the run goes on).
   --messages N    messages per drain instead of the mode's default
   --only LIST     comma-separated subset of: drain,idle,lag,backlog
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started

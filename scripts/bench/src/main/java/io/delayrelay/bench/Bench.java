@@ -104,6 +104,9 @@ public final class Bench {
             Path perfTestClasspath,
             LagProcesses lagProcesses) {
         runStarted = System.currentTimeMillis();
+        System.err.printf(
+                "[bench] %s run: about %s in all (estimate; more on a busy machine)%n",
+                config.full() ? "full" : "quick", duration(config.estimateSeconds() * 1000));
         if (config.runs("drain")) {
             part(
                     report,
@@ -123,20 +126,21 @@ public final class Bench {
         if (config.runs("lag")) {
             String x = s.exchange();
             int seconds = config.lagSeconds();
-            double each = seconds + 5 + 12; // run, drain of the last dues, JVM starts and stops
+            double separate = config.separateLagEstimateSeconds();
+            double each = config.inProcessLagEstimateSeconds();
             // Relay, producer and consumer in three JVMs: the lag table and the due->published->received split.
             for (int rate : config.lagRates()) {
                 part(
                         report,
                         "lag relay " + rate + "/s",
-                        each,
+                        separate,
                         () -> report.lag(s.lagSeparate(lagProcesses, "relay", false, rate, seconds)));
             }
             for (int rate : config.zaddLagRates()) {
                 part(
                         report,
                         "lag relay plain ZADD " + rate + "/s",
-                        each,
+                        separate,
                         () -> report.lag(
                                 s.lagSeparate(lagProcesses, "relay, plain ZADD producer", true, rate, seconds)));
             }

@@ -34,11 +34,13 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  *
  * <pre>
  * LagProcess producer REDIS_HOST REDIS_PORT BUSINESS SHARDS RATE SECONDS api|zadd MESSAGE_BYTES
- *   paces RATE msg/s for SECONDS, due 1-5 s ahead (System.currentTimeMillis), with the relay-api producer or a bare
- *   ZADD into the shard; prints "sent N achieved R lastDue T errors E" when done.
+ *   paces RATE msg/s, with the relay-api producer or a bare ZADD into the shard: first a warm-up (a few seconds, due
+ *   0-0.5 s ahead; prints "warm N"), then SECONDS due 1-5 s ahead (System.currentTimeMillis); prints
+ *   "sent N achieved R lastDue T errors E" when done.
  * LagProcess consumer RABBIT_HOST RABBIT_PORT QUEUE OUT_FILE
  *   consumes QUEUE (auto-ack), prints "ready" once subscribed, and on end of stdin writes one line per message to
- *   OUT_FILE: received-ms due-ms relayed-at-ms (-1 if absent) message-id; then prints "received N".
+ *   OUT_FILE: received-ms due-ms relayed-at-ms (-1 if absent) message-id ("warm-up" for warm-up messages); then
+ *   prints "received N". Prints "count N" (messages so far) every 100 ms.
  * </pre>
  */
 public final class LagProcess {
@@ -67,6 +69,9 @@ public final class LagProcess {
 
     // ------------------------------------------------------------------------------------------------ producer
 
+    /** Sequence numbers of warm-up messages start here (the 10-digit seq field of {@link Messages}). */
+    static final long WARM_UP_SEQ = 9_000_000_000L;
+
     private static void produce(
             String host, int port, String business, int shards, int rate, int seconds, boolean plainZadd, int size)
             throws Exception {
@@ -75,7 +80,39 @@ public final class LagProcess {
         factory.start();
         RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
-        int expected = rate * seconds;
+        Sender send = (body, due) -> {
+            if (plainZadd) {
+                int shard = ShardSelector.shardOf(body, shards);
+                try (RedisConnection c = factory.getConnection()) {
+                    c.zSetCommands().zAdd(keys.shard(shard).getBytes(StandardCharsets.UTF_8), due, body);
+                }
+            } else {
+                producer.schedule(business, body, Instant.ofEpochMilli(due));
+            }
+        };
+        // Warm-up (not measured): a fresh relay, producer and consumer JVM each compile their hot paths first. The
+        // same rate for a few seconds, due 0-500 ms ahead, so it is relayed before the measured messages are due.
+        int warmUpSeconds = Math.min(3, Math.max(1, seconds / 5));
+        Paced warm = pace(rate, rate * warmUpSeconds, WARM_UP_SEQ, 0, 500, size, send);
+        System.out.printf("warm %d%n", warm.sent.get());
+        System.out.flush();
+        Paced run = pace(rate, rate * seconds, 0, 1_000, 4_000, size, send);
+        factory.destroy();
+        System.out.printf(
+                "sent %d achieved %.1f lastDue %d errors %d%n",
+                run.sent.get(), run.achieved, run.lastDue.get(), warm.errors.get() + run.errors.get());
+        System.out.flush();
+    }
+
+    private interface Sender {
+        void send(byte[] body, long dueMs);
+    }
+
+    private record Paced(AtomicInteger sent, AtomicLong lastDue, AtomicLong errors, double achieved) {}
+
+    /** Sends {@code count} messages at {@code rate} msg/s, due {@code aheadMs} + [0, spreadMs) ms after sending. */
+    private static Paced pace(int rate, int count, long seqBase, int aheadMs, int spreadMs, int size, Sender send)
+            throws InterruptedException {
         int producers = Math.max(1, (int) Math.ceil(rate / 1_000.0));
         AtomicInteger sent = new AtomicInteger();
         AtomicLong lastDue = new AtomicLong();
@@ -83,7 +120,7 @@ public final class LagProcess {
         long start = System.nanoTime() + 50_000_000L;
         List<Thread> threads = new ArrayList<>();
         for (int p = 0; p < producers; p++) {
-            int share = expected / producers + (p < expected % producers ? 1 : 0);
+            int share = count / producers + (p < count % producers ? 1 : 0);
             int index = p;
             Thread thread = new Thread(
                     () -> {
@@ -95,19 +132,11 @@ public final class LagProcess {
                                 LockSupport.parkNanos(wait);
                             }
                             long due = System.currentTimeMillis()
-                                    + 1_000
-                                    + ThreadLocalRandom.current().nextInt(4_000);
-                            byte[] body = Messages.body(due, (long) index * 100_000_000L + k, size);
+                                    + aheadMs
+                                    + ThreadLocalRandom.current().nextInt(spreadMs);
+                            byte[] body = Messages.body(due, seqBase + (long) index * 100_000_000L + k, size);
                             try {
-                                if (plainZadd) {
-                                    int shard = ShardSelector.shardOf(body, shards);
-                                    try (RedisConnection c = factory.getConnection()) {
-                                        c.zSetCommands()
-                                                .zAdd(keys.shard(shard).getBytes(StandardCharsets.UTF_8), due, body);
-                                    }
-                                } else {
-                                    producer.schedule(business, body, Instant.ofEpochMilli(due));
-                                }
+                                send.send(body, due);
                                 sent.incrementAndGet();
                                 lastDue.accumulateAndGet(due, Math::max);
                             } catch (RuntimeException e) {
@@ -124,11 +153,7 @@ public final class LagProcess {
         for (Thread thread : threads) {
             thread.join();
         }
-        double achieved = sent.get() / ((System.nanoTime() - start) / 1e9);
-        factory.destroy();
-        System.out.printf(
-                "sent %d achieved %.1f lastDue %d errors %d%n", sent.get(), achieved, lastDue.get(), errors.get());
-        System.out.flush();
+        return new Paced(sent, lastDue, errors, sent.get() / ((System.nanoTime() - start) / 1e9));
     }
 
     // ------------------------------------------------------------------------------------------------ consumer
@@ -155,6 +180,7 @@ public final class LagProcess {
                             now,
                             dueHeader instanceof Number n ? n.longValue() : Messages.dueOf(body),
                             relayed instanceof Number n ? n.longValue() : -1,
+                            Messages.seqOf(body) >= WARM_UP_SEQ,
                             props.getMessageId());
                 }
             });
@@ -188,13 +214,16 @@ public final class LagProcess {
         System.out.flush();
     }
 
+    /** Written instead of the message id for warm-up messages (the harness leaves them out). */
+    static final String WARM_UP_ID = "warm-up";
+
     /** Appended by the single consumer thread; kept in memory and written at the end so no I/O delays receiving. */
     private static final class Records {
         private long[] values = new long[3 * 65_536];
         private String[] ids = new String[65_536];
         private int size;
 
-        synchronized void add(long received, long due, long relayedAt, String id) {
+        synchronized void add(long received, long due, long relayedAt, boolean warmUp, String id) {
             if (size == ids.length) {
                 values = Arrays.copyOf(values, values.length * 2);
                 ids = Arrays.copyOf(ids, ids.length * 2);
@@ -202,7 +231,7 @@ public final class LagProcess {
             values[3 * size] = received;
             values[3 * size + 1] = due;
             values[3 * size + 2] = relayedAt;
-            ids[size++] = id;
+            ids[size++] = warmUp ? WARM_UP_ID : id;
         }
 
         synchronized int size() {

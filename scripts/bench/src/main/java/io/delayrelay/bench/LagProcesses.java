@@ -11,7 +11,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -23,6 +25,13 @@ import java.util.function.Consumer;
  * by Redis TIME. Every process's output goes to a log file under the bench's log folder.
  */
 final class LagProcesses {
+
+    /** Processes started and not yet stopped: killed if the harness is interrupted (Ctrl-C, timeout). */
+    private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(Process::destroyForcibly), "lag-cleanup"));
+    }
 
     private final Infra infra;
     private final BenchConfig config;
@@ -52,8 +61,8 @@ final class LagProcesses {
         try {
             Process relay = startRelay(business, exchange, logs.resolve("lag-" + tag + "-relay.log"));
             processes.add(relay);
+            LIVE.add(relay);
             awaitLogLine(relay, logs.resolve("lag-" + tag + "-relay.log"), "delay-relay started", 90);
-            long relayCpu0 = cpuMs(relay);
 
             Path records = logs.resolve("lag-" + tag + "-received.txt");
             Process consumer = java(
@@ -64,6 +73,7 @@ final class LagProcesses {
                     queue,
                     records.toString());
             processes.add(consumer);
+            LIVE.add(consumer);
             AtomicInteger count = new AtomicInteger();
             CompletableFuture<Void> ready = new CompletableFuture<>();
             CompletableFuture<Integer> total = new CompletableFuture<>();
@@ -90,12 +100,18 @@ final class LagProcesses {
                     plainZadd ? "zadd" : "api",
                     Integer.toString(config.messageBytes()));
             processes.add(producer);
+            LIVE.add(producer);
             CompletableFuture<String> summary = new CompletableFuture<>();
+            CompletableFuture<Integer> warm = new CompletableFuture<>();
             lines(producer, line -> {
-                if (line.startsWith("sent ")) {
+                if (line.startsWith("warm ")) {
+                    warm.complete(Integer.parseInt(line.substring(5)));
+                } else if (line.startsWith("sent ")) {
                     summary.complete(line);
                 }
             });
+            int warmUp = warm.get(120, TimeUnit.SECONDS);
+            long relayCpu0 = cpuMs(relay); // the measured phase starts now
             String[] s = summary.get(seconds + 120L, TimeUnit.SECONDS).split(" ");
             int sent = Integer.parseInt(s[1]);
             double achieved = Double.parseDouble(s[3]);
@@ -105,15 +121,16 @@ final class LagProcesses {
                 Scenarios.log("  warning: the producer had %,d errors (see its log)", errors);
             }
             long giveUp = lastDue + 5_000;
-            while (count.get() < sent && System.currentTimeMillis() < giveUp) {
+            while (count.get() < warmUp + sent && System.currentTimeMillis() < giveUp) {
                 Thread.sleep(20);
             }
             long relayCpuMs = cpuMs(relay) - relayCpu0;
             OutputStream stdin = consumer.getOutputStream();
             stdin.close();
-            int received = total.get(60, TimeUnit.SECONDS);
+            total.get(60, TimeUnit.SECONDS); // the consumer wrote its records
 
             List<String> rows = Files.readAllLines(records, StandardCharsets.UTF_8);
+            rows.removeIf(r -> r.endsWith(" " + LagProcess.WARM_UP_ID));
             int got = rows.size();
             long[] lags = new long[got];
             long[] toPublished = new long[got];
@@ -142,7 +159,7 @@ final class LagProcesses {
                     rate,
                     achieved,
                     sent,
-                    received,
+                    got,
                     Scenarios.pct(lags, 0.50),
                     Scenarios.pct(lags, 0.99),
                     Scenarios.pct(lags, 0.999),
@@ -164,6 +181,7 @@ final class LagProcesses {
         } finally {
             for (int i = processes.size() - 1; i >= 0; i--) {
                 stop(processes.get(i));
+                LIVE.remove(processes.get(i));
             }
             infra.purge(queue);
             infra.deleteRunKeys();
