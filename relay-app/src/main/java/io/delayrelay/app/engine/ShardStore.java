@@ -35,6 +35,12 @@ public class ShardStore {
      */
     static final long BLOCKED_RECHECK_MS = 50;
 
+    /** pop.lua's reply header: now, n, nextDue, expired; the entries follow. */
+    private static final int POP_HEADER = 4;
+
+    private static final byte[] KNOWN_DUE = {'1'};
+    private static final byte[] PROBE = {'0'};
+
     /** Keys of pop.lua, in its KEYS order. */
     private static final int[] POP_KEYS = {
         DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS
@@ -68,6 +74,14 @@ public class ShardStore {
      * unsettled delivery) under a new lease token; at most batch-bytes of members and payloads (one entry at least).
      */
     public PopResult pop(BusinessSpec spec, int shard) {
+        return pop(spec, shard, false);
+    }
+
+    /**
+     * Like {@link #pop(BusinessSpec, int)}; {@code knownDue} says the caller knows the shard has due entries (its
+     * last pop of it came back full), so the script skips its emptiness probe.
+     */
+    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
         List<?> reply = redis.execute(
@@ -77,13 +91,15 @@ public class ShardStore {
                 num(spec.lease().toMillis()),
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
-                num(spec.batchBytes()));
+                num(spec.batchBytes()),
+                knownDue ? KNOWN_DUE : PROBE);
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
+        int expired = (int) asLong(reply.get(3));
         List<PopResult.Entry> entries = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            int base = 3 + i * 4;
+            int base = POP_HEADER + i * 4;
             byte[] member = (byte[]) reply.get(base);
             long due = parseScore((byte[]) reply.get(base + 1));
             byte[] payload = (byte[]) reply.get(base + 2);
@@ -94,7 +110,7 @@ public class ShardStore {
                     payload,
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
-        return new PopResult(now, entries, nextDue, token);
+        return new PopResult(now, entries, nextDue, token, expired);
     }
 
     /**
@@ -147,7 +163,7 @@ public class ShardStore {
     }
 
     /**
-     * Claims round {@code round} of a chore shared by every relay instance (e.g. the lease reaper's pass) for
+     * Claims round {@code round} of a chore shared by every relay instance (e.g. the idle workers' safety sweep) for
      * {@code periodMs}: true for the one instance that gets it ({@code SET K:round:<round> NX PX}), so the chore's
      * Redis cost does not grow with the number of instances.
      */
