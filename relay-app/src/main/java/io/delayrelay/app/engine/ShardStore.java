@@ -38,8 +38,10 @@ public class ShardStore {
     /** pop.lua's reply header: now, n, nextDue, expired; the entries follow. */
     private static final int POP_HEADER = 4;
 
-    private static final byte[] KNOWN_DUE = {'1'};
-    private static final byte[] PROBE = {'0'};
+    /** A flag argument of pop.lua (the shard is known due) and ack.lua (a member had a payload). */
+    private static final byte[] YES = {'1'};
+
+    private static final byte[] NO = {'0'};
 
     /** Keys of pop.lua, in its KEYS order. */
     private static final int[] POP_KEYS = {
@@ -92,7 +94,7 @@ public class ShardStore {
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
                 num(spec.batchBytes()),
-                knownDue ? KNOWN_DUE : PROBE);
+                knownDue ? YES : NO);
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
@@ -118,13 +120,22 @@ public class ShardStore {
      * again since is left alone. Returns how many were settled.
      */
     public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members) {
+        return ack(spec, shard, token, members, true);
+    }
+
+    /**
+     * Like {@link #ack(BusinessSpec, int, String, List)}; {@code anyPayload} false says none of the members had a
+     * payload when popped, so the script skips the payload bookkeeping when the shard's payload hash does not exist.
+     */
+    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members, boolean anyPayload) {
         if (members.isEmpty()) {
             return 0;
         }
-        Object[] args = new Object[1 + members.size()];
+        Object[] args = new Object[2 + members.size()];
         args[0] = bytes(token);
+        args[1] = anyPayload ? YES : NO;
         for (int i = 0; i < members.size(); i++) {
-            args[1 + i] = members.get(i);
+            args[2 + i] = members.get(i);
         }
         Long acked = redis.execute(ACK, spec.keys().shardKeyBytes(shard, ACK_KEYS), args);
         return acked == null ? 0 : acked;

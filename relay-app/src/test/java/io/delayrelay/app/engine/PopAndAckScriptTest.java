@@ -93,6 +93,36 @@ class PopAndAckScriptTest {
     }
 
     @Test
+    void anAckOfMembersPoppedWithoutPayloadStillKeepsThePayloadInvariant() {
+        BusinessSpec spec = f.spec("ack-bare").build();
+        f.zadd(spec, 0, "bare", f.kit.redisNowMs() - 1_000);
+        PopResult first = f.store.pop(spec, 0);
+        assertThat(first.entries().get(0).payload()).isNull();
+        assertThat(f.store.ack(spec, 0, first.token(), List.of(bytes("bare")), false))
+                .as("no payload hash: settled without the payload bookkeeping")
+                .isEqualTo(1);
+        assertThat(f.inflight(spec)).isZero();
+
+        f.zadd(spec, 0, "bare", f.kit.redisNowMs() - 1_000);
+        PopResult second = f.store.pop(spec, 0);
+        scheduleById(spec, "bare", "scheduled again by id while in flight");
+        f.store.ack(spec, 0, second.token(), List.of(bytes("bare")), false);
+        assertThat(payload(spec, "bare"))
+                .as("the new schedule's payload is kept")
+                .isEqualTo("scheduled again by id while in flight");
+
+        PopResult third = f.store.pop(spec, 0);
+        try (RedisConnection c = f.kit.redis()) {
+            c.zSetCommands().zAdd(bytes(spec.keys().shard(0)), f.kit.redisNowMs() + 60_000, bytes("bare"));
+            c.zSetCommands().zRem(bytes(spec.keys().shard(0)), bytes("bare")); // scheduled and cancelled in flight
+        }
+        f.store.ack(spec, 0, third.token(), List.of(bytes("bare")), false);
+        assertThat(payload(spec, "bare"))
+                .as("in no key any more: its payload is not left behind")
+                .isNull();
+    }
+
+    @Test
     void anAckThatMeetsAPayloadsKeyOfTheWrongTypeSettlesTheConfirmedLeaseAndNamesTheKey() {
         BusinessSpec spec = f.spec("ack-type").build();
         scheduleById(spec, "id-1", "body-1");
@@ -168,6 +198,13 @@ class PopAndAckScriptTest {
             c.hashCommands().hSet(bytes(spec.keys().payloads(0)), bytes(id), bytes(payload));
         }
         f.zadd(spec, 0, id, f.kit.redisNowMs() - 1_000);
+    }
+
+    private String payload(BusinessSpec spec, String id) {
+        try (RedisConnection c = f.kit.redis()) {
+            byte[] value = c.hashCommands().hGet(bytes(spec.keys().payloads(0)), bytes(id));
+            return value == null ? null : text(value);
+        }
     }
 
     private void breakPayloads(BusinessSpec spec) {
