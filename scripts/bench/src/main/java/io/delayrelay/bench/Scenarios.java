@@ -43,7 +43,14 @@ final class Scenarios {
             long loadMs,
             boolean loadOverlapped,
             long memoryDelta,
-            long clientCpuNanos) {
+            long clientCpuNanos,
+            long brokerCpuNanos,
+            long perfTestCpuNanos) {
+
+        /** CPU per relayed message in µs of a process's CPU delta over the window; NaN when not measured. */
+        double microsPerMessage(long cpuNanos) {
+            return delivered == 0 || cpuNanos < 0 ? Double.NaN : cpuNanos / 1e3 / delivered;
+        }
 
         /** CPU the contender's JVM (relay or baseline, plus the harness's depth polling) spent per 1,000 relayed. */
         double clientCpuMsPer1k() {
@@ -137,11 +144,14 @@ final class Scenarios {
         String shape = spreadMs == 0 ? "all at once" : "spread " + spreadMs + " ms";
         log("drain: %s (%s), %,d messages, %s", contender.label(), settings, n, shape);
         infra.purge(queue);
+        // the lag breakdown's per-message stamps are not needed here: recording them would be charged to the relay
+        StageRecorder.enabled = false;
         try {
             contender.start();
             if (beforeLoad != null) {
                 beforeLoad.run();
             }
+            awaitJitQuiet();
             String rateKey = contender.getClass().getSimpleName();
             double loadRate = loadRates.getOrDefault(rateKey, contender.loadRateGuess());
             long t = System.currentTimeMillis() + (long) (n / loadRate * 1000 * 1.3) + 800;
@@ -158,6 +168,7 @@ final class Scenarios {
             }
             sleepUntil(t - 3);
             RedisStats s0 = infra.stats();
+            ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
             long cpu0 = processCpuNanos();
             long deadline = t + capMs;
             long depth = 0;
@@ -171,6 +182,7 @@ final class Scenarios {
                 Thread.sleep(5);
             }
             long cpu1 = processCpuNanos();
+            ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             RedisStats s1 = infra.stats();
             boolean capped = depth < n;
             Drain d = new Drain(
@@ -185,15 +197,40 @@ final class Scenarios {
                     loadMs,
                     overlapped,
                     m1.usedMemory() - m0.usedMemory(),
-                    cpu1 - cpu0);
+                    cpu1 - cpu0,
+                    p1.since(p0)[0],
+                    -1);
             log(
                     "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms",
                     d.rate(), depth, end - t, capped ? ", capped" : "", loadMs);
             return d;
         } finally {
+            StageRecorder.enabled = true;
             contender.close();
             infra.purge(queue);
             infra.deleteRunKeys();
+        }
+    }
+
+    /**
+     * Waits (at most 20 s) until the JIT compiler has been idle for 300 ms. Starting a Spring context hands the
+     * compiler a backlog that it otherwise works off inside the measured window: on 2 cores that doubled the JVM
+     * CPU per message of whichever drain came first after a context start (38 µs at defaults vs 18 µs at 4 threads
+     * in one run), a cost a long-running relay pays once at start, not per message.
+     */
+    static void awaitJitQuiet() throws InterruptedException {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return;
+        }
+        long deadline = System.currentTimeMillis() + 20_000;
+        long last = jit.getTotalCompilationTime();
+        int quiet = 0;
+        while (quiet < 3 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+            long now = jit.getTotalCompilationTime();
+            quiet = now - last <= 2 ? quiet + 1 : 0;
+            last = now;
         }
     }
 
@@ -205,7 +242,9 @@ final class Scenarios {
         try {
             long t0 = System.currentTimeMillis();
             List<byte[]> bodies = Messages.bodies(Messages.dues(n, t0, 0), config.messageBytes(), 0);
+            awaitJitQuiet();
             long t = System.currentTimeMillis();
+            ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
             long cpu0 = processCpuNanos();
             Ceiling.publish(infra, exchange, bodies, threads, batch);
             long depth;
@@ -218,6 +257,7 @@ final class Scenarios {
                 }
             } while (depth < n && end - t < config.drainCapMs());
             long cpu1 = processCpuNanos();
+            ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             Drain d = new Drain(
                     "ceiling (publish from memory)",
                     threads + " threads, confirm every " + batch,
@@ -230,7 +270,9 @@ final class Scenarios {
                     0,
                     false,
                     0,
-                    cpu1 - cpu0);
+                    cpu1 - cpu0,
+                    p1.since(p0)[0],
+                    -1);
             log("  %,.0f msg/s", d.rate());
             return d;
         } finally {
@@ -538,14 +580,47 @@ final class Scenarios {
                     "300");
             Process process =
                     new ProcessBuilder(command).redirectErrorStream(true).start();
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            StringBuilder output = new StringBuilder();
+            Thread reader = new Thread(
+                    () -> {
+                        try {
+                            output.append(new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                        } catch (IOException e) {
+                            output.append(e);
+                        }
+                    },
+                    "perf-test-output");
+            reader.start();
+            // CPU window: from the first message in the queue until it holds N (PerfTest's JVM start-up excluded)
+            long pid = process.pid();
+            ProcessCpu.Snapshot p0 = null;
+            ProcessCpu.Snapshot p1 = null;
+            long cpu0 = 0;
+            long cpu1 = 0;
+            long depth0 = 0;
+            long polled = 0;
+            while (process.isAlive() && polled < n) {
+                polled = infra.depth(queue);
+                if (p0 == null && polled > 0) {
+                    p0 = ProcessCpu.Snapshot.take(pid);
+                    cpu0 = processCpuNanos();
+                    depth0 = polled;
+                } else if (p0 != null && polled >= n) {
+                    p1 = ProcessCpu.Snapshot.take(pid);
+                    cpu1 = processCpuNanos();
+                }
+                Thread.sleep(5);
+            }
             int exit = process.waitFor();
+            reader.join();
             Matcher m = Pattern.compile("sending rate avg: ([0-9]+)").matcher(output);
             if (exit != 0 || !m.find()) {
                 throw new IllegalStateException("PerfTest failed (exit " + exit + "):\n" + output);
             }
             double rate = Double.parseDouble(m.group(1));
             long depth = infra.depth(queue);
+            long[] cpu = p0 != null && p1 != null && polled > depth0 ? p1.since(p0) : new long[] {-1, -1};
+            double scale = p0 != null && p1 != null && polled > depth0 ? (double) depth / (polled - depth0) : 0;
             Drain d = new Drain(
                     "RabbitMQ PerfTest",
                     producers + " producers, confirm window " + confirmWindow,
@@ -558,7 +633,9 @@ final class Scenarios {
                     0,
                     false,
                     0,
-                    0);
+                    scale == 0 ? -1 : Math.round((cpu1 - cpu0) * scale),
+                    cpu[0] < 0 ? -1 : Math.round(cpu[0] * scale),
+                    cpu[1] < 0 ? -1 : Math.round(cpu[1] * scale));
             log("  %,.0f msg/s (queue holds %,d)", rate, depth);
             return d;
         } finally {
