@@ -169,6 +169,7 @@ final class Scenarios {
             sleepUntil(t - 3);
             RedisStats s0 = infra.stats();
             ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
+            long jit0 = jitMs();
             long cpu0 = processCpuNanos();
             long deadline = t + capMs;
             long depth = 0;
@@ -182,6 +183,7 @@ final class Scenarios {
                 Thread.sleep(5);
             }
             long cpu1 = processCpuNanos();
+            long jit = jitMs() - jit0;
             ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             RedisStats s1 = infra.stats();
             boolean capped = depth < n;
@@ -201,8 +203,14 @@ final class Scenarios {
                     p1.since(p0)[0],
                     -1);
             log(
-                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms",
-                    d.rate(), depth, end - t, capped ? ", capped" : "", loadMs);
+                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms; JVM CPU %.1f µs/msg, JIT compiling %,d ms in the window",
+                    d.rate(),
+                    depth,
+                    end - t,
+                    capped ? ", capped" : "",
+                    loadMs,
+                    d.microsPerMessage(d.clientCpuNanos()),
+                    jit);
             return d;
         } finally {
             StageRecorder.enabled = true;
@@ -218,12 +226,19 @@ final class Scenarios {
      * CPU per message of whichever drain came first after a context start (38 µs at defaults vs 18 µs at 4 threads
      * in one run), a cost a long-running relay pays once at start, not per message.
      */
+    /** Total time the JIT compiler threads spent compiling so far (ms), or 0 when not monitored. */
+    static long jitMs() {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        return jit == null || !jit.isCompilationTimeMonitoringSupported() ? 0 : jit.getTotalCompilationTime();
+    }
+
     static void awaitJitQuiet() throws InterruptedException {
         java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
             return;
         }
-        long deadline = System.currentTimeMillis() + 20_000;
+        long start = System.currentTimeMillis();
+        long deadline = start + 20_000;
         long last = jit.getTotalCompilationTime();
         int quiet = 0;
         while (quiet < 3 && System.currentTimeMillis() < deadline) {
@@ -232,6 +247,7 @@ final class Scenarios {
             quiet = now - last <= 2 ? quiet + 1 : 0;
             last = now;
         }
+        log("  JIT %s after %,d ms", quiet >= 3 ? "idle" : "still busy", System.currentTimeMillis() - start);
     }
 
     /** The ceiling: best over batch sizes of publishing from memory with confirms. */
