@@ -145,9 +145,10 @@ final class Report {
                 are capped at %d s of draining and their rate is what they delivered in that time. Redis commands
                 are INFO commandstats deltas over the drain window (Redis counts the commands a script runs as well as
                 the EVALSHA itself); Redis CPU is used_cpu_sys+used_cpu_user delta; JVM CPU is the process CPU time of the
-                harness JVM (the contender, plus a passive queue.declare every 5 ms) over the same window; before loading, each
-                drain waits until the JIT compiler has been idle for 300 ms (a fresh Spring context's compile backlog is
-                start-up cost, not per-message cost), and the lag scenario's per-message stamps are not recorded. Memory = used_memory delta after loading
+                harness JVM (the contender, plus a passive queue.declare every 5 ms) over the same window; unreported warm-up drains
+                run until one compiles under 300 ms in its window (JIT compiling is start-up cost, not per-message cost),
+                each drain waits for an idle JIT before loading, and the lag scenario's per-message stamps are not
+                recorded. Memory = used_memory delta after loading
                 N 100-byte messages. Seed = blog 004's Lua (zrangebyscore limit 1 + zremrangebyrank), INCR-cursor
                 shard choice, convertAndSend without confirms, 100 ms sleep after an empty round. Redisson =
                 RDelayedQueue.offer + threads polling the RBlockingQueue and publishing without confirms.
@@ -227,7 +228,9 @@ final class Report {
                     ratioOf(threeInstances, relayAll) >= 0.995);
         }
         target(
-                "JVM CPU per relayed message, defaults / best, µs",
+                "JVM CPU per relayed message, defaults / best, µs (Java threads only: "
+                        + f1(relayAll.microsPerMessage(relayAll.javaThreadsCpuNanos())) + " / "
+                        + f1(best.microsPerMessage(best.javaThreadsCpuNanos())) + ")",
                 f1(relayAll.clientCpuMsPer1k()) + " / " + f1(best.clientCpuMsPer1k()),
                 "<= 20",
                 relayAll.clientCpuMsPer1k() <= 20);
@@ -297,23 +300,26 @@ final class Report {
                         + "from its first message in the queue to the last; bound = %d cores / total):%n%n",
                 cores,
                 cores));
-        b.append("| contender | settings | msg/s | RabbitMQ | Redis | JVM | PerfTest JVM | total | bound, msg/s |\n"
-                + "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        b.append(
+                "| contender | settings | msg/s | RabbitMQ | Redis | JVM | of which Java threads | PerfTest JVM | total "
+                        + "| bound, msg/s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Scenarios.Drain d : rows) {
             double broker = d.microsPerMessage(d.brokerCpuNanos());
             double redis = d.microsPerMessage(Math.round(d.redis().cpuSeconds() * 1e9));
             double jvm = d.microsPerMessage(d.clientCpuNanos());
             double perf = d.microsPerMessage(d.perfTestCpuNanos());
+            double javaThreads = d.microsPerMessage(d.javaThreadsCpuNanos());
             double total = nz(broker) + nz(redis) + nz(jvm) + nz(perf);
             b.append(String.format(
                     Locale.ROOT,
-                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
                     d.label(),
                     d.settings(),
                     rate(d),
                     f1(broker),
                     f1(redis),
                     f1(jvm),
+                    f1(javaThreads),
                     f1(perf),
                     f1(total),
                     total > 0 && !Double.isNaN(broker)

@@ -45,7 +45,8 @@ final class Scenarios {
             long memoryDelta,
             long clientCpuNanos,
             long brokerCpuNanos,
-            long perfTestCpuNanos) {
+            long perfTestCpuNanos,
+            long javaThreadsCpuNanos) {
 
         /** CPU per relayed message in µs of a process's CPU delta over the window; NaN when not measured. */
         double microsPerMessage(long cpuNanos) {
@@ -112,6 +113,8 @@ final class Scenarios {
     private final String exchange;
     private final String queue;
     private final Map<String, Double> loadRates = new HashMap<>();
+    /** JIT compile time (ms) inside the last drain's measured window. */
+    private long lastDrainJitMs;
 
     Scenarios(Infra infra) throws IOException {
         this.infra = infra;
@@ -170,6 +173,7 @@ final class Scenarios {
             RedisStats s0 = infra.stats();
             ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
             long jit0 = jitMs();
+            Map<Long, Long> threads0 = javaThreadsCpu();
             long cpu0 = processCpuNanos();
             long deadline = t + capMs;
             long depth = 0;
@@ -183,7 +187,9 @@ final class Scenarios {
                 Thread.sleep(5);
             }
             long cpu1 = processCpuNanos();
+            long threadsCpu = javaThreadsCpuSince(threads0);
             long jit = jitMs() - jit0;
+            lastDrainJitMs = jit;
             ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             RedisStats s1 = infra.stats();
             boolean capped = depth < n;
@@ -201,15 +207,18 @@ final class Scenarios {
                     m1.usedMemory() - m0.usedMemory(),
                     cpu1 - cpu0,
                     p1.since(p0)[0],
-                    -1);
+                    -1,
+                    threadsCpu);
             log(
-                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms; JVM CPU %.1f µs/msg, JIT compiling %,d ms in the window",
+                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms; JVM CPU %.1f µs/msg (Java threads %.1f), "
+                            + "JIT compiling %,d ms in the window",
                     d.rate(),
                     depth,
                     end - t,
                     capped ? ", capped" : "",
                     loadMs,
                     d.microsPerMessage(d.clientCpuNanos()),
+                    d.microsPerMessage(threadsCpu),
                     jit);
             return d;
         } finally {
@@ -226,6 +235,38 @@ final class Scenarios {
      * CPU per message of whichever drain came first after a context start (38 µs at defaults vs 18 µs at 4 threads
      * in one run), a cost a long-running relay pays once at start, not per message.
      */
+    /** CPU time of every live Java thread of this JVM, by thread id (JIT compiler and GC threads are not Java threads). */
+    static Map<Long, Long> javaThreadsCpu() {
+        java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        Map<Long, Long> cpu = new HashMap<>();
+        if (threads.isThreadCpuTimeSupported()) {
+            for (long id : threads.getAllThreadIds()) {
+                long t = threads.getThreadCpuTime(id);
+                if (t >= 0) {
+                    cpu.put(id, t);
+                }
+            }
+        }
+        return cpu;
+    }
+
+    /**
+     * CPU the Java threads spent since {@code before} (a thread started since counts from 0; one that ended since
+     * is missed, none of the relay's do during a drain): the JVM's CPU without JIT compiling, GC and VM threads.
+     */
+    static long javaThreadsCpuSince(Map<Long, Long> before) {
+        long sum = 0;
+        for (Map.Entry<Long, Long> e : javaThreadsCpu().entrySet()) {
+            sum += Math.max(0, e.getValue() - before.getOrDefault(e.getKey(), 0L));
+        }
+        return sum;
+    }
+
+    /** JIT compile time (ms) inside the last drain's measured window. */
+    long lastDrainJitMs() {
+        return lastDrainJitMs;
+    }
+
     /** Total time the JIT compiler threads spent compiling so far (ms), or 0 when not monitored. */
     static long jitMs() {
         java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
@@ -261,6 +302,7 @@ final class Scenarios {
             awaitJitQuiet();
             long t = System.currentTimeMillis();
             ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
+            Map<Long, Long> threads0 = javaThreadsCpu();
             long cpu0 = processCpuNanos();
             Ceiling.publish(infra, exchange, bodies, threads, batch);
             long depth;
@@ -273,6 +315,7 @@ final class Scenarios {
                 }
             } while (depth < n && end - t < config.drainCapMs());
             long cpu1 = processCpuNanos();
+            long threadsCpu = javaThreadsCpuSince(threads0);
             ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             Drain d = new Drain(
                     "ceiling (publish from memory)",
@@ -288,7 +331,8 @@ final class Scenarios {
                     0,
                     cpu1 - cpu0,
                     p1.since(p0)[0],
-                    -1);
+                    -1,
+                    threadsCpu);
             log("  %,.0f msg/s", d.rate());
             return d;
         } finally {
@@ -651,7 +695,8 @@ final class Scenarios {
                     0,
                     scale == 0 ? -1 : Math.round((cpu1 - cpu0) * scale),
                     cpu[0] < 0 ? -1 : Math.round(cpu[0] * scale),
-                    cpu[1] < 0 ? -1 : Math.round(cpu[1] * scale));
+                    cpu[1] < 0 ? -1 : Math.round(cpu[1] * scale),
+                    -1);
             log("  %,.0f msg/s (queue holds %,d)", rate, depth);
             return d;
         } finally {
