@@ -16,15 +16,19 @@ Runs in one go, on the local Redis and RabbitMQ:
   5. idle     Redis commands/s of 10 businesses x 16 shards with nothing due (10 s): 1 and 3 relay instances with
               keyspace notifications, 1 instance without
   2. lag      producer at fixed rates, due 1-5 s ahead; p50/p99/p999/max lag for relay (relay-api producer and
-              plain ZADD producer), seed, Redisson; for the relay also where the lag goes: due->popped,
-              popped->published, published->confirmed, confirmed->received
+              plain ZADD producer), seed, Redisson. The relay runs as its exec jar, the producer and the consumer
+              each in their own JVM (due->published, published->received from the x-delay-relayed-at header);
+              the 4-stage breakdown (due->popped, popped->published, published->confirmed, confirmed->received)
+              comes from an in-process run at 5k msg/s. Logs: bench-results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
-                  baselines capped at 8 s of draining. About 4 minutes on 2 busy cores. (N is not the issue's
+                  baselines capped at 8 s of draining. About 8 minutes on 2 busy cores. (N is not the issue's
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
-  --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s; backlog 10,000,000. Around 45 minutes.
+  --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);
+                  backlog 10,000,000; writes bench-results/<date>-full.md. Around 45 minutes (prints an
+                  estimate and the progress of every part; a failing part is reported and the run goes on).
   --messages N    messages per drain instead of the mode's default
   --only LIST     comma-separated subset of: drain,idle,lag,backlog
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
@@ -46,10 +50,10 @@ need() {
 }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MODE_ARGS=() ONLY="" SHARED=0 BUILD=1
+MODE_ARGS=() ONLY="" SHARED=0 BUILD=1 FULL=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --full) MODE_ARGS+=(--full) ;;
+    --full) MODE_ARGS+=(--full); FULL=-full ;;
     --messages) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --messages needs a number" >&2; exit 2; }
                 MODE_ARGS+=(--messages "$2"); shift ;;
     --only) [ $# -ge 2 ] || { echo "error: --only needs a list, e.g. --only drain,idle" >&2; exit 2; }
@@ -145,6 +149,14 @@ for entry in "${ENTRIES[@]}"; do
   esac
   CP="$CP:$entry"
 done
+# The relay as a process for the lag scenario: the shipped exec jar, copied for the same reason.
+EXEC_JAR=$(ls "$ROOT"/relay-app/target/relay-app-*-exec.jar 2>/dev/null | head -1 || true)
+[ -n "$EXEC_JAR" ] || { echo "error: relay-app/target/relay-app-*-exec.jar is missing; run without --skip-build" >&2; exit 1; }
+cp "$EXEC_JAR" target/relay-lib/
+LOGS="$ROOT/bench-results/logs/$(date +%Y-%m-%d)$FULL"
+mkdir -p "$LOGS"
+echo "[bench] logs of the processes the bench starts (the relay's exec jar, lag producer and consumer): $LOGS" >&2
+BENCH_ARGS+=(--relay-jar "target/relay-lib/$(basename "$EXEC_JAR")" --logs "$LOGS")
 # shellcheck disable=SC2086
 java ${BENCH_JAVA_OPTS:--Xmx3g} -cp "target/classes$CP" io.delayrelay.bench.Bench \
   "${MODE_ARGS[@]}" "${BENCH_ARGS[@]}"

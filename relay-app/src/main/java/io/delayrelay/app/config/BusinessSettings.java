@@ -60,7 +60,7 @@ public class BusinessSettings {
     /** Longest sleep of a worker that found nothing due; a producer that does not publish a wake-up is picked up within it. */
     private Duration maxIdle = DEFAULT_MAX_IDLE;
 
-    /** How long a popped entry may stay unconfirmed before the reaper puts it back; longer than publish-timeout. */
+    /** How long a popped entry may stay unconfirmed before the next pop of its shard takes it back; longer than publish-timeout. */
     private Duration lease = DEFAULT_LEASE;
 
     /** Failed delivery attempts (nack, timeout, expired lease) after which an entry goes to the dead set. */

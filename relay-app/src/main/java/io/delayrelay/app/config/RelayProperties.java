@@ -23,7 +23,10 @@ public class RelayProperties {
     /** Whether the relay runs at all. */
     private boolean enabled = true;
 
-    /** How often expired leases are looked for and their entries put back (or dead-lettered). */
+    /**
+     * How often the relay follows the shard counts recorded in K:meta and restarts dead workers. Expired leases are
+     * not looked for on a timer: the pop that sees them takes them back.
+     */
     private Duration reaperInterval = DEFAULT_REAPER_INTERVAL;
 
     /** Longest wait at shutdown for workers to finish their batch (publish, confirm, ack). */

@@ -205,7 +205,8 @@ final class BatchSettler {
                     spec,
                     shard,
                     token,
-                    confirmed.stream().map(DueMessage::member).toList());
+                    confirmed.stream().map(DueMessage::member).toList(),
+                    confirmed.stream().anyMatch(DueMessage::byId));
             long confirmedAt = clock.nowMs();
             events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
         }

@@ -7,11 +7,14 @@ import java.util.List;
  *
  * @param redisNowMs Redis time of the pop; 0 when the shard was empty (not read)
  * @param entries    entries now in flight, in due order
- * @param nextDueMs  when nothing was due: the earliest score in the shard, or -1 when it is empty
+ * @param nextDueMs  the earliest score left in the shard (a lease deadline included), -1 when it is empty, or
+ *                   {@code redisNowMs} when the batch came back full (more is due)
  * @param token      the lease token of this pop: acks, requeues and releases of its entries must present it, so
  *                   they act only on this lease (never on a later lease of the same member)
+ * @param expiredLeases leases of the shard the pop saw expired (held by a token past their deadline): the caller
+ *                   takes them back ({@link ShardStore#requeueExpired}); no periodic reaper round does
  */
-public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, String token) {
+public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, String token, int expiredLeases) {
 
     /**
      * @param member   zset member

@@ -22,7 +22,8 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 
 /**
  * Runs every business: checks exchanges, publishes shard counts to {@code K:meta}, starts the workers, the wake-up
- * listener and the lease reaper; at shutdown stops popping and lets running batches finish (bounded).
+ * listeners and the housekeeping (topology, dead workers); at shutdown stops popping and lets running batches
+ * finish (bounded). Expired leases are taken back by the workers whose pops see them ({@link LeaseReaper}).
  */
 public class RelayEngine implements SmartLifecycle {
 
@@ -38,13 +39,13 @@ public class RelayEngine implements SmartLifecycle {
     private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
     private WakeSubscriber wakeSubscriber;
     private KeyspaceWakeSource keyspaceWake;
-    private ScheduledExecutorService reaper;
+    private ScheduledExecutorService housekeeping;
     private volatile boolean running;
 
     /**
      * Engine-wide settings.
      *
-     * @param reaperInterval  how often expired leases are reaped
+     * @param reaperInterval  how often the shard counts in {@code K:meta} are followed and dead workers restarted
      * @param shutdownTimeout longest wait for running batches at stop
      * @param verifyExchanges whether a missing exchange fails start-up
      * @param reshardGrace    how long after a shard count change retired shards are drained at least
@@ -93,18 +94,16 @@ public class RelayEngine implements SmartLifecycle {
         keyspaceWake.start();
         relays.values().forEach(this::subscribeKeyspace);
         relays.values().forEach(BusinessRelay::start);
-        reaper = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-lease-reaper");
+        housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "relay-housekeeping");
             t.setDaemon(true);
             return t;
         });
         long interval = settings.reaperInterval().toMillis();
-        LeaseReaper leaseReaper = new LeaseReaper(this::businessRelays, events);
         TopologyKeeper topologyKeeper =
                 new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
-        reaper.scheduleWithFixedDelay(leaseReaper, interval, interval, TimeUnit.MILLISECONDS);
-        reaper.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
-        reaper.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
+        housekeeping.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
+        housekeeping.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
     }
@@ -187,8 +186,8 @@ public class RelayEngine implements SmartLifecycle {
             return;
         }
         running = false;
-        if (reaper != null) {
-            reaper.shutdownNow();
+        if (housekeeping != null) {
+            housekeeping.shutdownNow();
         }
         long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
         for (BusinessRelay relay : relays.values()) {

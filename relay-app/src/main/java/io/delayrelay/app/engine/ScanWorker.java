@@ -40,6 +40,7 @@ final class ScanWorker implements Runnable {
     private final EventReporter events;
     private final RedisClock clock;
     private final ShardCursor cursor;
+    private final LeaseReaper reaper;
     private final Semaphore batchSlots = new Semaphore(MAX_BATCHES_IN_FLIGHT);
     private final Map<Integer, CompletableFuture<Void>> shardsInFlight = new ConcurrentHashMap<>();
     /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
@@ -69,6 +70,7 @@ final class ScanWorker implements Runnable {
         this.events = events;
         this.clock = clock;
         this.cursor = new ShardCursor(schedule, store::advanceCursor, clock::nowMs);
+        this.reaper = new LeaseReaper(store, events);
     }
 
     @Override
@@ -123,7 +125,7 @@ final class ScanWorker implements Runnable {
     private void popAndDeliver(BusinessSpec spec, int shard) throws InterruptedException {
         PopResult popped;
         try {
-            popped = store.pop(spec, shard);
+            popped = store.pop(spec, shard, cursor.lastKnownDue());
         } catch (RuntimeException | Error e) {
             batchSlots.release();
             throw e;
@@ -133,6 +135,10 @@ final class ScanWorker implements Runnable {
         }
         schedule.record(shard, popped.nextDueMs());
         failures = 0;
+        if (popped.expiredLeases() > 0) {
+            // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard
+            reaper.reap(state, shard);
+        }
         if (popped.isEmpty()) {
             batchSlots.release();
             if (++empties >= ShardCursor.sweepLength(state.scanWidth(), spec.threads())) {
@@ -145,7 +151,7 @@ final class ScanWorker implements Runnable {
         deliver(spec, shard, popped);
         brokerFailures = 0;
         if (popped.moreDue()) {
-            cursor.hint(shard);
+            cursor.hintDue(shard);
         }
     }
 

@@ -35,6 +35,10 @@ final class ShardCursor {
     private final CursorSource cursor;
     private final LongSupplier redisNowMs;
     private int hint = WakeSignal.NO_HINT;
+    /** Whether the hint is known to have due entries (its last pop came back full). */
+    private boolean hintDue;
+    /** Whether the shard {@link #next} returned last is known to have due entries. */
+    private boolean lastKnownDue;
     /** This worker's reserved block of cursor positions: next to use, and one past the last. */
     private long blockNext;
 
@@ -50,7 +54,22 @@ final class ShardCursor {
     void hint(int shard) {
         if (shard != WakeSignal.NO_HINT) {
             hint = shard;
+            hintDue = false;
         }
+    }
+
+    /** Looks at {@code shard} next, known to have due entries (its last pop came back full). */
+    void hintDue(int shard) {
+        hint = shard;
+        hintDue = true;
+    }
+
+    /**
+     * Whether the shard {@link #next} returned last is known to have due entries, so that its pop may skip the
+     * emptiness probe.
+     */
+    boolean lastKnownDue() {
+        return lastKnownDue;
     }
 
     /** Shards one worker covers before it may sleep: its share of one sweep over every scanned shard. */
@@ -64,8 +83,12 @@ final class ShardCursor {
      */
     int next(BusinessSpec spec, int width, IntPredicate quarantined, IntPredicate busy) {
         int hinted = hint;
+        boolean hintedDue = hintDue;
         hint = WakeSignal.NO_HINT;
+        hintDue = false;
+        lastKnownDue = false;
         if (hinted != WakeSignal.NO_HINT && hinted < width && !quarantined.test(hinted)) {
+            lastKnownDue = hintedDue;
             return hinted;
         }
         IntPredicate skip = quarantined.or(busy);

@@ -35,6 +35,14 @@ public class ShardStore {
      */
     static final long BLOCKED_RECHECK_MS = 50;
 
+    /** pop.lua's reply header: now, n, nextDue, expired; the entries follow. */
+    private static final int POP_HEADER = 4;
+
+    /** A flag argument of pop.lua (the shard is known due) and ack.lua (a member had a payload). */
+    private static final byte[] YES = {'1'};
+
+    private static final byte[] NO = {'0'};
+
     /** Keys of pop.lua, in its KEYS order. */
     private static final int[] POP_KEYS = {
         DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS
@@ -68,6 +76,14 @@ public class ShardStore {
      * unsettled delivery) under a new lease token; at most batch-bytes of members and payloads (one entry at least).
      */
     public PopResult pop(BusinessSpec spec, int shard) {
+        return pop(spec, shard, false);
+    }
+
+    /**
+     * Like {@link #pop(BusinessSpec, int)}; {@code knownDue} says the caller knows the shard has due entries (its
+     * last pop of it came back full), so the script skips its emptiness probe.
+     */
+    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
         List<?> reply = redis.execute(
@@ -77,13 +93,15 @@ public class ShardStore {
                 num(spec.lease().toMillis()),
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
-                num(spec.batchBytes()));
+                num(spec.batchBytes()),
+                knownDue ? YES : NO);
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
+        int expired = (int) asLong(reply.get(3));
         List<PopResult.Entry> entries = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            int base = 3 + i * 4;
+            int base = POP_HEADER + i * 4;
             byte[] member = (byte[]) reply.get(base);
             long due = parseScore((byte[]) reply.get(base + 1));
             byte[] payload = (byte[]) reply.get(base + 2);
@@ -94,7 +112,7 @@ public class ShardStore {
                     payload,
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
-        return new PopResult(now, entries, nextDue, token);
+        return new PopResult(now, entries, nextDue, token, expired);
     }
 
     /**
@@ -102,13 +120,22 @@ public class ShardStore {
      * again since is left alone. Returns how many were settled.
      */
     public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members) {
+        return ack(spec, shard, token, members, true);
+    }
+
+    /**
+     * Like {@link #ack(BusinessSpec, int, String, List)}; {@code anyPayload} false says none of the members had a
+     * payload when popped, so the script skips the payload bookkeeping when the shard's payload hash does not exist.
+     */
+    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members, boolean anyPayload) {
         if (members.isEmpty()) {
             return 0;
         }
-        Object[] args = new Object[1 + members.size()];
+        Object[] args = new Object[2 + members.size()];
         args[0] = bytes(token);
+        args[1] = anyPayload ? YES : NO;
         for (int i = 0; i < members.size(); i++) {
-            args[1 + i] = members.get(i);
+            args[2 + i] = members.get(i);
         }
         Long acked = redis.execute(ACK, spec.keys().shardKeyBytes(shard, ACK_KEYS), args);
         return acked == null ? 0 : acked;
@@ -147,7 +174,7 @@ public class ShardStore {
     }
 
     /**
-     * Claims round {@code round} of a chore shared by every relay instance (e.g. the lease reaper's pass) for
+     * Claims round {@code round} of a chore shared by every relay instance (e.g. the idle workers' safety sweep) for
      * {@code periodMs}: true for the one instance that gets it ({@code SET K:round:<round> NX PX}), so the chore's
      * Redis cost does not grow with the number of instances.
      */

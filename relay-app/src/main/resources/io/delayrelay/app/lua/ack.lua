@@ -2,32 +2,40 @@
 -- (its lease token is the one in {K:i}:attempts, see pop.lua). A late ack of a lease the reaper already took back,
 -- or of a member leased again since, changes nothing. Touches one Redis Cluster slot.
 -- KEYS[1] K:i  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts  KEYS[5] {K:i}:dead
--- ARGV[1] lease token   ARGV[2..] members
+-- ARGV[1] lease token
+-- ARGV[2] '0' when none of the members had a payload when popped: then a payload hash that does not exist (the
+--         common case of a business that never schedules by id) spares the payload bookkeeping (two ZMSCOREs and
+--         an HDEL); '1' (or anything else) always does it
+-- ARGV[3..] members
 -- Payload invariant (kept by every script, the relay's and the producers'): {K:i}:payloads[id] is deleted only by
 -- a script that leaves the id in none of K:i, {K:i}:inflight and {K:i}:dead. So a payload is kept when its member
 -- was scheduled again meanwhile (back in K:i) or is also a dead letter (a replay needs it).
 -- Returns how many members were settled (still leased with this token).
 local token = ARGV[1]
 local members = {}
-for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
+for i = 3, #ARGV do members[#members + 1] = ARGV[i] end
 if #members == 0 then return 0 end
--- reads first: a key of the wrong type fails the script before anything changed
-local expected = {[2] = 'hash', [3] = 'zset'}
-for i = 2, 3 do
-  local actual = redis.call('TYPE', KEYS[i]).ok
-  if actual ~= 'none' and actual ~= expected[i] then
-    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. actual .. ', expected a ' .. expected[i])
-  end
-end
+-- Reads first, then the writes in an order that makes a key of the wrong type (written by another program) fail
+-- harmlessly, without TYPE checks: HMGET attempts and the ZMSCOREs fail before anything changed; ZREM inflight
+-- is the first write and fails with nothing written; HDEL attempts cannot fail (attempts was read as a hash). Only
+-- a payloads key of the wrong type is met after the leases were settled: those messages were confirmed, so nothing
+-- is lost, and the payload of such a message could not have been stored in it. The script then returns an error
+-- naming the key (the relay counts and logs it), and the shard's next pop fails on it before moving anything.
 local records = redis.call('HMGET', KEYS[4], unpack(members))
-local again = redis.call('ZMSCORE', KEYS[1], unpack(members))
-local dead = redis.call('ZMSCORE', KEYS[5], unpack(members))
+-- A payload written while the member was in flight (a producer scheduled the id again) makes the hash exist, so
+-- the payload invariant below is always checked where a payload can be.
+local payloads = ARGV[2] ~= '0' or redis.call('EXISTS', KEYS[2]) == 1
+local again, dead = {}, {}
+if payloads then
+  again = redis.call('ZMSCORE', KEYS[1], unpack(members))
+  dead = redis.call('ZMSCORE', KEYS[5], unpack(members))
+end
 local owned, drop = {}, {}
 for i, m in ipairs(members) do
   local r = records[i]
   if r and string.match(r, '^%d+:[^:]*:(.*)$') == token then
     owned[#owned + 1] = m
-    if not again[i] and not dead[i] then
+    if payloads and not again[i] and not dead[i] then
       drop[#drop + 1] = m
     end
   end
@@ -37,6 +45,10 @@ if #owned > 0 then
   redis.call('HDEL', KEYS[4], unpack(owned))
 end
 if #drop > 0 then
-  redis.call('HDEL', KEYS[2], unpack(drop))
+  local deleted = redis.pcall('HDEL', KEYS[2], unpack(drop))
+  if type(deleted) == 'table' and deleted.err then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' is not a hash (' .. deleted.err .. '); ' .. #owned
+        .. ' confirmed member(s) were settled, their payloads could not be deleted')
+  end
 end
 return #owned

@@ -5,31 +5,44 @@
 -- ARGV[4] ms after which a due schedule held back by its member's unsettled delivery is looked at again
 -- ARGV[5] byte budget of the reply (members plus payloads; optional): the batch ends before the entry that would
 --         exceed it, one entry is always taken; entries left out stay where they are, due, for the next pop
--- Returns {now, n, nextDue, member1, due1, payload1, failed1, member2, ...}
+-- ARGV[6] '1' when the caller knows the shard has due entries (its last pop of it came back full): the emptiness
+--         probe (two ZRANGEs before TIME) is skipped (optional; anything else probes)
+-- Returns {now, n, nextDue, expired, member1, due1, payload1, failed1, member2, ...}
 --   n = 0: nothing due; nextDue = the earliest score in K:i or inflight, or -1 when both are empty (then now = 0:
 --          an empty shard, the common idle case, costs two ZRANGEs and no TIME).
---   n > 0: nextDue = the earliest score left (-1 when empty); dueX is the entry's original due time (kept across
---          retries, so the AMQP message id is too), payloadX is nil when the member has no payload, failedX counts
---          earlier failed deliveries.
+--   n > 0: nextDue = the earliest score left (-1 when empty), or now when the batch came back full (count or byte
+--          budget): more is due, the caller comes back at once, so the two ZRANGEs that would say so are skipped.
+--          dueX is the entry's original due time (kept across retries, so the AMQP message id is too), payloadX is
+--          nil when the member has no payload, failedX counts earlier failed deliveries.
+--   expired = how many leases of this shard this pop saw expired (deadline passed, still held by a token; at most
+--          2 x batch are looked at): the caller takes them back at once with requeue.lua 'expired' (that counts the
+--          failed attempt). No periodic reaper round looks for them: every shard is popped at least once per
+--          safety sweep or max-idle, and a pop's nextDue includes the earliest lease deadline.
 -- Ownership. A member has at most one unsettled delivery, held in {K:i}:inflight: leased (score = lease deadline)
 -- or waiting for its retry (score = retry time). {K:i}:attempts[member] describes it:
 -- "<failed>:<original due>:<lease token>", the token empty while it waits for its retry. Only the holder of the
--- token may ack, retry or release it; the reaper takes back leases whose deadline passed. A schedule in K:i of a
+-- token may ack, retry or release it; requeue.lua 'expired' takes back leases whose deadline passed. A schedule in K:i of a
 -- member with an unsettled delivery stays in K:i until that delivery settles: the delivery in flight and the new
 -- schedule both happen, one after the other. (Relays before lease tokens wrote "<failed>:<original due>" for
 -- members they put back into K:i; such a mark is still honoured once.)
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local firstFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-if not first[2] and not firstFlight[2] then
-  return {0, 0, -1}
+local known = ARGV[6] == '1'
+local first, firstFlight = {}, {}
+if not known then
+  first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  firstFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if not first[2] and not firstFlight[2] then
+    return {0, 0, -1, 0}
+  end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local earliest = math.huge
-if first[2] then earliest = tonumber(first[2]) end
-if firstFlight[2] then earliest = math.min(earliest, tonumber(firstFlight[2])) end
-if earliest > now then
-  return {now, 0, earliest}
+if not known then
+  local earliest = math.huge
+  if first[2] then earliest = tonumber(first[2]) end
+  if firstFlight[2] then earliest = math.min(earliest, tonumber(firstFlight[2])) end
+  if earliest > now then
+    return {now, 0, earliest, 0}
+  end
 end
 local batch = tonumber(ARGV[1])
 local recheck = now + tonumber(ARGV[4])
@@ -37,19 +50,29 @@ local recheck = now + tonumber(ARGV[4])
 -- wrong type (written by another program) fails the script before anything moved.
 local taken = {}
 local flightBlocked = false
-if firstFlight[2] and tonumber(firstFlight[2]) <= now then
-  -- due retries; expired leases among them are the reaper's (it counts the failed attempt first)
+local expired = 0
+if known or (firstFlight[2] and tonumber(firstFlight[2]) <= now) then
+  -- due retries; expired leases among them are reported, and taken back by requeue.lua (it counts the failed
+  -- attempt first)
   local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 2 * batch)
-  local names = {}
-  for i = 1, #due / 2 do names[i] = due[2 * i - 1] end
-  local records = redis.call('HMGET', KEYS[4], unpack(names))
-  for i, m in ipairs(names) do
-    local f, o, token = string.match(records[i] or '', '^(%d+):([^:]*):(.*)$')
-    if f and token == '' and #taken < batch then
-      if o == '' then o = due[2 * i] end
-      taken[#taken + 1] = {m, o, f, false}
-    else
-      flightBlocked = true
+  if #due > 0 then
+    local names = {}
+    for i = 1, #due / 2 do names[i] = due[2 * i - 1] end
+    local records = redis.call('HMGET', KEYS[4], unpack(names))
+    for i, m in ipairs(names) do
+      local f, o, token = string.match(records[i] or '', '^(%d+):([^:]*):(.*)$')
+      if f and token == '' then
+        if #taken < batch then
+          if o == '' then o = due[2 * i] end
+          taken[#taken + 1] = {m, o, f, false}
+        else
+          flightBlocked = true
+        end
+      else
+        -- a lease whose deadline passed (or a record of a relay before lease tokens): requeue.lua's
+        expired = expired + 1
+        flightBlocked = true
+      end
     end
   end
 end
@@ -87,7 +110,7 @@ while #taken < batch and pages < 4 do
   offset = offset + n
   pages = pages + 1
 end
-local out = {now, #taken, -1}
+local out = {now, #taken, -1, expired}
 local trimmed = false
 if #taken > 0 then
   local members = {}
@@ -117,7 +140,7 @@ if #taken > 0 then
     records[2 * i - 1] = e[1]
     records[2 * i] = e[3] .. ':' .. e[2] .. ':' .. ARGV[3]
     if e[4] then fromShard[#fromShard + 1] = e[1] end
-    local base = 3 + (i - 1) * 4
+    local base = 4 + (i - 1) * 4
     out[base + 1] = e[1]
     out[base + 2] = e[2]
     out[base + 3] = payloads[i]
@@ -129,8 +152,13 @@ if #taken > 0 then
     redis.call('ZREM', KEYS[1], unpack(fromShard))
   end
 end
+-- A full batch (count or byte budget): more is due, the caller comes back at once; no need to read what is next.
+if #taken >= batch or trimmed then
+  out[3] = now
+  return out
+end
 -- What is due next. Something due but held back (a schedule whose member's delivery is unsettled, an expired lease
--- the reaper has not taken back yet) is looked at again after ARGV[4] ms, not at once: that would spin on it.
+-- not taken back yet) is looked at again after ARGV[4] ms, not at once: that would spin on it.
 local next = math.huge
 local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if rest[2] then

@@ -39,6 +39,17 @@ final class EngineFixture implements AutoCloseable {
         Duration lease = Duration.ofSeconds(30);
         Duration retryDelay = Duration.ofSeconds(1);
         Duration publishTimeout = Duration.ofSeconds(5);
+        int maxAttempts = 5;
+
+        Spec lease(Duration d) {
+            lease = d;
+            return this;
+        }
+
+        Spec maxAttempts(int n) {
+            maxAttempts = n;
+            return this;
+        }
 
         Spec shards(int n) {
             shards = n;
@@ -85,7 +96,7 @@ final class EngineFixture implements AutoCloseable {
                     batchBytes,
                     maxIdle,
                     lease,
-                    5,
+                    maxAttempts,
                     retryDelay,
                     Duration.ofMinutes(1),
                     publishTimeout,
@@ -168,7 +179,7 @@ final class EngineFixture implements AutoCloseable {
         }
 
         @Override
-        public PopResult pop(BusinessSpec spec, int shard) {
+        public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
             pops.incrementAndGet();
             Throwable failure = failNextPop.getAndSet(null);
             if (failure instanceof RuntimeException e) {
@@ -177,7 +188,7 @@ final class EngineFixture implements AutoCloseable {
             if (failure instanceof Error e) {
                 throw e;
             }
-            return super.pop(spec, shard);
+            return super.pop(spec, shard, knownDue);
         }
     }
 

@@ -28,6 +28,8 @@ public final class Bench {
         Path out = Path.of("bench-results");
         List<String> only = List.of();
         Path perfTestClasspath = null;
+        Path relayJar = null;
+        Path logs = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -38,6 +40,8 @@ public final class Bench {
                 case "--out" -> out = Path.of(args[++i]);
                 case "--only" -> only = Arrays.asList(args[++i].split(","));
                 case "--perf-test-classpath" -> perfTestClasspath = Path.of(args[++i]);
+                case "--relay-jar" -> relayJar = Path.of(args[++i]);
+                case "--logs" -> logs = Path.of(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
@@ -45,26 +49,160 @@ public final class Bench {
                 full, messages, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit), out, only);
         long started = System.currentTimeMillis();
         Report report = new Report(config);
+        Path logDir = logs != null ? logs : out.resolve("logs");
         try (Infra infra = new Infra(config)) {
             report.machine(infra);
             Scenarios s = new Scenarios(infra);
-            run(config, infra, s, report, perfTestClasspath);
+            LagProcesses lagProcesses = new LagProcesses(infra, relayJar, logDir);
+            run(config, infra, s, report, perfTestClasspath, lagProcesses);
+        } catch (Exception | Error e) {
+            // Whatever broke, the report is still written, with the error in it.
+            report.error("setup", e);
+            e.printStackTrace();
         }
         report.elapsed(System.currentTimeMillis() - started);
         String text = report.render();
         System.out.println(text);
         Path file = report.write();
         System.err.println("[bench] results written to " + file);
-        System.exit(0);
+        System.exit(report.failed() ? 1 : 0);
     }
 
-    private static void run(BenchConfig config, Infra infra, Scenarios s, Report report, Path perfTestClasspath)
+    /** A part of the run; a failing part is reported as an error and the run goes on with the next. */
+    private interface Part {
+        void run() throws Exception;
+    }
+
+    private static long runStarted = System.currentTimeMillis();
+
+    private static void part(Report report, String name, double estimateSeconds, Part part) {
+        long start = System.currentTimeMillis();
+        System.err.printf(
+                "[bench] == %s: about %s (estimate), %s since the start%n",
+                name, duration(estimateSeconds * 1000), duration(start - runStarted));
+        try {
+            part.run();
+            System.err.printf("[bench] == %s: done in %s%n", name, duration(System.currentTimeMillis() - start));
+        } catch (Exception | Error e) {
+            System.err.printf(
+                    "[bench] == %s: FAILED after %s: %s%n", name, duration(System.currentTimeMillis() - start), e);
+            e.printStackTrace();
+            report.error(name, e);
+        }
+    }
+
+    private static String duration(double ms) {
+        long s = Math.round(ms / 1000);
+        return s >= 60 ? String.format("%d min %02d s", s / 60, s % 60) : s + " s";
+    }
+
+    private static void run(
+            BenchConfig config,
+            Infra infra,
+            Scenarios s,
+            Report report,
+            Path perfTestClasspath,
+            LagProcesses lagProcesses) {
+        runStarted = System.currentTimeMillis();
+        System.err.printf(
+                "[bench] %s run: about %s in all (estimate; more on a busy machine)%n",
+                config.full() ? "full" : "quick", duration(config.estimateSeconds() * 1000));
+        if (config.runs("drain")) {
+            part(
+                    report,
+                    "drain",
+                    config.drainEstimateSeconds(),
+                    () -> drain(config, infra, s, report, perfTestClasspath));
+        }
+        if (config.runs("idle")) {
+            // With keyspace notifications (the private Redis has them on), then without (polling at max-idle).
+            boolean notify = config.privateRedis();
+            part(report, "idle", 3 * (config.idleSeconds() + 5), () -> {
+                report.idle(s.idle(null, 1, notify));
+                report.idle(s.idle(null, 3, notify));
+                report.idle(s.idle(null, 1, false));
+            });
+        }
+        if (config.runs("lag")) {
+            String x = s.exchange();
+            int seconds = config.lagSeconds();
+            double separate = config.separateLagEstimateSeconds();
+            double each = config.inProcessLagEstimateSeconds();
+            // Relay, producer and consumer in three JVMs: the lag table and the due->published->received split.
+            for (int rate : config.lagRates()) {
+                part(
+                        report,
+                        "lag relay " + rate + "/s",
+                        separate,
+                        () -> report.lag(s.lagSeparate(lagProcesses, "relay", false, rate, seconds)));
+            }
+            for (int rate : config.zaddLagRates()) {
+                part(
+                        report,
+                        "lag relay plain ZADD " + rate + "/s",
+                        separate,
+                        () -> report.lag(
+                                s.lagSeparate(lagProcesses, "relay, plain ZADD producer", true, rate, seconds)));
+            }
+            // In-process (relay, producer, consumer in the harness JVM): the relay's popped and confirmed instants
+            // come from its events, which a separate JVM does not expose; only for the 4-stage breakdown.
+            int breakdownRate = 5_000;
+            part(
+                    report,
+                    "lag relay in-process " + breakdownRate + "/s",
+                    each,
+                    () -> report.lag(s.lag(
+                            new RelayContender(infra, "relay, in-process", x, Map.of()), breakdownRate, seconds)));
+            part(
+                    report,
+                    "lag relay plain ZADD in-process " + breakdownRate + "/s",
+                    each,
+                    () -> report.lag(s.lag(
+                            new RelayContender(infra, "relay, plain ZADD producer, in-process", x, Map.of(), 1, true),
+                            breakdownRate,
+                            seconds)));
+            for (int rate : config.baselineLagRates()) {
+                part(
+                        report,
+                        "lag seed " + rate + "/s",
+                        each,
+                        () -> report.lag(s.lag(new SeedContender(infra, x, 2), rate, seconds)));
+                part(
+                        report,
+                        "lag Redisson " + rate + "/s",
+                        each,
+                        () -> report.lag(s.lag(new RedissonContender(infra, x, 2), rate, seconds)));
+            }
+        }
+        if (config.runs("backlog")) {
+            part(report, "backlog", config.backlogEstimateSeconds(), () -> backlog(config, infra, s, report));
+        }
+    }
+
+    private static void backlog(BenchConfig config, Infra infra, Scenarios s, Report report) throws Exception {
+        String x = s.exchange();
+        long cap = config.drainCapMs();
+        RelayContender relay = new RelayContender(infra, "relay", x, Map.of());
+        Scenarios.Drain with = s.drain(
+                relay,
+                "defaults, backlog " + String.format("%,d", config.backlogEntries()),
+                0,
+                cap,
+                s.backlog(relay::business, config.backlogEntries()));
+        Scenarios.Drain without = report.relayDefaultAll();
+        if (without == null) {
+            without = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults", 0, cap);
+        }
+        report.backlog(with, without);
+    }
+
+    private static void drain(BenchConfig config, Infra infra, Scenarios s, Report report, Path perfTestClasspath)
             throws Exception {
         String x = s.exchange();
         long cap = config.drainCapMs();
         long baselineCap = config.baselineCapMs();
         int defaultThreads = 2;
-        if (config.runs("drain")) {
+        {
             // Warm-up (not reported): the first drains of a fresh JVM pay for JIT compilation, which would
             // otherwise be charged to whichever contender happens to run first. One drain was not enough on 2 busy
             // cores: the hot path reached C2 only during the next drain (5.5 s of compiling inside the defaults'
@@ -141,43 +279,6 @@ public final class Bench {
                             defaultThreads + " bridge threads",
                             1_000,
                             baselineCap));
-        }
-        if (config.runs("idle")) {
-            // With keyspace notifications (the private Redis has them on), then without (polling at max-idle).
-            boolean notify = config.privateRedis();
-            report.idle(s.idle(null, 1, notify));
-            report.idle(s.idle(null, 3, notify));
-            report.idle(s.idle(null, 1, false));
-        }
-        if (config.runs("lag")) {
-            for (int rate : config.lagRates()) {
-                report.lag(s.lag(new RelayContender(infra, "relay", x, Map.of()), rate, config.lagSeconds()));
-            }
-            // Entries written by a bare ZADD (no wake-up): picked up through keyspace notifications.
-            for (int rate : new int[] {1_000, 5_000}) {
-                report.lag(s.lag(
-                        new RelayContender(infra, "relay, plain ZADD producer", x, Map.of(), 1, true),
-                        rate,
-                        config.lagSeconds()));
-            }
-            for (int rate : config.baselineLagRates()) {
-                report.lag(s.lag(new SeedContender(infra, x, defaultThreads), rate, config.lagSeconds()));
-                report.lag(s.lag(new RedissonContender(infra, x, defaultThreads), rate, config.lagSeconds()));
-            }
-        }
-        if (config.runs("backlog")) {
-            RelayContender relay = new RelayContender(infra, "relay", x, Map.of());
-            Scenarios.Drain with = s.drain(
-                    relay,
-                    "defaults, backlog " + String.format("%,d", config.backlogEntries()),
-                    0,
-                    cap,
-                    s.backlog(relay::business, config.backlogEntries()));
-            Scenarios.Drain without = report.relayDefaultAll();
-            if (without == null) {
-                without = s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults", 0, cap);
-            }
-            report.backlog(with, without);
         }
     }
 

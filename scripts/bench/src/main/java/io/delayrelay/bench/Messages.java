@@ -37,6 +37,14 @@ final class Messages {
         return v;
     }
 
+    static long seqOf(byte[] body) {
+        long v = 0;
+        for (int i = 14; i < 24; i++) {
+            v = v * 10 + (body[i] - '0');
+        }
+        return v;
+    }
+
     /** Due times for n messages: all at {@code t}, or spread evenly over [t, t + spreadMs). */
     static long[] dues(int n, long t, long spreadMs) {
         long[] dues = new long[n];

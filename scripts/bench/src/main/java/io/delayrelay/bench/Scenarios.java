@@ -92,10 +92,15 @@ final class Scenarios {
             long max,
             Stages stages) {}
 
-    /** Where the lag goes: p50/p99/p999 ms of each stage, in the order of {@link #NAMES}. */
-    record Stages(int joined, long[][] percentiles) {
-        static final String[] NAMES = {"due->popped", "popped->published", "published->confirmed", "confirmed->received"
+    /**
+     * Where the lag goes: p50/p99/p999 ms of each stage, in the order of {@code names} ({@link #IN_PROCESS} or
+     * {@link #SEPARATE}); {@code relayCpuMicrosPerMessage} is NaN where the relay shares the harness's JVM.
+     */
+    record Stages(int joined, String[] names, long[][] percentiles, double relayCpuMicrosPerMessage) {
+        static final String[] IN_PROCESS = {
+            "due->popped", "popped->published", "published->confirmed", "confirmed->received"
         };
+        static final String[] SEPARATE = {"due->published", "published->received"};
     }
 
     /** Idle cost. */
@@ -139,7 +144,7 @@ final class Scenarios {
     }
 
     /**
-     * Starts the contender, loads N messages due at an instant T chosen after the predicted end of loading (all at
+     * Runs {@code beforeLoad} (e.g. loads a backlog), starts the contender, loads N messages due at an instant T chosen after the predicted end of loading (all at
      * T, or spread over [T, T + spread)), then measures from T until the queue holds N (or the cap passes).
      */
     Drain drain(Contender contender, String settings, long spreadMs, long capMs, Runnable beforeLoad) throws Exception {
@@ -150,10 +155,12 @@ final class Scenarios {
         // the lag breakdown's per-message stamps are not needed here: recording them would be charged to the relay
         StageRecorder.enabled = false;
         try {
-            contender.start();
+            // Before the contender starts: with keyspace notifications, a backlog loaded under a running relay
+            // would be measured as the relay digesting one notification per loaded entry during the drain.
             if (beforeLoad != null) {
                 beforeLoad.run();
             }
+            contender.start();
             awaitJitQuiet();
             String rateKey = contender.getClass().getSimpleName();
             double loadRate = loadRates.getOrDefault(rateKey, contender.loadRateGuess());
@@ -463,14 +470,7 @@ final class Scenarios {
                     got == 0 ? -1 : sorted[got - 1],
                     stages);
             if (stages != null) {
-                for (int k = 0; k < Stages.NAMES.length; k++) {
-                    log(
-                            "  %s: p50 %d p99 %d p999 %d ms",
-                            Stages.NAMES[k],
-                            stages.percentiles()[k][0],
-                            stages.percentiles()[k][1],
-                            stages.percentiles()[k][2]);
-                }
+                logStages(stages);
             }
             log(
                     "  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms",
@@ -488,6 +488,11 @@ final class Scenarios {
         }
     }
 
+    /** The lag scenario with the relay, the producer and the consumer in three JVMs (see {@link LagProcesses}). */
+    Lag lagSeparate(LagProcesses processes, String label, boolean plainZadd, int rate, int seconds) throws Exception {
+        return processes.run(label, exchange, queue, plainZadd, rate, seconds);
+    }
+
     /**
      * Joins the consumer's view (relayed-at header = publish instant, receive instant) with the relay's stage
      * recorder (due, popped, confirmed) by message id. Null when the contender recorded no stages.
@@ -496,7 +501,7 @@ final class Scenarios {
         if (StageRecorder.STAMPS.isEmpty()) {
             return null;
         }
-        long[][] values = new long[Stages.NAMES.length][got];
+        long[][] values = new long[Stages.IN_PROCESS.length][got];
         int joined = 0;
         for (int i = 0; i < got; i++) {
             StageRecorder.Stamps st = ids[i] == null ? null : StageRecorder.STAMPS.get(ids[i]);
@@ -509,17 +514,28 @@ final class Scenarios {
             values[3][joined] = receivedAt[i] - st.confirmedMs();
             joined++;
         }
-        long[][] percentiles = new long[Stages.NAMES.length][];
-        for (int k = 0; k < Stages.NAMES.length; k++) {
+        long[][] percentiles = new long[Stages.IN_PROCESS.length][];
+        for (int k = 0; k < Stages.IN_PROCESS.length; k++) {
             long[] sorted = Arrays.copyOf(values[k], joined);
             Arrays.sort(sorted);
             percentiles[k] = new long[] {pct(sorted, 0.50), pct(sorted, 0.99), pct(sorted, 0.999)};
         }
         StageRecorder.STAMPS.clear();
-        return new Stages(joined, percentiles);
+        return new Stages(joined, Stages.IN_PROCESS, percentiles, Double.NaN);
     }
 
-    private static long pct(long[] sorted, double q) {
+    static void logStages(Stages stages) {
+        for (int k = 0; k < stages.names().length; k++) {
+            log(
+                    "  %s: p50 %d p99 %d p999 %d ms",
+                    stages.names()[k],
+                    stages.percentiles()[k][0],
+                    stages.percentiles()[k][1],
+                    stages.percentiles()[k][2]);
+        }
+    }
+
+    static long pct(long[] sorted, double q) {
         if (sorted.length == 0) {
             return -1;
         }

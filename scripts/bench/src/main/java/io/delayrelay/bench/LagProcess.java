@@ -1,0 +1,251 @@
+package io.delayrelay.bench;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.api.ShardSelector;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+
+/**
+ * The producer and the consumer of the lag scenario, each run by the harness in its own JVM (the relay runs as its
+ * exec jar in a third), so that none of them stalls the others:
+ *
+ * <pre>
+ * LagProcess producer REDIS_HOST REDIS_PORT BUSINESS SHARDS RATE SECONDS api|zadd MESSAGE_BYTES
+ *   paces RATE msg/s, with the relay-api producer or a bare ZADD into the shard: first a warm-up (a few seconds, due
+ *   0-0.5 s ahead; prints "warm N"), then SECONDS due 1-5 s ahead (System.currentTimeMillis); prints
+ *   "sent N achieved R lastDue T errors E" when done.
+ * LagProcess consumer RABBIT_HOST RABBIT_PORT QUEUE OUT_FILE
+ *   consumes QUEUE (auto-ack), prints "ready" once subscribed, and on end of stdin writes one line per message to
+ *   OUT_FILE: received-ms due-ms relayed-at-ms (-1 if absent) message-id ("warm-up" for warm-up messages); then
+ *   prints "received N". Prints "count N" (messages so far) every 100 ms.
+ * </pre>
+ */
+public final class LagProcess {
+
+    private LagProcess() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            throw new IllegalArgumentException("usage: LagProcess producer|consumer ...");
+        }
+        switch (args[0]) {
+            case "producer" -> produce(
+                    args[1],
+                    Integer.parseInt(args[2]),
+                    args[3],
+                    Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]),
+                    Integer.parseInt(args[6]),
+                    args[7].equals("zadd"),
+                    Integer.parseInt(args[8]));
+            case "consumer" -> consume(args[1], Integer.parseInt(args[2]), args[3], Path.of(args[4]));
+            default -> throw new IllegalArgumentException("unknown mode: " + args[0] + " (producer, consumer)");
+        }
+        System.exit(0);
+    }
+
+    // ------------------------------------------------------------------------------------------------ producer
+
+    /** Sequence numbers of warm-up messages start here (the 10-digit seq field of {@link Messages}). */
+    static final long WARM_UP_SEQ = 9_000_000_000L;
+
+    private static void produce(
+            String host, int port, String business, int shards, int rate, int seconds, boolean plainZadd, int size)
+            throws Exception {
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(host, port));
+        factory.afterPropertiesSet();
+        factory.start();
+        RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        Sender send = (body, due) -> {
+            if (plainZadd) {
+                int shard = ShardSelector.shardOf(body, shards);
+                try (RedisConnection c = factory.getConnection()) {
+                    c.zSetCommands().zAdd(keys.shard(shard).getBytes(StandardCharsets.UTF_8), due, body);
+                }
+            } else {
+                producer.schedule(business, body, Instant.ofEpochMilli(due));
+            }
+        };
+        // Warm-up (not measured): a fresh relay, producer and consumer JVM each compile their hot paths first. The
+        // same rate for a few seconds, due 0-500 ms ahead, so it is relayed before the measured messages are due.
+        int warmUpSeconds = Math.min(3, Math.max(1, seconds / 5));
+        Paced warm = pace(rate, rate * warmUpSeconds, WARM_UP_SEQ, 0, 500, size, send);
+        System.out.printf("warm %d%n", warm.sent.get());
+        System.out.flush();
+        Paced run = pace(rate, rate * seconds, 0, 1_000, 4_000, size, send);
+        factory.destroy();
+        System.out.printf(
+                "sent %d achieved %.1f lastDue %d errors %d%n",
+                run.sent.get(), run.achieved, run.lastDue.get(), warm.errors.get() + run.errors.get());
+        System.out.flush();
+    }
+
+    private interface Sender {
+        void send(byte[] body, long dueMs);
+    }
+
+    private record Paced(AtomicInteger sent, AtomicLong lastDue, AtomicLong errors, double achieved) {}
+
+    /** Sends {@code count} messages at {@code rate} msg/s, due {@code aheadMs} + [0, spreadMs) ms after sending. */
+    private static Paced pace(int rate, int count, long seqBase, int aheadMs, int spreadMs, int size, Sender send)
+            throws InterruptedException {
+        int producers = Math.max(1, (int) Math.ceil(rate / 1_000.0));
+        AtomicInteger sent = new AtomicInteger();
+        AtomicLong lastDue = new AtomicLong();
+        AtomicLong errors = new AtomicLong();
+        long start = System.nanoTime() + 50_000_000L;
+        List<Thread> threads = new ArrayList<>();
+        for (int p = 0; p < producers; p++) {
+            int share = count / producers + (p < count % producers ? 1 : 0);
+            int index = p;
+            Thread thread = new Thread(
+                    () -> {
+                        double periodNanos = 1e9 * producers / rate;
+                        for (int k = 0; k < share; k++) {
+                            long at = start + (long) (k * periodNanos) + (long) (index * periodNanos / producers);
+                            long wait = at - System.nanoTime();
+                            if (wait > 0) {
+                                LockSupport.parkNanos(wait);
+                            }
+                            long due = System.currentTimeMillis()
+                                    + aheadMs
+                                    + ThreadLocalRandom.current().nextInt(spreadMs);
+                            byte[] body = Messages.body(due, seqBase + (long) index * 100_000_000L + k, size);
+                            try {
+                                send.send(body, due);
+                                sent.incrementAndGet();
+                                lastDue.accumulateAndGet(due, Math::max);
+                            } catch (RuntimeException e) {
+                                if (errors.incrementAndGet() == 1) {
+                                    System.err.println("producer error: " + e);
+                                }
+                            }
+                        }
+                    },
+                    "producer-" + p);
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        return new Paced(sent, lastDue, errors, sent.get() / ((System.nanoTime() - start) / 1e9));
+    }
+
+    // ------------------------------------------------------------------------------------------------ consumer
+
+    private static void consume(String host, int port, String queue, Path out) throws Exception {
+        ConnectionFactory cf = new ConnectionFactory();
+        cf.setHost(host);
+        cf.setPort(port);
+        Records records = new Records();
+        try (Connection connection = cf.newConnection("relay-bench-lag-consumer")) {
+            Channel channel = connection.createChannel();
+            channel.basicQos(2_000);
+            channel.basicConsume(queue, true, new DefaultConsumer(channel) {
+                @Override
+                public void handleDelivery(String tag, Envelope env, AMQP.BasicProperties props, byte[] body) {
+                    long now = System.currentTimeMillis();
+                    Object dueHeader = props.getHeaders() == null
+                            ? null
+                            : props.getHeaders().get(RelayHeaders.DUE_AT);
+                    Object relayed = props.getHeaders() == null
+                            ? null
+                            : props.getHeaders().get(RelayHeaders.RELAYED_AT);
+                    records.add(
+                            now,
+                            dueHeader instanceof Number n ? n.longValue() : Messages.dueOf(body),
+                            relayed instanceof Number n ? n.longValue() : -1,
+                            Messages.seqOf(body) >= WARM_UP_SEQ,
+                            props.getMessageId());
+                }
+            });
+            System.out.println("ready");
+            System.out.flush();
+            // Progress for the harness, which closes stdin when it has seen enough (or gives up).
+            Thread progress = new Thread(
+                    () -> {
+                        try {
+                            while (true) {
+                                Thread.sleep(100);
+                                System.out.println("count " + records.size());
+                                System.out.flush();
+                            }
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    },
+                    "progress");
+            progress.setDaemon(true);
+            progress.start();
+            while (System.in.read() >= 0) {
+                // wait for end of stdin
+            }
+            progress.interrupt();
+            progress.join();
+            channel.close(); // no delivery after this returns
+        }
+        int n = records.write(out);
+        System.out.println("received " + n);
+        System.out.flush();
+    }
+
+    /** Written instead of the message id for warm-up messages (the harness leaves them out). */
+    static final String WARM_UP_ID = "warm-up";
+
+    /** Appended by the single consumer thread; kept in memory and written at the end so no I/O delays receiving. */
+    private static final class Records {
+        private long[] values = new long[3 * 65_536];
+        private String[] ids = new String[65_536];
+        private int size;
+
+        synchronized void add(long received, long due, long relayedAt, boolean warmUp, String id) {
+            if (size == ids.length) {
+                values = Arrays.copyOf(values, values.length * 2);
+                ids = Arrays.copyOf(ids, ids.length * 2);
+            }
+            values[3 * size] = received;
+            values[3 * size + 1] = due;
+            values[3 * size + 2] = relayedAt;
+            ids[size++] = warmUp ? WARM_UP_ID : id;
+        }
+
+        synchronized int size() {
+            return size;
+        }
+
+        synchronized int write(Path out) throws IOException {
+            try (BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+                for (int i = 0; i < size; i++) {
+                    w.write(values[3 * i] + " " + values[3 * i + 1] + " " + values[3 * i + 2] + " " + ids[i]);
+                    w.newLine();
+                }
+            }
+            return size;
+        }
+    }
+}

@@ -1,0 +1,277 @@
+package io.delayrelay.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+/**
+ * The lag scenario with the relay, the producer and the consumer in three JVMs: the relay is the shipped exec jar
+ * ({@code java -jar relay-app-*-exec.jar --k=v ...}), the producer and the consumer are {@link LagProcess} on the
+ * bench's classpath. All on one host, so System.currentTimeMillis is one clock for all three; the relay decides due
+ * by Redis TIME. Every process's output goes to a log file under the bench's log folder.
+ */
+final class LagProcesses {
+
+    /** Processes started and not yet stopped: killed if the harness is interrupted (Ctrl-C, timeout). */
+    private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(Process::destroyForcibly), "lag-cleanup"));
+    }
+
+    private final Infra infra;
+    private final BenchConfig config;
+    private final Path relayJar;
+    private final Path logs;
+
+    LagProcesses(Infra infra, Path relayJar, Path logs) {
+        this.infra = infra;
+        this.config = infra.config;
+        this.relayJar = relayJar;
+        this.logs = logs;
+    }
+
+    /** One run: relay (1 business, 16 shards, defaults) + producer at {@code rate} + consumer, in three JVMs. */
+    Scenarios.Lag run(String label, String exchange, String queue, boolean plainZadd, int rate, int seconds)
+            throws Exception {
+        Scenarios.log(
+                "lag: %s at %,d msg/s for %d s (relay, producer and consumer in separate JVMs)", label, rate, seconds);
+        if (relayJar == null || !Files.isRegularFile(relayJar)) {
+            throw new IllegalStateException("no relay exec jar: " + relayJar + " (bench.sh builds and passes it)");
+        }
+        Files.createDirectories(logs);
+        String tag = (plainZadd ? "zadd" : "api") + "-" + rate;
+        String business = infra.name("lag");
+        infra.purge(queue);
+        List<Process> processes = new ArrayList<>();
+        try {
+            Process relay = startRelay(business, exchange, logs.resolve("lag-" + tag + "-relay.log"));
+            processes.add(relay);
+            LIVE.add(relay);
+            awaitLogLine(relay, logs.resolve("lag-" + tag + "-relay.log"), "delay-relay started", 90);
+
+            Path records = logs.resolve("lag-" + tag + "-received.txt");
+            Process consumer = java(
+                    logs.resolve("lag-" + tag + "-consumer.err"),
+                    "consumer",
+                    config.rabbitHost(),
+                    Integer.toString(config.rabbitPort()),
+                    queue,
+                    records.toString());
+            processes.add(consumer);
+            LIVE.add(consumer);
+            AtomicInteger count = new AtomicInteger();
+            CompletableFuture<Void> ready = new CompletableFuture<>();
+            CompletableFuture<Integer> total = new CompletableFuture<>();
+            lines(consumer, line -> {
+                if (line.equals("ready")) {
+                    ready.complete(null);
+                } else if (line.startsWith("count ")) {
+                    count.set(Integer.parseInt(line.substring(6)));
+                } else if (line.startsWith("received ")) {
+                    total.complete(Integer.parseInt(line.substring(9)));
+                }
+            });
+            ready.get(60, TimeUnit.SECONDS);
+
+            Process producer = java(
+                    logs.resolve("lag-" + tag + "-producer.err"),
+                    "producer",
+                    config.redisHost(),
+                    Integer.toString(config.redisPort()),
+                    business,
+                    Integer.toString(config.shards()),
+                    Integer.toString(rate),
+                    Integer.toString(seconds),
+                    plainZadd ? "zadd" : "api",
+                    Integer.toString(config.messageBytes()));
+            processes.add(producer);
+            LIVE.add(producer);
+            CompletableFuture<String> summary = new CompletableFuture<>();
+            CompletableFuture<Integer> warm = new CompletableFuture<>();
+            lines(producer, line -> {
+                if (line.startsWith("warm ")) {
+                    warm.complete(Integer.parseInt(line.substring(5)));
+                } else if (line.startsWith("sent ")) {
+                    summary.complete(line);
+                }
+            });
+            int warmUp = warm.get(120, TimeUnit.SECONDS);
+            long relayCpu0 = cpuMs(relay); // the measured phase starts now
+            String[] s = summary.get(seconds + 120L, TimeUnit.SECONDS).split(" ");
+            int sent = Integer.parseInt(s[1]);
+            double achieved = Double.parseDouble(s[3]);
+            long lastDue = Long.parseLong(s[5]);
+            long errors = Long.parseLong(s[7]);
+            if (errors > 0) {
+                Scenarios.log("  warning: the producer had %,d errors (see its log)", errors);
+            }
+            long giveUp = lastDue + 5_000;
+            while (count.get() < warmUp + sent && System.currentTimeMillis() < giveUp) {
+                Thread.sleep(20);
+            }
+            long relayCpuMs = cpuMs(relay) - relayCpu0;
+            OutputStream stdin = consumer.getOutputStream();
+            stdin.close();
+            total.get(60, TimeUnit.SECONDS); // the consumer wrote its records
+
+            List<String> rows = Files.readAllLines(records, StandardCharsets.UTF_8);
+            rows.removeIf(r -> r.endsWith(" " + LagProcess.WARM_UP_ID));
+            int got = rows.size();
+            long[] lags = new long[got];
+            long[] toPublished = new long[got];
+            long[] toReceived = new long[got];
+            int joined = 0;
+            for (int i = 0; i < got; i++) {
+                String[] f = rows.get(i).split(" ");
+                long receivedAt = Long.parseLong(f[0]);
+                long due = Long.parseLong(f[1]);
+                long relayedAt = Long.parseLong(f[2]);
+                lags[i] = receivedAt - due;
+                if (relayedAt >= 0) {
+                    toPublished[joined] = relayedAt - due;
+                    toReceived[joined] = receivedAt - relayedAt;
+                    joined++;
+                }
+            }
+            Arrays.sort(lags);
+            Scenarios.Stages stages = new Scenarios.Stages(
+                    joined,
+                    Scenarios.Stages.SEPARATE,
+                    new long[][] {percentiles(toPublished, joined), percentiles(toReceived, joined)},
+                    got == 0 ? Double.NaN : relayCpuMs * 1000.0 / got);
+            Scenarios.Lag lag = new Scenarios.Lag(
+                    label,
+                    rate,
+                    achieved,
+                    sent,
+                    got,
+                    Scenarios.pct(lags, 0.50),
+                    Scenarios.pct(lags, 0.99),
+                    Scenarios.pct(lags, 0.999),
+                    got == 0 ? -1 : lags[got - 1],
+                    stages);
+            Scenarios.logStages(stages);
+            Scenarios.log(
+                    "  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms; relay JVM CPU %.0f µs/msg",
+                    lag.sent(),
+                    achieved,
+                    lag.received(),
+                    lag.p50(),
+                    lag.p99(),
+                    lag.p999(),
+                    lag.max(),
+                    stages.relayCpuMicrosPerMessage());
+            Files.deleteIfExists(records);
+            return lag;
+        } finally {
+            for (int i = processes.size() - 1; i >= 0; i--) {
+                stop(processes.get(i));
+                LIVE.remove(processes.get(i));
+            }
+            infra.purge(queue);
+            infra.deleteRunKeys();
+        }
+    }
+
+    private Process startRelay(String business, String exchange, Path log) throws IOException {
+        List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx512m", "-jar", relayJar.toString()));
+        Map<String, Object> p = RelayContender.baseProperties(infra);
+        p.remove("logging.level.root"); // keep the relay's own INFO log: "delay-relay started" is awaited
+        p.put("spring.main.web-application-type", "none");
+        String prefix = "relay.businesses." + business + ".";
+        p.put(prefix + "exchange", exchange);
+        p.put(prefix + "routing-key", "due");
+        p.put(prefix + "shards", config.shards());
+        p.forEach((k, v) -> command.add("--" + k + "=" + v));
+        return new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
+    }
+
+    /** A {@link LagProcess} JVM: stdout is read by the harness, stderr goes to {@code err}. */
+    private static Process java(Path err, String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of(
+                javaBinary(), "-Xmx512m", "-cp", System.getProperty("java.class.path"), LagProcess.class.getName()));
+        command.addAll(List.of(args));
+        return new ProcessBuilder(command).redirectError(err.toFile()).start();
+    }
+
+    private static void lines(Process process, Consumer<String> handler) {
+        Thread reader = new Thread(
+                () -> {
+                    try (BufferedReader r = new BufferedReader(
+                            new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                        String line;
+                        while ((line = r.readLine()) != null) {
+                            handler.accept(line);
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        // the process ended
+                    }
+                },
+                "lag-process-reader");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    private static void awaitLogLine(Process process, Path log, String text, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (System.currentTimeMillis() < deadline) {
+            if (Files.exists(log) && Files.readString(log).contains(text)) {
+                return;
+            }
+            if (!process.isAlive()) {
+                throw new IllegalStateException(
+                        "the relay exited (code " + process.exitValue() + ") before \"" + text + "\"; see " + log);
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException("the relay did not log \"" + text + "\" within " + seconds + " s; see " + log);
+    }
+
+    private static void stop(Process process) throws InterruptedException {
+        if (process.isAlive()) {
+            process.destroy(); // SIGTERM: the relay stops gracefully
+            if (!process.waitFor(40, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /** User + system CPU time of a process so far, in ms (from /proc/&lt;pid&gt;/stat; 0 where there is no /proc). */
+    private static long cpuMs(Process process) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * 10; // utime + stime, USER_HZ 100
+        } catch (IOException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    private static long[] percentiles(long[] values, int n) {
+        long[] sorted = Arrays.copyOf(values, n);
+        Arrays.sort(sorted);
+        return new long[] {Scenarios.pct(sorted, 0.50), Scenarios.pct(sorted, 0.99), Scenarios.pct(sorted, 0.999)};
+    }
+
+    private static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+}
