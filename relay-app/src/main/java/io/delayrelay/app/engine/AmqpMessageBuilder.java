@@ -66,7 +66,10 @@ final class AmqpMessageBuilder {
         if (routingKey == null) {
             throw new InvalidMessageException("routing key is null");
         }
-        int routingKeyBytes = routingKey.getBytes(StandardCharsets.UTF_8).length;
+        // a char takes at most 3 UTF-8 bytes: only a long key needs encoding to be checked
+        int routingKeyBytes = routingKey.length() * 3 <= MAX_ROUTING_KEY_BYTES
+                ? routingKey.length()
+                : routingKey.getBytes(StandardCharsets.UTF_8).length;
         if (routingKeyBytes > MAX_ROUTING_KEY_BYTES) {
             throw new InvalidMessageException("routing key of " + routingKeyBytes + " bytes exceeds AMQP's "
                     + MAX_ROUTING_KEY_BYTES + " (starts '" + routingKey.substring(0, 32) + "')");

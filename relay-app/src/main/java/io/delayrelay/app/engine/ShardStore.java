@@ -311,6 +311,22 @@ public class ShardStore {
     }
 
     static long parseScore(byte[] score) {
+        // Scores are whole milliseconds, which Redis prints as plain digits: read them without a String or a
+        // double parse; anything else (exponent, fraction, inf) takes the general path.
+        int length = score.length;
+        if (length > 0 && length <= 18) {
+            int i = score[0] == '-' ? 1 : 0;
+            long value = 0;
+            boolean digits = i < length;
+            for (; i < length && digits; i++) {
+                int d = score[i] - '0';
+                digits = d >= 0 && d <= 9;
+                value = value * 10 + d;
+            }
+            if (digits) {
+                return score[0] == '-' ? -value : value;
+            }
+        }
         String text = new String(score, StandardCharsets.US_ASCII);
         switch (text) {
             case "inf", "+inf":

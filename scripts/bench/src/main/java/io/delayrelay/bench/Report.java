@@ -169,7 +169,10 @@ final class Report {
                 are capped at %d s of draining and their rate is what they delivered in that time. Redis commands
                 are INFO commandstats deltas over the drain window (Redis counts the commands a script runs as well as
                 the EVALSHA itself); Redis CPU is used_cpu_sys+used_cpu_user delta; JVM CPU is the process CPU time of the
-                harness JVM (the contender, plus a passive queue.declare every 5 ms) over the same window. Memory = used_memory delta after loading
+                harness JVM (the contender, plus a passive queue.declare every 5 ms) over the same window; unreported warm-up drains
+                run until one compiles under 300 ms in its window (JIT compiling is start-up cost, not per-message cost),
+                each drain waits for an idle JIT before loading, and the lag scenario's per-message stamps are not
+                recorded. Memory = used_memory delta after loading
                 N 100-byte messages. Seed = blog 004's Lua (zrangebyscore limit 1 + zremrangebyrank), INCR-cursor
                 shard choice, convertAndSend without confirms, 100 ms sleep after an empty round. Redisson =
                 RDelayedQueue.offer + threads polling the RBlockingQueue and publishing without confirms.
@@ -235,6 +238,7 @@ final class Report {
                     ">= 0.8 at defaults",
                     ratioOf(relayAll, perfTest) >= 0.8);
         }
+        renderCpuSplit(b, best);
         if (threeInstances != null) {
             b.append(String.format(
                     Locale.ROOT,
@@ -248,7 +252,9 @@ final class Report {
                     ratioOf(threeInstances, relayAll) >= 0.995);
         }
         target(
-                "JVM CPU per relayed message, defaults / best, µs",
+                "JVM CPU per relayed message, defaults / best, µs (Java threads only: "
+                        + f1(relayAll.microsPerMessage(relayAll.javaThreadsCpuNanos())) + " / "
+                        + f1(best.microsPerMessage(best.javaThreadsCpuNanos())) + ")",
                 f1(relayAll.clientCpuMsPer1k()) + " / " + f1(best.clientCpuMsPer1k()),
                 "<= 20",
                 relayAll.clientCpuMsPer1k() <= 20);
@@ -290,6 +296,64 @@ final class Report {
                     "<= 40 (total)",
                     best.commandsPer1k() <= 40);
         }
+    }
+
+    /**
+     * Where the cores go: CPU per message of every process in each drain-shaped run (same window as its rate), and
+     * the rate those costs allow if the processes had the machine's cores to themselves.
+     */
+    private void renderCpuSplit(StringBuilder b, Scenarios.Drain best) {
+        List<Scenarios.Drain> rows = new ArrayList<>();
+        if (perfTest != null) {
+            rows.add(perfTest);
+        }
+        if (ceiling != null) {
+            rows.add(ceiling);
+        }
+        rows.add(relayAll);
+        if (best != relayAll) {
+            rows.add(best);
+        }
+        int cores = Runtime.getRuntime().availableProcessors();
+        b.append(String.format(
+                Locale.ROOT,
+                "%nWhere the %d cores go, all due at once (CPU µs per message over the measured window; RabbitMQ = "
+                        + "every local beam.smp, shared with anything else using the broker then; Redis = "
+                        + "used_cpu_sys+user of the private instance; JVM = the harness JVM: the relay or the "
+                        + "ceiling's publishers, plus the harness's queue.declare every 5 ms; PerfTest = its own JVM "
+                        + "from its first message in the queue to the last; bound = %d cores / total):%n%n",
+                cores,
+                cores));
+        b.append(
+                "| contender | settings | msg/s | RabbitMQ | Redis | JVM | of which Java threads | PerfTest JVM | total "
+                        + "| bound, msg/s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (Scenarios.Drain d : rows) {
+            double broker = d.microsPerMessage(d.brokerCpuNanos());
+            double redis = d.microsPerMessage(Math.round(d.redis().cpuSeconds() * 1e9));
+            double jvm = d.microsPerMessage(d.clientCpuNanos());
+            double perf = d.microsPerMessage(d.perfTestCpuNanos());
+            double javaThreads = d.microsPerMessage(d.javaThreadsCpuNanos());
+            double total = nz(broker) + nz(redis) + nz(jvm) + nz(perf);
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+                    d.label(),
+                    d.settings(),
+                    rate(d),
+                    f1(broker),
+                    f1(redis),
+                    f1(jvm),
+                    f1(javaThreads),
+                    f1(perf),
+                    f1(total),
+                    total > 0 && !Double.isNaN(broker)
+                            ? String.format(Locale.ROOT, "%,.0f", cores * 1e6 / total)
+                            : "n/a"));
+        }
+    }
+
+    private static double nz(double v) {
+        return Double.isNaN(v) ? 0 : v;
     }
 
     private void row(StringBuilder b, Scenarios.Drain all, Scenarios.Drain spread) {

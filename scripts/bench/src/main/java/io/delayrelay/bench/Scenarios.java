@@ -43,7 +43,15 @@ final class Scenarios {
             long loadMs,
             boolean loadOverlapped,
             long memoryDelta,
-            long clientCpuNanos) {
+            long clientCpuNanos,
+            long brokerCpuNanos,
+            long perfTestCpuNanos,
+            long javaThreadsCpuNanos) {
+
+        /** CPU per relayed message in µs of a process's CPU delta over the window; NaN when not measured. */
+        double microsPerMessage(long cpuNanos) {
+            return delivered == 0 || cpuNanos < 0 ? Double.NaN : cpuNanos / 1e3 / delivered;
+        }
 
         /** CPU the contender's JVM (relay or baseline, plus the harness's depth polling) spent per 1,000 relayed. */
         double clientCpuMsPer1k() {
@@ -110,6 +118,8 @@ final class Scenarios {
     private final String exchange;
     private final String queue;
     private final Map<String, Double> loadRates = new HashMap<>();
+    /** JIT compile time (ms) inside the last drain's measured window. */
+    private long lastDrainJitMs;
 
     Scenarios(Infra infra) throws IOException {
         this.infra = infra;
@@ -142,6 +152,8 @@ final class Scenarios {
         String shape = spreadMs == 0 ? "all at once" : "spread " + spreadMs + " ms";
         log("drain: %s (%s), %,d messages, %s", contender.label(), settings, n, shape);
         infra.purge(queue);
+        // the lag breakdown's per-message stamps are not needed here: recording them would be charged to the relay
+        StageRecorder.enabled = false;
         try {
             // Before the contender starts: with keyspace notifications, a backlog loaded under a running relay
             // would be measured as the relay digesting one notification per loaded entry during the drain.
@@ -149,6 +161,7 @@ final class Scenarios {
                 beforeLoad.run();
             }
             contender.start();
+            awaitJitQuiet();
             String rateKey = contender.getClass().getSimpleName();
             double loadRate = loadRates.getOrDefault(rateKey, contender.loadRateGuess());
             long t = System.currentTimeMillis() + (long) (n / loadRate * 1000 * 1.3) + 800;
@@ -165,6 +178,9 @@ final class Scenarios {
             }
             sleepUntil(t - 3);
             RedisStats s0 = infra.stats();
+            ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
+            long jit0 = jitMs();
+            Map<Long, Long> threads0 = javaThreadsCpu();
             long cpu0 = processCpuNanos();
             long deadline = t + capMs;
             long depth = 0;
@@ -178,6 +194,10 @@ final class Scenarios {
                 Thread.sleep(5);
             }
             long cpu1 = processCpuNanos();
+            long threadsCpu = javaThreadsCpuSince(threads0);
+            long jit = jitMs() - jit0;
+            lastDrainJitMs = jit;
+            ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             RedisStats s1 = infra.stats();
             boolean capped = depth < n;
             Drain d = new Drain(
@@ -192,16 +212,90 @@ final class Scenarios {
                     loadMs,
                     overlapped,
                     m1.usedMemory() - m0.usedMemory(),
-                    cpu1 - cpu0);
+                    cpu1 - cpu0,
+                    p1.since(p0)[0],
+                    -1,
+                    threadsCpu);
             log(
-                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms",
-                    d.rate(), depth, end - t, capped ? ", capped" : "", loadMs);
+                    "  %,.0f msg/s (%,d in %,d ms%s), load %,d ms; JVM CPU %.1f µs/msg (Java threads %.1f), "
+                            + "JIT compiling %,d ms in the window",
+                    d.rate(),
+                    depth,
+                    end - t,
+                    capped ? ", capped" : "",
+                    loadMs,
+                    d.microsPerMessage(d.clientCpuNanos()),
+                    d.microsPerMessage(threadsCpu),
+                    jit);
             return d;
         } finally {
+            StageRecorder.enabled = true;
             contender.close();
             infra.purge(queue);
             infra.deleteRunKeys();
         }
+    }
+
+    /**
+     * Waits (at most 20 s) until the JIT compiler has been idle for 300 ms. Starting a Spring context hands the
+     * compiler a backlog that it otherwise works off inside the measured window: on 2 cores that doubled the JVM
+     * CPU per message of whichever drain came first after a context start (38 µs at defaults vs 18 µs at 4 threads
+     * in one run), a cost a long-running relay pays once at start, not per message.
+     */
+    /** CPU time of every live Java thread of this JVM, by thread id (JIT compiler and GC threads are not Java threads). */
+    static Map<Long, Long> javaThreadsCpu() {
+        java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        Map<Long, Long> cpu = new HashMap<>();
+        if (threads.isThreadCpuTimeSupported()) {
+            for (long id : threads.getAllThreadIds()) {
+                long t = threads.getThreadCpuTime(id);
+                if (t >= 0) {
+                    cpu.put(id, t);
+                }
+            }
+        }
+        return cpu;
+    }
+
+    /**
+     * CPU the Java threads spent since {@code before} (a thread started since counts from 0; one that ended since
+     * is missed, none of the relay's do during a drain): the JVM's CPU without JIT compiling, GC and VM threads.
+     */
+    static long javaThreadsCpuSince(Map<Long, Long> before) {
+        long sum = 0;
+        for (Map.Entry<Long, Long> e : javaThreadsCpu().entrySet()) {
+            sum += Math.max(0, e.getValue() - before.getOrDefault(e.getKey(), 0L));
+        }
+        return sum;
+    }
+
+    /** JIT compile time (ms) inside the last drain's measured window. */
+    long lastDrainJitMs() {
+        return lastDrainJitMs;
+    }
+
+    /** Total time the JIT compiler threads spent compiling so far (ms), or 0 when not monitored. */
+    static long jitMs() {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        return jit == null || !jit.isCompilationTimeMonitoringSupported() ? 0 : jit.getTotalCompilationTime();
+    }
+
+    static void awaitJitQuiet() throws InterruptedException {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return;
+        }
+        long start = System.currentTimeMillis();
+        long deadline = start + 20_000;
+        long last = jit.getTotalCompilationTime();
+        int quiet = 0;
+        while (quiet < 3 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+            long now = jit.getTotalCompilationTime();
+            quiet = now - last <= 2 ? quiet + 1 : 0;
+            last = now;
+        }
+        log("  JIT %s after %,d ms", quiet >= 3 ? "idle" : "still busy", System.currentTimeMillis() - start);
     }
 
     /** The ceiling: best over batch sizes of publishing from memory with confirms. */
@@ -212,7 +306,9 @@ final class Scenarios {
         try {
             long t0 = System.currentTimeMillis();
             List<byte[]> bodies = Messages.bodies(Messages.dues(n, t0, 0), config.messageBytes(), 0);
+            awaitJitQuiet();
             long t = System.currentTimeMillis();
+            ProcessCpu.Snapshot p0 = ProcessCpu.Snapshot.take(-1);
             long cpu0 = processCpuNanos();
             Ceiling.publish(infra, exchange, bodies, threads, batch);
             long depth;
@@ -225,6 +321,7 @@ final class Scenarios {
                 }
             } while (depth < n && end - t < config.drainCapMs());
             long cpu1 = processCpuNanos();
+            ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             Drain d = new Drain(
                     "ceiling (publish from memory)",
                     threads + " threads, confirm every " + batch,
@@ -237,7 +334,10 @@ final class Scenarios {
                     0,
                     false,
                     0,
-                    cpu1 - cpu0);
+                    cpu1 - cpu0,
+                    p1.since(p0)[0],
+                    -1,
+                    -1); // its publisher threads end inside the window: their CPU cannot be read apart
             log("  %,.0f msg/s", d.rate());
             return d;
         } finally {
@@ -554,14 +654,47 @@ final class Scenarios {
                     "300");
             Process process =
                     new ProcessBuilder(command).redirectErrorStream(true).start();
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            StringBuilder output = new StringBuilder();
+            Thread reader = new Thread(
+                    () -> {
+                        try {
+                            output.append(new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                        } catch (IOException e) {
+                            output.append(e);
+                        }
+                    },
+                    "perf-test-output");
+            reader.start();
+            // CPU window: from the first message in the queue until it holds N (PerfTest's JVM start-up excluded)
+            long pid = process.pid();
+            ProcessCpu.Snapshot p0 = null;
+            ProcessCpu.Snapshot p1 = null;
+            long cpu0 = 0;
+            long cpu1 = 0;
+            long depth0 = 0;
+            long polled = 0;
+            while (process.isAlive() && polled < n) {
+                polled = infra.depth(queue);
+                if (p0 == null && polled > 0) {
+                    p0 = ProcessCpu.Snapshot.take(pid);
+                    cpu0 = processCpuNanos();
+                    depth0 = polled;
+                } else if (p0 != null && polled >= n) {
+                    p1 = ProcessCpu.Snapshot.take(pid);
+                    cpu1 = processCpuNanos();
+                }
+                Thread.sleep(5);
+            }
             int exit = process.waitFor();
+            reader.join();
             Matcher m = Pattern.compile("sending rate avg: ([0-9]+)").matcher(output);
             if (exit != 0 || !m.find()) {
                 throw new IllegalStateException("PerfTest failed (exit " + exit + "):\n" + output);
             }
             double rate = Double.parseDouble(m.group(1));
             long depth = infra.depth(queue);
+            long[] cpu = p0 != null && p1 != null && polled > depth0 ? p1.since(p0) : new long[] {-1, -1};
+            double scale = p0 != null && p1 != null && polled > depth0 ? (double) depth / (polled - depth0) : 0;
             Drain d = new Drain(
                     "RabbitMQ PerfTest",
                     producers + " producers, confirm window " + confirmWindow,
@@ -574,7 +707,10 @@ final class Scenarios {
                     0,
                     false,
                     0,
-                    0);
+                    scale == 0 ? -1 : Math.round((cpu1 - cpu0) * scale),
+                    cpu[0] < 0 ? -1 : Math.round(cpu[0] * scale),
+                    cpu[1] < 0 ? -1 : Math.round(cpu[1] * scale),
+                    -1);
             log("  %,.0f msg/s (queue holds %,d)", rate, depth);
             return d;
         } finally {

@@ -19,8 +19,14 @@ final class StageRecorder implements RelayEvents {
 
     static final Map<String, Stamps> STAMPS = new ConcurrentHashMap<>();
 
+    /** Off during drains: they do not use the stamps, and recording them would count as the relay's CPU. */
+    static volatile boolean enabled = true;
+
     @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
+        if (!enabled) {
+            return;
+        }
         for (DueMessage m : messages) {
             STAMPS.putIfAbsent(m.messageId(), new Stamps(m.dueAtMs(), m.poppedAtMs(), confirmedAtMs));
         }
