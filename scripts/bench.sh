@@ -30,7 +30,7 @@ Runs in one go, on the local Redis and RabbitMQ:
                   backlog 10,000,000; writes bench-results/<date>-full.md. Around 45 minutes (prints an
                   estimate and the progress of every part; a failing part is reported and the run goes on).
   --messages N    messages per drain instead of the mode's default
-  --only LIST     comma-separated subset of: drain,idle,lag,backlog
+  --only LIST     comma-separated subset of: drain,idle,lag,backlog (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
   --skip-build    reuse the last build of the relay and of scripts/bench

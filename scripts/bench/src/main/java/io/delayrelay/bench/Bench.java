@@ -144,6 +144,11 @@ public final class Bench {
                         () -> report.lag(
                                 s.lagSeparate(lagProcesses, "relay, plain ZADD producer", true, rate, seconds)));
             }
+            try {
+                lagProcesses.close();
+            } catch (Exception e) {
+                report.error("stopping the lag scenario's relay JVM", e);
+            }
             // In-process (relay, producer, consumer in the harness JVM): the relay's popped and confirmed instants
             // come from its events, which a separate JVM does not expose; only for the 4-stage breakdown.
             int breakdownRate = 5_000;

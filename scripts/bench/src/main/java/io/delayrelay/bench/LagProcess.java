@@ -33,9 +33,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * exec jar in a third), so that none of them stalls the others:
  *
  * <pre>
- * LagProcess producer REDIS_HOST REDIS_PORT BUSINESS SHARDS RATE SECONDS api|zadd MESSAGE_BYTES
- *   paces RATE msg/s, with the relay-api producer or a bare ZADD into the shard: first a warm-up (a few seconds, due
- *   0-0.5 s ahead; prints "warm N"), then SECONDS due 1-5 s ahead (System.currentTimeMillis); prints
+ * LagProcess producer REDIS_HOST REDIS_PORT BUSINESS SHARDS RATE SECONDS api|zadd MESSAGE_BYTES [WARM_SECONDS]
+ *   paces RATE msg/s, with the relay-api producer or a bare ZADD into the shard: first a warm-up (WARM_SECONDS,
+ *   default a few seconds, due 0-0.5 s ahead; prints "warm N"), then SECONDS due 1-5 s ahead (System.currentTimeMillis); prints
  *   "sent N achieved R lastDue T errors E" when done.
  * LagProcess consumer RABBIT_HOST RABBIT_PORT QUEUE OUT_FILE
  *   consumes QUEUE (auto-ack), prints "ready" once subscribed, and on end of stdin writes one line per message to
@@ -60,7 +60,8 @@ public final class LagProcess {
                     Integer.parseInt(args[5]),
                     Integer.parseInt(args[6]),
                     args[7].equals("zadd"),
-                    Integer.parseInt(args[8]));
+                    Integer.parseInt(args[8]),
+                    args.length > 9 ? Integer.parseInt(args[9]) : -1);
             case "consumer" -> consume(args[1], Integer.parseInt(args[2]), args[3], Path.of(args[4]));
             default -> throw new IllegalArgumentException("unknown mode: " + args[0] + " (producer, consumer)");
         }
@@ -73,7 +74,15 @@ public final class LagProcess {
     static final long WARM_UP_SEQ = 9_000_000_000L;
 
     private static void produce(
-            String host, int port, String business, int shards, int rate, int seconds, boolean plainZadd, int size)
+            String host,
+            int port,
+            String business,
+            int shards,
+            int rate,
+            int seconds,
+            boolean plainZadd,
+            int size,
+            int warmSeconds)
             throws Exception {
         LettuceConnectionFactory factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(host, port));
         factory.afterPropertiesSet();
@@ -92,7 +101,7 @@ public final class LagProcess {
         };
         // Warm-up (not measured): a fresh relay, producer and consumer JVM each compile their hot paths first. The
         // same rate for a few seconds, due 0-500 ms ahead, so it is relayed before the measured messages are due.
-        int warmUpSeconds = Math.min(3, Math.max(1, seconds / 5));
+        int warmUpSeconds = warmSeconds > 0 ? warmSeconds : Math.min(3, Math.max(1, seconds / 5));
         Paced warm = pace(rate, rate * warmUpSeconds, WARM_UP_SEQ, 0, 500, size, send);
         System.out.printf("warm %d%n", warm.sent.get());
         System.out.flush();

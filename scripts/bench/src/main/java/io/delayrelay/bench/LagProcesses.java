@@ -37,6 +37,12 @@ final class LagProcesses {
     private final BenchConfig config;
     private final Path relayJar;
     private final Path logs;
+    /** Seconds of traffic that warm a fresh relay JVM before its first measured run. */
+    static final int WARM_UP_SECONDS = 20;
+
+    private Process relay;
+    private String relayBusiness;
+    private String relayExchange;
 
     LagProcesses(Infra infra, Path relayJar, Path logs) {
         this.infra = infra;
@@ -55,14 +61,22 @@ final class LagProcesses {
         }
         Files.createDirectories(logs);
         String tag = (plainZadd ? "zadd" : "api") + "-" + rate;
-        String business = infra.name("lag");
         infra.purge(queue);
         List<Process> processes = new ArrayList<>();
         try {
-            Process relay = startRelay(business, exchange, logs.resolve("lag-" + tag + "-relay.log"));
-            processes.add(relay);
-            LIVE.add(relay);
-            awaitLogLine(relay, logs.resolve("lag-" + tag + "-relay.log"), "delay-relay started", 90);
+            // One relay JVM for every separate-JVM run, as a daemon runs: started at the first run and warmed up
+            // there with WARM_UP_SECONDS of traffic (a fresh JVM compiles its hot paths for ~15 s on 2 cores).
+            boolean fresh = relay == null || !relay.isAlive() || !exchange.equals(relayExchange);
+            if (fresh) {
+                stopRelay();
+                relayBusiness = infra.name("lag");
+                relayExchange = exchange;
+                Path relayLog = logs.resolve("lag-relay.log");
+                relay = startRelay(relayBusiness, exchange, relayLog);
+                LIVE.add(relay);
+                awaitLogLine(relay, relayLog, "delay-relay started", 90);
+            }
+            String business = relayBusiness;
 
             Path records = logs.resolve("lag-" + tag + "-received.txt");
             Process consumer = java(
@@ -98,7 +112,8 @@ final class LagProcesses {
                     Integer.toString(rate),
                     Integer.toString(seconds),
                     plainZadd ? "zadd" : "api",
-                    Integer.toString(config.messageBytes()));
+                    Integer.toString(config.messageBytes()),
+                    Integer.toString(fresh ? WARM_UP_SECONDS : -1));
             processes.add(producer);
             LIVE.add(producer);
             CompletableFuture<String> summary = new CompletableFuture<>();
@@ -184,7 +199,20 @@ final class LagProcesses {
                 LIVE.remove(processes.get(i));
             }
             infra.purge(queue);
-            infra.deleteRunKeys();
+        }
+    }
+
+    /** Stops the relay JVM of the separate-JVM runs (SIGTERM) and removes the run's keys. */
+    void close() throws InterruptedException {
+        stopRelay();
+        infra.deleteRunKeys();
+    }
+
+    private void stopRelay() throws InterruptedException {
+        if (relay != null) {
+            stop(relay);
+            LIVE.remove(relay);
+            relay = null;
         }
     }
 

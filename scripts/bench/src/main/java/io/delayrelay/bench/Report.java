@@ -445,7 +445,8 @@ final class Report {
                 Locale.ROOT,
                 "## 2. Lag at steady load: due 1-5 s ahead, %d s per rate; lag = consumer receive time - due time%n%n",
                 config.lagSeconds()));
-        b.append("JVMs 3: the relay runs as its exec jar (`java -jar relay-app-*-exec.jar`, 1 business, 16 shards, "
+        b.append("JVMs 3: one relay JVM, started once and warmed up by " + LagProcesses.WARM_UP_SECONDS
+                + " s of traffic before the first run, as a daemon runs, serves every 3-JVM run as its exec jar (`java -jar relay-app-*-exec.jar`, 1 business, 16 shards, "
                 + "defaults), the producer and the consumer each in their own JVM (scripts/bench LagProcess); the "
                 + "relay's log is kept in bench-results/logs/. JVMs 1: relay (in-process Spring context), producer "
                 + "and consumer in the harness JVM, as a user's app embedding the relay would; the baselines run "
@@ -472,7 +473,7 @@ final class Report {
                 Scenarios.Stages.SEPARATE,
                 "\nWhere the lag goes, relay in its own JVM (p50 / p99 / p999 ms per stage; publish instant from the "
                         + "relay's x-delay-relayed-at header, due from x-delay-due-at, receive instant in the "
-                        + "consumer's JVM; relay JVM CPU over the whole run, startup included):\n\n",
+                        + "consumer's JVM; relay JVM CPU per message over the measured phase):\n\n",
                 true);
         stageTable(
                 b,
@@ -597,7 +598,9 @@ final class Report {
 
     Path write() throws IOException {
         Files.createDirectories(config.resultsDir());
-        Path file = config.resultsDir().resolve(LocalDate.now() + (config.full() ? "-full" : "") + ".md");
+        // A partial run (--only) never overwrites the full report of the day.
+        String part = config.only().isEmpty() ? "" : "-only-" + String.join("-", config.only());
+        Path file = config.resultsDir().resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + ".md");
         Files.writeString(
                 file,
                 render() + "\n_Written " + LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)
