@@ -100,14 +100,7 @@ class RelayMetricsTest {
                 3));
         MeterRegistry registry = relay.getBean(MeterRegistry.class);
 
-        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(3.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
-                    .isEqualTo(5.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
-                    .isEqualTo(1.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isEqualTo(2.0);
-        });
+        awaitBacklog(registry, business, 3, 5, 1, 2);
         double overdue = registry.get(RelayMeterNames.OLDEST_OVERDUE)
                 .tag(RelayMeterNames.TAG_BUSINESS, business)
                 .gauge()
@@ -163,26 +156,12 @@ class RelayMetricsTest {
                 "paused",
                 true));
         MeterRegistry registry = relay.getBean(MeterRegistry.class);
-        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(7.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
-                    .isEqualTo(8.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
-                    .isEqualTo(9.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isEqualTo(10.0);
-        });
+        awaitBacklog(registry, business, 7, 8, 9, 10);
 
         try (RedisConnection c = kit.redis()) {
             c.keyCommands().del(round, bytes(keys.backlog()));
         }
-        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(1.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
-                    .isEqualTo(1.0);
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
-                    .isZero();
-            assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isZero();
-        });
+        awaitBacklog(registry, business, 1, 1, 0, 0);
         try (RedisConnection c = kit.redis()) {
             assertThat(new String(c.stringCommands().get(bytes(keys.backlog())), StandardCharsets.UTF_8))
                     .as("what this instance read, shared with the others")
@@ -213,6 +192,19 @@ class RelayMetricsTest {
                         .counter()
                         .count())
                 .isZero();
+    }
+
+    /** Waits until the business's backlog gauges show these counts (due, scheduled, in flight, dead). */
+    private static void awaitBacklog(
+            MeterRegistry registry, String business, int due, int scheduled, int inflight, int dead) {
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_DUE)).isEqualTo(due);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_SCHEDULED))
+                    .isEqualTo(scheduled);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
+                    .isEqualTo(inflight);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isEqualTo(dead);
+        });
     }
 
     private static double backlog(MeterRegistry registry, String business, String state) {

@@ -113,14 +113,14 @@ public final class LagProcess {
         System.out.flush();
     }
 
-    private interface Sender {
-        void send(byte[] body, long dueMs);
+    interface Sender {
+        void send(byte[] body, long dueMs) throws Exception;
     }
 
-    private record Paced(AtomicInteger sent, AtomicLong lastDue, AtomicLong errors, double achieved) {}
+    record Paced(AtomicInteger sent, AtomicLong lastDue, AtomicLong errors, double achieved) {}
 
     /** Sends {@code count} messages at {@code rate} msg/s, due {@code aheadMs} + [0, spreadMs) ms after sending. */
-    private static Paced pace(int rate, int count, long seqBase, int aheadMs, int spreadMs, int size, Sender send)
+    static Paced pace(int rate, int count, long seqBase, int aheadMs, int spreadMs, int size, Sender send)
             throws InterruptedException {
         int producers = Math.max(1, (int) Math.ceil(rate / 1_000.0));
         AtomicInteger sent = new AtomicInteger();
@@ -148,7 +148,7 @@ public final class LagProcess {
                                 send.send(body, due);
                                 sent.incrementAndGet();
                                 lastDue.accumulateAndGet(due, Math::max);
-                            } catch (RuntimeException e) {
+                            } catch (Exception e) {
                                 if (errors.incrementAndGet() == 1) {
                                     System.err.println("producer error: " + e);
                                 }

@@ -11,10 +11,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -408,48 +406,12 @@ final class Scenarios {
                     }
                 }
             });
-            int producers = Math.max(1, (int) Math.ceil(rate / 1_000.0));
-            AtomicInteger sent = new AtomicInteger();
-            AtomicLong lastDue = new AtomicLong();
-            AtomicLong errors = new AtomicLong();
-            long start = System.nanoTime() + 50_000_000L;
-            List<Thread> threads = new ArrayList<>();
-            for (int p = 0; p < producers; p++) {
-                int share = expected / producers + (p < expected % producers ? 1 : 0);
-                int index = p;
-                Thread thread = new Thread(
-                        () -> {
-                            double periodNanos = 1e9 * producers / rate;
-                            for (int k = 0; k < share; k++) {
-                                long at = start + (long) (k * periodNanos) + (long) (index * periodNanos / producers);
-                                long wait = at - System.nanoTime();
-                                if (wait > 0) {
-                                    LockSupport.parkNanos(wait);
-                                }
-                                long due = System.currentTimeMillis()
-                                        + 1_000
-                                        + ThreadLocalRandom.current().nextInt(4_000);
-                                try {
-                                    contender.schedule(
-                                            Messages.body(due, (long) index * 100_000_000L + k, config.messageBytes()),
-                                            due);
-                                    sent.incrementAndGet();
-                                    lastDue.accumulateAndGet(due, Math::max);
-                                } catch (Exception e) {
-                                    if (errors.incrementAndGet() == 1) {
-                                        System.err.println("producer error: " + e);
-                                    }
-                                }
-                            }
-                        },
-                        "producer-" + p);
-                threads.add(thread);
-                thread.start();
-            }
-            for (Thread thread : threads) {
-                thread.join();
-            }
-            double achieved = sent.get() / ((System.nanoTime() - start) / 1e9);
+            // the same pacing as the three-JVM producer (LagProcess), due 1-5 s ahead
+            LagProcess.Paced paced =
+                    LagProcess.pace(rate, expected, 0, 1_000, 4_000, config.messageBytes(), contender::schedule);
+            AtomicInteger sent = paced.sent();
+            AtomicLong lastDue = paced.lastDue();
+            double achieved = paced.achieved();
             long giveUp = lastDue.get() + 5_000;
             while (received.get() < sent.get() && System.currentTimeMillis() < giveUp) {
                 Thread.sleep(20);
