@@ -110,6 +110,25 @@ class StartupValidationTest {
         });
     }
 
+    @Test
+    void negativeTopologyVersionIsATypedProblemNamingPropertyAndValue() {
+        Map<String, Object> props = declared(kit.business("topology"));
+        props.put("relay.topology-version", -1);
+        Throwable failure = catchThrowable(() -> kit.startRelay(props));
+
+        FailureAnalysis analysis = new RelayFailureAnalyzer().analyze(failure);
+
+        assertThat(analysis).as("formatted by the relay's failure analyzer").isNotNull();
+        assertThat(analysis.getDescription())
+                .isEqualTo("Invalid delay-relay configuration:\n  - relay.topology-version=-1: must be 0 or more");
+        RelayConfigurationException typed = (RelayConfigurationException) analysis.getCause();
+        assertThat(typed.problems()).singleElement().satisfies(problem -> {
+            assertThat(problem.business()).isEmpty();
+            assertThat(problem.property()).isEqualTo("relay.topology-version");
+            assertThat(problem.value()).isEqualTo("-1");
+        });
+    }
+
     static class SameNameTrigger extends AbstractDelayedMsgScanTrigger {
         @Override
         public String getBusiness() {

@@ -76,6 +76,7 @@ public class RelayAutoConfiguration {
             RedisClock clock,
             RedisConnectionFactory redisConnectionFactory,
             RelayProperties properties) {
+        properties.validate();
         return new RelayEngine(
                 businesses.specs(),
                 store,

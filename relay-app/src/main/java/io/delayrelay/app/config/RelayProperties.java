@@ -2,9 +2,12 @@ package io.delayrelay.app.config;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.app.engine.KeyspaceWakeSource;
+import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
@@ -57,6 +60,19 @@ public class RelayProperties {
 
     /** Businesses declared by configuration, and overrides for trigger beans, by business name. */
     private Map<String, BusinessSettings> businesses = new LinkedHashMap<>();
+
+    /**
+     * Rejects relay-wide settings out of range at start-up, naming property and value like the businesses' settings
+     * (see {@link BusinessSpecResolver}).
+     *
+     * @throws RelayConfigurationException listing every problem
+     */
+    void validate() {
+        if (topologyVersion < 0) {
+            throw new RelayConfigurationException(
+                    List.of(ConfigProblem.global("relay.topology-version", topologyVersion, "must be 0 or more")));
+        }
+    }
 
     public boolean isEnabled() {
         return enabled;

@@ -6,16 +6,13 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.PeriodicTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 
@@ -26,7 +23,7 @@ import org.springframework.data.redis.core.RedisTemplate;
  * instance's heartbeat (it looks for them every {@value #FORGET_EVERY} beats), and an instance deletes its own at
  * shutdown.
  */
-public class InstanceHeartbeat implements SmartLifecycle {
+public class InstanceHeartbeat extends PeriodicTask {
 
     private static final Logger log = LoggerFactory.getLogger(InstanceHeartbeat.class);
     /** Missed heartbeats after which an instance is no longer listed as live. */
@@ -40,13 +37,12 @@ public class InstanceHeartbeat implements SmartLifecycle {
     private final RedisTemplate<byte[], byte[]> redis;
     private final RelayInstance self;
     private final Duration interval;
-    private ScheduledExecutorService beater;
-    private volatile boolean running;
     private volatile boolean failing;
     private long beats;
 
     public InstanceHeartbeat(
             RelayEngine engine, RedisTemplate<byte[], byte[]> redis, RelayInstance self, Duration interval) {
+        super("relay-heartbeat", "instance heartbeat", Duration.ZERO, interval);
         this.engine = engine;
         this.redis = redis;
         this.self = self;
@@ -56,6 +52,11 @@ public class InstanceHeartbeat implements SmartLifecycle {
     /** This instance. */
     public RelayInstance self() {
         return self;
+    }
+
+    @Override
+    protected void runOnce() {
+        beat();
     }
 
     /**
@@ -147,36 +148,9 @@ public class InstanceHeartbeat implements SmartLifecycle {
         return now == null ? System.currentTimeMillis() : now;
     }
 
+    /** Once beating stopped: removes this instance from every business's list. */
     @Override
-    public synchronized void start() {
-        if (running) {
-            return;
-        }
-        running = true;
-        beater = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-heartbeat");
-            t.setDaemon(true);
-            return t;
-        });
-        beater.scheduleWithFixedDelay(this::beatSafely, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
-    }
-
-    private void beatSafely() {
-        try {
-            beat();
-        } catch (RuntimeException e) {
-            log.warn("instance heartbeat failed", e);
-        }
-    }
-
-    /** Stops beating and removes this instance from every business's list. */
-    @Override
-    public synchronized void stop() {
-        if (!running) {
-            return;
-        }
-        running = false;
-        beater.shutdownNow();
+    protected void afterStop() {
         for (BusinessRelay relay : engine.relays().values()) {
             String key = relay.spec().keys().instances();
             try {
@@ -185,11 +159,6 @@ public class InstanceHeartbeat implements SmartLifecycle {
                 log.debug("removing the heartbeat from {} failed", key, e);
             }
         }
-    }
-
-    @Override
-    public boolean isRunning() {
-        return running;
     }
 
     /** After the engine: listed while it relays. */

@@ -2,17 +2,14 @@ package io.delayrelay.app.metrics;
 
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.support.PeriodicTask;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 
 /**
  * Every sample interval: registers the meters of the engine's businesses (and unregisters those that are gone),
@@ -22,7 +19,7 @@ import org.springframework.context.SmartLifecycle;
  * the cost of the per-shard reads does not grow with the number of instances. Runs on its own thread, never on a
  * scrape; a failing sample is logged and skipped.
  */
-public class BacklogSampler implements SmartLifecycle {
+public class BacklogSampler extends PeriodicTask {
 
     private static final Logger log = LoggerFactory.getLogger(BacklogSampler.class);
 
@@ -31,7 +28,6 @@ public class BacklogSampler implements SmartLifecycle {
     private final ShardStore store;
     private final MicrometerRelayEvents events;
     private final Duration interval;
-    private ScheduledExecutorService executor;
 
     public BacklogSampler(
             RelayEngine engine,
@@ -39,6 +35,11 @@ public class BacklogSampler implements SmartLifecycle {
             ShardStore store,
             MicrometerRelayEvents events,
             Duration interval) {
+        super(
+                "relay-backlog-sampler",
+                "backlog sample",
+                Duration.ZERO,
+                Duration.ofMillis(Math.max(1, interval.toMillis())));
         this.engine = engine;
         this.reader = reader;
         this.store = store;
@@ -58,6 +59,17 @@ public class BacklogSampler implements SmartLifecycle {
                 events.unregister(name);
             }
         }
+    }
+
+    /** Registers the meters first: they exist before the engine (next phase up) reports anything. */
+    @Override
+    protected void beforeStart() {
+        syncBusinesses();
+    }
+
+    @Override
+    protected void runOnce() {
+        sample();
     }
 
     /** Takes one sample of every business. */
@@ -89,34 +101,6 @@ public class BacklogSampler implements SmartLifecycle {
         Backlog read = reader.read(spec, relay.state().scanWidth());
         reader.share(spec.keys(), read, ms * 3);
         return read;
-    }
-
-    @Override
-    public synchronized void start() {
-        if (executor != null) {
-            return;
-        }
-        syncBusinesses();
-        executor = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-backlog-sampler");
-            t.setDaemon(true);
-            return t;
-        });
-        long ms = Math.max(1, interval.toMillis());
-        executor.scheduleWithFixedDelay(this::sample, 0, ms, TimeUnit.MILLISECONDS);
-    }
-
-    @Override
-    public synchronized void stop() {
-        if (executor != null) {
-            executor.shutdownNow();
-            executor = null;
-        }
-    }
-
-    @Override
-    public synchronized boolean isRunning() {
-        return executor != null;
     }
 
     /** Starts just before the engine (whose phase is {@code Integer.MAX_VALUE - 1000}), so meters exist first. */

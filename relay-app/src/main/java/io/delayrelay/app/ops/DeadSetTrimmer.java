@@ -6,9 +6,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.OptionalLong;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
@@ -16,10 +13,10 @@ import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.metrics.RelayMeterNames;
+import io.delayrelay.app.support.PeriodicTask;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.context.SmartLifecycle;
 import org.springframework.core.env.Environment;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -31,7 +28,7 @@ import org.springframework.data.redis.core.script.RedisScript;
  * when nothing else refers to them. Both bounds become a time-of-death cutoff before anything is removed, so
  * replicas trimming at the same time remove the same entries. Counted by {@value RelayMeterNames#DEAD_TRIMMED}.
  */
-public class DeadSetTrimmer implements SmartLifecycle {
+public class DeadSetTrimmer extends PeriodicTask {
 
     private static final Logger log = LoggerFactory.getLogger(DeadSetTrimmer.class);
 
@@ -50,8 +47,6 @@ public class DeadSetTrimmer implements SmartLifecycle {
     private final RedisTemplate<byte[], byte[]> redis;
     private final Environment environment;
     private final RelayEvents events;
-    private final Duration interval;
-    private ScheduledExecutorService executor;
 
     public DeadSetTrimmer(
             RelayEngine engine,
@@ -59,15 +54,20 @@ public class DeadSetTrimmer implements SmartLifecycle {
             Environment environment,
             RelayEvents events,
             Duration interval) {
+        super("relay-dead-trimmer", "dead set trim", Duration.ofMillis(Math.max(1, interval.toMillis())));
         this.engine = engine;
         this.redis = redis;
         this.environment = environment;
         this.events = events;
-        this.interval = interval;
     }
 
     /** What one trim removed. */
     public record Trimmed(long tooOld, long overSize) {}
+
+    @Override
+    protected void runOnce() {
+        trimAll();
+    }
 
     /** Trims every business once; a failing business is logged and skipped. */
     public void trimAll() {
@@ -177,32 +177,5 @@ public class DeadSetTrimmer implements SmartLifecycle {
     /** Shards the relay scans: its shard count, more while retired shards drain. */
     private static int scanWidth(BusinessRelay relay) {
         return relay.state().scanWidth();
-    }
-
-    @Override
-    public synchronized void start() {
-        if (executor != null) {
-            return;
-        }
-        executor = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-dead-trimmer");
-            t.setDaemon(true);
-            return t;
-        });
-        long ms = Math.max(1, interval.toMillis());
-        executor.scheduleWithFixedDelay(this::trimAll, ms, ms, TimeUnit.MILLISECONDS);
-    }
-
-    @Override
-    public synchronized void stop() {
-        if (executor != null) {
-            executor.shutdownNow();
-            executor = null;
-        }
-    }
-
-    @Override
-    public synchronized boolean isRunning() {
-        return executor != null;
     }
 }

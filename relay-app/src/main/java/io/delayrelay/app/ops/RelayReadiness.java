@@ -1,11 +1,9 @@
 package io.delayrelay.app.ops;
 
 import java.time.Duration;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.PeriodicTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.availability.ApplicationAvailability;
@@ -13,23 +11,20 @@ import org.springframework.boot.availability.AvailabilityChangeEvent;
 import org.springframework.boot.availability.ReadinessState;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationListener;
-import org.springframework.context.SmartLifecycle;
 
 /**
  * Keeps readiness in step with the relay: refuses traffic while the engine's workers do not run, and from the
  * start of shutdown (it stops just before the engine drains). Boot accepts traffic once the app is ready; this
  * bean overrules that while the engine is down and gives it back when the engine runs again.
  */
-public class RelayReadiness implements SmartLifecycle, ApplicationListener<AvailabilityChangeEvent<ReadinessState>> {
+public class RelayReadiness extends PeriodicTask
+        implements ApplicationListener<AvailabilityChangeEvent<ReadinessState>> {
 
     private static final Logger log = LoggerFactory.getLogger(RelayReadiness.class);
 
     private final RelayEngine engine;
     private final ApplicationContext context;
     private final ApplicationAvailability availability;
-    private final Duration checkInterval;
-    private ScheduledExecutorService watcher;
-    private volatile boolean running;
     private volatile boolean refusedByRelay;
 
     public RelayReadiness(
@@ -37,10 +32,10 @@ public class RelayReadiness implements SmartLifecycle, ApplicationListener<Avail
             ApplicationContext context,
             ApplicationAvailability availability,
             Duration checkInterval) {
+        super("relay-readiness", "readiness check", Duration.ofMillis(Math.max(10, checkInterval.toMillis())));
         this.engine = engine;
         this.context = context;
         this.availability = availability;
-        this.checkInterval = checkInterval;
     }
 
     @Override
@@ -48,6 +43,11 @@ public class RelayReadiness implements SmartLifecycle, ApplicationListener<Avail
         if (event.getState() == ReadinessState.ACCEPTING_TRAFFIC && !relayUp()) {
             refuse("relay workers are not running");
         }
+    }
+
+    @Override
+    protected void runOnce() {
+        check();
     }
 
     /** Compares the engine's state with readiness and corrects readiness. */
@@ -68,7 +68,7 @@ public class RelayReadiness implements SmartLifecycle, ApplicationListener<Avail
     }
 
     private boolean relayUp() {
-        return running && engine.isRunning();
+        return isRunning() && engine.isRunning();
     }
 
     private void refuse(String why) {
@@ -77,36 +77,10 @@ public class RelayReadiness implements SmartLifecycle, ApplicationListener<Avail
         AvailabilityChangeEvent.publish(context, ReadinessState.REFUSING_TRAFFIC);
     }
 
-    @Override
-    public synchronized void start() {
-        if (running) {
-            return;
-        }
-        running = true;
-        watcher = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-readiness");
-            t.setDaemon(true);
-            return t;
-        });
-        long ms = Math.max(10, checkInterval.toMillis());
-        watcher.scheduleWithFixedDelay(this::check, ms, ms, TimeUnit.MILLISECONDS);
-    }
-
     /** Refuses traffic before the engine (next phase down) stops popping and drains. */
     @Override
-    public synchronized void stop() {
-        if (!running) {
-            return;
-        }
-        running = false;
-        watcher.shutdownNow();
-        watcher = null;
+    protected void afterStop() {
         refuse("relay is shutting down");
-    }
-
-    @Override
-    public boolean isRunning() {
-        return running;
     }
 
     /** One above the engine's phase: starts after it, stops before it. */

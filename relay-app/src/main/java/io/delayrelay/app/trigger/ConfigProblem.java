@@ -31,6 +31,12 @@ public record ConfigProblem(String business, String property, String value, Stri
         return new ConfigProblem(business, null, null, subject + ": " + reason);
     }
 
+    /** A relay-wide property holds a bad value: {@code <property>=<value>: <reason>}. */
+    public static ConfigProblem global(String property, Object value, String reason) {
+        String text = value == null ? "null" : value.toString();
+        return new ConfigProblem("", property, text, property + "=" + text + ": " + reason);
+    }
+
     /** Concerns no single business (e.g. {@code relay.businesses} cannot be bound at all). */
     public static ConfigProblem global(String property, String reason) {
         return new ConfigProblem("", property, null, property + ": " + reason);
