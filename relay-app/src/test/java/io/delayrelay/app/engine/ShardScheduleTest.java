@@ -31,7 +31,7 @@ class ShardScheduleTest {
      */
     @Test
     void anEntryAnnouncedWhileAPopWasUnderWaySurvivesThePopsReport() {
-        schedule.ensureWidth(2);
+        schedule.ensureWidth(1);
         schedule.record(0, NOW + 5_000);
         long stamp = schedule.stamp(0);
 
