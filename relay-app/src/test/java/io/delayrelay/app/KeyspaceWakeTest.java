@@ -69,6 +69,45 @@ class KeyspaceWakeTest {
         assertThat(config()).as("the relay left Redis' settings alone").isEqualTo("zK");
     }
 
+    /**
+     * A notified write costs a read of the shard's head, not a pop: entries written seconds ahead are not popped
+     * until they fall due, and then they are, without polling.
+     */
+    @Test
+    void aWriteOfAFutureEntryIsPeekedAtNotPoppedAndItLeavesWhenDue(CapturedOutput output) throws Exception {
+        startRedis(18313, "Kz");
+        Fixture f = startRelay("kspeek", "relay.wake.safety-sweep", "10m");
+        await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
+        long[] last = {-1};
+        await().atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(300))
+                .alias("the start-up sweep is over")
+                .until(() -> {
+                    long calls = calls("evalsha");
+                    boolean quiet = calls > 0 && calls == last[0];
+                    last[0] = calls;
+                    return quiet;
+                });
+        long popsBefore = calls("evalsha");
+        long peeksBefore = calls("zrange");
+
+        long now = redisNow();
+        long due = now + 2_500;
+        for (int i = 0; i < 50; i++) {
+            zadd(f.keys.shard(3), "later-" + i, due + i);
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> redisNow() >= now + 1_500);
+        assertThat(calls("evalsha") - popsBefore)
+                .as("pops before the entries are due")
+                .isZero();
+        assertThat(calls("zrange") - peeksBefore).as("peeks at shard 3's head").isPositive();
+
+        List<Received> all = RelayTestKit.collect(f.received, 50, Duration.ofSeconds(15), Duration.ofMillis(300));
+        assertThat(all).hasSize(50);
+        assertThat(all).extracting(r -> r.header("x-delay-relayed-at")).allMatch(at -> at >= due);
+        assertThat(all).extracting(Received::text).first().isEqualTo("later-0");
+    }
+
     @Test
     void withNotificationsOffAPlainZaddEntryIsPickedUpByPollingAndOneWarningSaysWhatToConfigure(CapturedOutput output)
             throws Exception {
@@ -158,6 +197,18 @@ class KeyspaceWakeTest {
     private void zadd(String key, String member, long score) {
         try (RedisConnection c = redis.getConnection()) {
             c.zSetCommands().zAdd(key.getBytes(StandardCharsets.UTF_8), score, member.getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    /** Calls of a command on this test's Redis so far (INFO commandstats). */
+    private long calls(String command) {
+        try (RedisConnection c = redis.getConnection()) {
+            String stat = c.serverCommands().info("commandstats").getProperty("cmdstat_" + command);
+            if (stat == null) {
+                return 0;
+            }
+            String calls = stat.substring(stat.indexOf("calls=") + 6);
+            return Long.parseLong(calls.substring(0, calls.indexOf(',')));
         }
     }
 

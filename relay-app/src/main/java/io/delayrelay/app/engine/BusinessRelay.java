@@ -22,11 +22,13 @@ public final class BusinessRelay {
     private final BatchSettler settler;
     private final WorkerPool workers;
     private final EventReporter events;
+    private final RedisClock clock;
 
     BusinessRelay(
             BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events, RedisClock clock) {
         this.store = store;
         this.events = events;
+        this.clock = clock;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock);
@@ -138,6 +140,18 @@ public final class BusinessRelay {
     void wake(int shard, long dueMs) {
         schedule.lower(shard, dueMs);
         signal.wake(shard, dueMs);
+    }
+
+    /**
+     * A keyspace notification's peek read {@code dueMs} as the earliest score of {@code shard}: the workers are woken
+     * only when that is earlier than what they knew ({@code Long.MIN_VALUE}: the peek failed, look now).
+     */
+    void notified(int shard, long dueMs) {
+        if (dueMs == Long.MIN_VALUE) {
+            wake(shard, clock.nowMs());
+        } else if (schedule.lower(shard, dueMs)) {
+            signal.wake(shard, dueMs);
+        }
     }
 
     /** Every worker sweeps its shards now (e.g. after a (re)subscription, when notifications may have been lost). */

@@ -1,18 +1,26 @@
 package io.delayrelay.app.engine;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 
+import io.delayrelay.api.DelayQueueKeys;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScoredValue;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisSortedSetAsyncCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
+import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
@@ -23,8 +31,11 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 
 /**
  * Redis keyspace notifications as the wake source: a {@code zadd} on a shard key {@code K:i}, written by any
- * producer (even {@code redis-cli ZADD}), wakes the business's workers for that shard within milliseconds. A
- * notification is only a signal, never storage: a lost one costs at most one safety sweep.
+ * producer (even {@code redis-cli ZADD}), makes the relay read that shard's earliest score ({@link ShardPeeks}: one
+ * {@code ZRANGE K:i 0 0 WITHSCORES}, at most one per shard per 5 ms), and the business's workers pop the shard when
+ * that entry falls due: within milliseconds of its due time, however far ahead it was written, and without a pop
+ * per write. A notification is only a signal, never storage: a lost one costs at most one safety sweep.
+ * Notifications are decoded as bytes (one per write, on the Lettuce event loop: no strings).
  *
  * <p>Notifications are node-local, so on a Redis Cluster the relay subscribes on every master. Redis must have
  * {@code notify-keyspace-events} with {@code K} and {@code z} (or {@code A}); the relay sets them with
@@ -35,8 +46,10 @@ public final class KeyspaceWakeSource {
 
     private static final Logger log = LoggerFactory.getLogger(KeyspaceWakeSource.class);
     static final String CONFIG = "notify-keyspace-events";
-    /** Wake-ups for one shard are at least this far apart: a burst of writes costs one check, not one each. */
-    static final long COALESCE_MS = 5;
+    private static final byte[] ZADD = "zadd".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ZINCR = "zincr".getBytes(StandardCharsets.US_ASCII);
+    /** Shards per business whose notifications are followed (more are swept only). */
+    static final int MAX_SHARDS = 4096;
 
     /** How the relay may use keyspace notifications. */
     public enum Mode {
@@ -52,11 +65,15 @@ public final class KeyspaceWakeSource {
     private final RedisConnectionFactory connectionFactory;
     private final Settings settings;
     private final RedisClock clock;
-    private final Map<String, Subscription> byPattern = new ConcurrentHashMap<>();
-    private StatefulRedisPubSubConnection<String, String> pubSub;
+    private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
+    private StatefulRedisPubSubConnection<byte[], byte[]> pubSub;
+    private StatefulConnection<byte[], byte[]> heads;
+    private RedisSortedSetAsyncCommands<byte[], byte[]> headCommands;
+    private ScheduledExecutorService timer;
     private volatile boolean active;
 
-    private record Subscription(BusinessRelay relay, String prefix, AtomicLongArray lastWakeMs) {}
+    /** One business's pattern, its channels' common prefix (before the shard number) and its peeks. */
+    private record Subscription(BusinessRelay relay, byte[] pattern, byte[] channelPrefix, ShardPeeks peeks) {}
 
     KeyspaceWakeSource(RedisConnectionFactory connectionFactory, Settings settings, RedisClock clock) {
         this.connectionFactory = connectionFactory;
@@ -86,6 +103,12 @@ public final class KeyspaceWakeSource {
                 warnFallback(missing);
                 return false;
             }
+            heads = connectHeads(client);
+            timer = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "relay-keyspace-peeks");
+                t.setDaemon(true);
+                return t;
+            });
             pubSub = connectPubSub(client);
             pubSub.addListener(new Listener());
             active = true;
@@ -142,14 +165,36 @@ public final class KeyspaceWakeSource {
         return "Redis has " + CONFIG + "='" + String.join("', '", values) + "', which lacks K and z";
     }
 
-    private StatefulRedisPubSubConnection<String, String> connectPubSub(AbstractRedisClient client) {
+    private StatefulRedisPubSubConnection<byte[], byte[]> connectPubSub(AbstractRedisClient client) {
         if (client instanceof RedisClusterClient cluster) {
-            StatefulRedisClusterPubSubConnection<String, String> c = cluster.connectPubSub(StringCodec.UTF8);
+            StatefulRedisClusterPubSubConnection<byte[], byte[]> c = cluster.connectPubSub(ByteArrayCodec.INSTANCE);
             // Keyspace notifications are local to the node that holds the key: hear every master's.
             c.setNodeMessagePropagation(true);
             return c;
         }
-        return ((RedisClient) client).connectPubSub(StringCodec.UTF8);
+        return ((RedisClient) client).connectPubSub(ByteArrayCodec.INSTANCE);
+    }
+
+    /** The connection the peeks read shard heads on (async: answers complete on the event loop). */
+    private StatefulConnection<byte[], byte[]> connectHeads(AbstractRedisClient client) {
+        if (client instanceof RedisClusterClient cluster) {
+            var c = cluster.connect(ByteArrayCodec.INSTANCE);
+            headCommands = c.async();
+            return c;
+        }
+        StatefulRedisConnection<byte[], byte[]> c = ((RedisClient) client).connect(ByteArrayCodec.INSTANCE);
+        c.sync().select(database());
+        headCommands = c.async();
+        return c;
+    }
+
+    /** The earliest score of a shard key, {@link ShardSchedule#NONE} when it is empty. */
+    private CompletionStage<Long> earliest(byte[] key) {
+        return headCommands
+                .zrangeWithScores(key, 0, 0)
+                .thenApply(head -> head.isEmpty()
+                        ? ShardSchedule.NONE
+                        : ShardPeeks.dueMs(((ScoredValue<byte[]>) head.get(0)).getScore()));
     }
 
     static boolean hasFlags(String value) {
@@ -188,13 +233,23 @@ public final class KeyspaceWakeSource {
         if (!active) {
             return;
         }
-        String prefix = relay.spec().keys().shard(0);
+        DelayQueueKeys keys = relay.spec().keys();
+        String prefix = keys.shard(0);
         prefix = prefix.substring(0, prefix.length() - 1);
         String pattern = "__keyspace@" + database() + "__:" + escape(prefix) + "[0-9]*";
-        byPattern.put(
-                pattern,
-                new Subscription(relay, "__keyspace@" + database() + "__:" + prefix, new AtomicLongArray(4096)));
-        psubscribe(pattern);
+        ShardPeeks peeks = new ShardPeeks(
+                MAX_SHARDS,
+                shard -> earliest(keys.shardKeyBytes(shard)[DelayQueueKeys.SHARD]),
+                relay::notified,
+                timer,
+                System::nanoTime);
+        subscriptions.add(
+                new Subscription(relay, utf8(pattern), utf8("__keyspace@" + database() + "__:" + prefix), peeks));
+        psubscribe(utf8(pattern));
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     /** Stops hearing a business's shard keys. */
@@ -202,25 +257,24 @@ public final class KeyspaceWakeSource {
         if (!active) {
             return;
         }
-        byPattern.entrySet().removeIf(e -> {
-            if (e.getValue().relay() == relay) {
-                punsubscribe(e.getKey());
-                return true;
+        for (Subscription s : subscriptions) {
+            if (s.relay() == relay) {
+                subscriptions.remove(s);
+                punsubscribe(s.pattern());
             }
-            return false;
-        });
+        }
     }
 
-    private void psubscribe(String pattern) {
-        if (pubSub instanceof StatefulRedisClusterPubSubConnection<String, String> cluster) {
+    private void psubscribe(byte[] pattern) {
+        if (pubSub instanceof StatefulRedisClusterPubSubConnection<byte[], byte[]> cluster) {
             cluster.sync().upstream().commands().psubscribe(pattern);
         } else {
             pubSub.sync().psubscribe(pattern);
         }
     }
 
-    private void punsubscribe(String pattern) {
-        if (pubSub instanceof StatefulRedisClusterPubSubConnection<String, String> cluster) {
+    private void punsubscribe(byte[] pattern) {
+        if (pubSub instanceof StatefulRedisClusterPubSubConnection<byte[], byte[]> cluster) {
             cluster.sync().upstream().commands().punsubscribe(pattern);
         } else {
             pubSub.sync().punsubscribe(pattern);
@@ -234,51 +288,67 @@ public final class KeyspaceWakeSource {
 
     void close() {
         active = false;
-        if (pubSub != null) {
-            try {
-                pubSub.close();
-            } catch (RuntimeException e) {
-                log.debug("closing the keyspace notification connection failed", e);
+        for (AutoCloseable c : new AutoCloseable[] {pubSub, heads}) {
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    log.debug("closing a keyspace notification connection failed", e);
+                }
             }
+        }
+        if (timer != null) {
+            timer.shutdownNow();
         }
     }
 
-    private final class Listener extends RedisPubSubAdapter<String, String> {
+    private Subscription subscription(byte[] pattern) {
+        for (Subscription s : subscriptions) {
+            if (Arrays.equals(s.pattern(), pattern)) {
+                return s;
+            }
+        }
+        return null;
+    }
+
+    /** The shard number after {@code prefix} in {@code channel}, or -1 when the channel is not one of its shards. */
+    static int shardOf(byte[] channel, byte[] prefix, int maxShards) {
+        int n = channel.length - prefix.length;
+        if (n < 1 || n > 4 || !Arrays.equals(channel, 0, prefix.length, prefix, 0, prefix.length)) {
+            return -1;
+        }
+        int shard = 0;
+        for (int i = prefix.length; i < channel.length; i++) {
+            int digit = channel[i] - '0';
+            if (digit < 0 || digit > 9) {
+                return -1;
+            }
+            shard = shard * 10 + digit;
+        }
+        return shard < maxShards ? shard : -1;
+    }
+
+    private final class Listener extends RedisPubSubAdapter<byte[], byte[]> {
 
         @Override
-        public void message(String pattern, String channel, String event) {
-            if (!"zadd".equals(event) && !"zincr".equals(event)) {
+        public void message(byte[] pattern, byte[] channel, byte[] event) {
+            if (!Arrays.equals(ZADD, event) && !Arrays.equals(ZINCR, event)) {
                 return;
             }
-            Subscription s = byPattern.get(pattern);
-            if (s == null || !channel.startsWith(s.prefix())) {
+            Subscription s = subscription(pattern);
+            if (s == null) {
                 return;
             }
-            int shard;
-            try {
-                shard = Integer.parseInt(channel, s.prefix().length(), channel.length(), 10);
-            } catch (NumberFormatException e) {
-                return;
+            int shard = shardOf(channel, s.channelPrefix(), s.peeks().maxShards());
+            if (shard >= 0) {
+                s.peeks().notified(shard);
             }
-            if (shard < 0 || shard >= s.lastWakeMs().length()) {
-                return;
-            }
-            // At most one wake-up per shard per COALESCE_MS: a later one in the window is booked at its end
-            // (the shard schedule keeps it), so nothing written in a burst is overlooked.
-            long now = clock.nowMs();
-            long last = s.lastWakeMs().get(shard);
-            if (last > now) {
-                return; // a wake-up is already booked for later in the window: it covers this write
-            }
-            long at = Math.max(now, last + COALESCE_MS);
-            s.lastWakeMs().set(shard, at);
-            s.relay().wake(shard, at);
         }
 
         /** After every (re)subscription the workers sweep every shard: notifications may have been lost meanwhile. */
         @Override
-        public void psubscribed(String pattern, long count) {
-            Subscription s = byPattern.get(pattern);
+        public void psubscribed(byte[] pattern, long count) {
+            Subscription s = subscription(pattern);
             if (s != null) {
                 s.relay().sweepAll();
             }

@@ -2,10 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Semaphore;
 import java.util.function.BooleanSupplier;
 
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -19,6 +16,11 @@ import org.slf4j.MDC;
  * publishes them with confirms and acks what the broker confirmed. When its share of the shards has nothing due
  * it sleeps until the earliest entry known falls due, at most max-idle, or until a producer's wake-up.
  * <p>
+ * It does not wait for the broker between pops: batches await their confirms while the worker pops and publishes
+ * the next ones, within its {@link InFlightBudget}. One shard's batches go out on the worker's one channel in pop
+ * order, and the broker keeps a channel's order, so with one thread a shard's entries arrive in due order (an entry
+ * that is retried comes after the later ones).
+ * <p>
  * The loop runs until shutdown and nothing else: every iteration catches whatever it throws (errors included),
  * counts and logs it with business and shard, and backs off; a stray interrupt is logged and survived.
  */
@@ -26,9 +28,6 @@ final class ScanWorker implements Runnable {
 
     private static final Logger log = LoggerFactory.getLogger(ScanWorker.class);
     private static final long MAX_ERROR_BACKOFF_MS = 5_000;
-
-    /** Batches one worker may have awaiting confirms at a time. */
-    static final int MAX_BATCHES_IN_FLIGHT = 4;
 
     private final int index;
     private final BooleanSupplier keepRunning;
@@ -41,8 +40,9 @@ final class ScanWorker implements Runnable {
     private final RedisClock clock;
     private final ShardCursor cursor;
     private final LeaseReaper reaper;
-    private final Semaphore batchSlots = new Semaphore(MAX_BATCHES_IN_FLIGHT);
-    private final Map<Integer, CompletableFuture<Void>> shardsInFlight = new ConcurrentHashMap<>();
+    private final InFlightBudget budget = new InFlightBudget();
+    /** Batches of this worker in flight per shard: other shards are preferred while a shard has some. */
+    private final Map<Integer, Integer> shardsInFlight = new ConcurrentHashMap<>();
     /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
     private int failures;
     /** Batches in a row of which nothing reached the broker; reset by a batch that reached it. */
@@ -88,59 +88,59 @@ final class ScanWorker implements Runnable {
     private void runOnce() {
         BusinessSpec spec = state.spec();
         int shard = ShardCursor.NO_SHARD;
-        boolean slotHeld = false;
+        InFlightBudget.Grant grant = null;
         try {
             if (state.paused()) {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
-            // the slot first: a pop starts the entries' lease, which must not run out while waiting for a slot
-            batchSlots.acquire();
-            slotHeld = true;
+            // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
+            grant = budget.acquire(spec.batchSize(), spec.batchBytes());
             shard = cursor.next(
                     spec, state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
             if (shard == ShardCursor.NO_SHARD) {
-                batchSlots.release();
-                slotHeld = false;
+                budget.release(0, 0);
+                grant = null;
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
             MDC.put("shard", Integer.toString(shard));
-            awaitShard(shard);
-            slotHeld = false;
-            popAndDeliver(spec, shard);
+            InFlightBudget.Grant granted = grant;
+            grant = null;
+            popAndDeliver(spec, shard, granted);
         } catch (InterruptedException e) {
             interrupted(spec);
         } catch (Throwable e) {
             failed(spec, shard, e);
         } finally {
-            if (slotHeld) {
-                batchSlots.release();
+            if (grant != null) {
+                budget.release(0, 0);
             }
             MDC.remove("shard");
         }
     }
 
-    /** Pops the shard and hands the batch over; owns the batch slot its caller acquired (released unless used). */
-    private void popAndDeliver(BusinessSpec spec, int shard) throws InterruptedException {
+    /** Pops the shard within the grant and hands the batch over; owns the batch its caller reserved. */
+    private void popAndDeliver(BusinessSpec spec, int shard, InFlightBudget.Grant grant) throws InterruptedException {
         PopResult popped;
+        long stamp = schedule.stamp(shard);
         try {
-            popped = store.pop(spec, shard, cursor.lastKnownDue());
+            popped = store.pop(spec, shard, cursor.lastKnownDue(), grant.messages(), grant.bytes());
         } catch (RuntimeException | Error e) {
-            batchSlots.release();
+            budget.release(0, 0);
             throw e;
         }
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }
-        schedule.record(shard, popped.nextDueMs());
+        schedule.record(shard, popped.nextDueMs(), stamp);
         failures = 0;
         if (popped.expiredLeases() > 0) {
             // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard
             reaper.reap(state, shard);
         }
         if (popped.isEmpty()) {
-            batchSlots.release();
+            budget.release(0, 0);
             if (++empties >= ShardCursor.sweepLength(state.scanWidth(), spec.threads())) {
                 empties = 0;
                 sleepUntilDue(spec, popped.redisNowMs());
@@ -186,17 +186,19 @@ final class ScanWorker implements Runnable {
     }
 
     /**
-     * Publishes the batch with the slot its caller holds and returns at once; the settler settles it (ack, retry,
-     * dead letter) once the broker confirmed, and frees the slot. At most {@link #MAX_BATCHES_IN_FLIGHT} batches of
-     * this worker await confirms at a time, and never two of the same shard (entries of a shard leave in due order).
+     * Publishes the batch reserved in the budget and returns at once; the settler settles it (ack, retry, dead
+     * letter) once the broker confirmed, and frees its share of the budget.
      */
     private void deliver(BusinessSpec spec, int shard, PopResult popped) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        shardsInFlight.put(shard, done);
+        int n = popped.entries().size();
+        long size = popped.entries().stream()
+                .mapToLong(e -> e.member().length + (e.payload() == null ? 0 : e.payload().length))
+                .sum();
+        budget.charge(n, size);
+        shardsInFlight.merge(shard, 1, Integer::sum);
         Runnable settled = () -> {
-            shardsInFlight.remove(shard, done);
-            batchSlots.release();
-            done.complete(null);
+            shardsInFlight.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
+            budget.release(n, size);
         };
         List<DueMessage> batch;
         try {
@@ -218,18 +220,6 @@ final class ScanWorker implements Runnable {
     static final class BrokerUnavailableException extends RuntimeException {
         BrokerUnavailableException(String reason) {
             super("RabbitMQ unavailable, batch put back: " + reason, null, false, false);
-        }
-    }
-
-    /** Waits until this worker's batch of {@code shard}, if any, is settled. */
-    private void awaitShard(int shard) throws InterruptedException {
-        CompletableFuture<Void> pending = shardsInFlight.get(shard);
-        if (pending != null) {
-            try {
-                pending.get();
-            } catch (ExecutionException e) {
-                // settle failures are logged where they happen
-            }
         }
     }
 

@@ -17,7 +17,7 @@ import io.delayrelay.app.trigger.BusinessSpec;
  *       width, so instances and workers spread over the shards.</li>
  * </ol>
  * Quarantined shards are passed over; so are shards with a batch of this worker still in flight, except a hinted
- * one (a full batch's shard is drained on, in due order, once its previous batch settled). The block walk gives up
+ * one (a full batch's shard is drained on at once: its batches go out in pop order on the worker's channel). The block walk gives up
  * after one full turn. One instance per worker thread: not thread-safe.
  */
 final class ShardCursor {

@@ -20,6 +20,8 @@ final class ShardSchedule {
     record Earliest(int shard, long dueMs) {}
 
     private volatile AtomicLongArray next = new AtomicLongArray(0);
+    /** Per shard, how often {@link #lower} ran: a pop's report must not undo a lowering that came after the pop. */
+    private volatile AtomicLongArray lowerings = new AtomicLongArray(0);
 
     /** Makes room for {@code width} shards; new shards start as "unknown" (due now), so they are looked at. */
     synchronized void ensureWidth(int width) {
@@ -28,9 +30,12 @@ final class ShardSchedule {
             return;
         }
         AtomicLongArray resized = new AtomicLongArray(width);
+        AtomicLongArray counts = new AtomicLongArray(width);
         for (int i = 0; i < Math.min(width, current.length()); i++) {
             resized.set(i, current.get(i));
+            counts.set(i, lowerings.get(i));
         }
+        lowerings = counts;
         next = resized;
     }
 
@@ -42,12 +47,46 @@ final class ShardSchedule {
         }
     }
 
-    /** A producer announced an entry due at {@code dueMs} in {@code shard}. */
-    void lower(int shard, long dueMs) {
+    /** Read before a pop and passed to {@link #record(int, long, long)} with the pop's report. */
+    long stamp(int shard) {
+        AtomicLongArray counts = lowerings;
+        return shard < counts.length() ? counts.get(shard) : 0;
+    }
+
+    /**
+     * Records a shard's next due time as read by a pop that started at {@code stamp}: if an entry was announced
+     * since (its write may postdate the pop), the earlier of the two is kept.
+     */
+    void record(int shard, long nextDueMs, long stamp) {
         AtomicLongArray current = next;
-        if (shard >= 0 && shard < current.length()) {
-            current.accumulateAndGet(shard, dueMs, Math::min);
+        if (shard >= current.length()) {
+            return;
         }
+        long value = nextDueMs < 0 ? NONE : nextDueMs;
+        // lower() counts before it lowers: either the count tells, or its lowering lands after (and on) this value
+        while (stamp(shard) == stamp) {
+            long seen = current.get(shard);
+            if (current.compareAndSet(shard, seen, value)) {
+                return;
+            }
+        }
+        current.accumulateAndGet(shard, value, Math::min);
+    }
+
+    /**
+     * A producer announced (or a peek read) an entry due at {@code dueMs} in {@code shard}; returns whether that is
+     * earlier than what was known of the shard.
+     */
+    boolean lower(int shard, long dueMs) {
+        AtomicLongArray current = next;
+        AtomicLongArray counts = lowerings;
+        if (shard >= 0 && shard < current.length()) {
+            if (shard < counts.length()) {
+                counts.incrementAndGet(shard);
+            }
+            return current.getAndAccumulate(shard, dueMs, Math::min) > dueMs;
+        }
+        return false;
     }
 
     /**

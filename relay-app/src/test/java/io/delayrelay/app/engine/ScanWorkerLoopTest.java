@@ -6,7 +6,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executor;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -38,29 +37,63 @@ class ScanWorkerLoopTest {
         f.close();
     }
 
-    /** Defect 2b: a worker popped before it had a batch slot, so the entries' lease ran while it waited. */
+    /**
+     * Defect 2b: a worker popped before it had room, so the entries' lease ran while it waited. Its room is its
+     * in-flight budget: {@link InFlightBudget#BATCHES_OF_DATA} batch-sizes of messages, however small the batches.
+     */
     @Test
-    void aWorkerPopsOnlyOnceItHasABatchSlot() {
-        BusinessSpec spec = f.spec("slot").shards(8).batchSize(2).build();
+    void aWorkerPopsOnlyWithinItsInFlightBudget() {
+        BusinessSpec spec = f.spec("slot").shards(12).batchSize(2).build();
         long now = f.kit.redisNowMs();
-        for (int shard = 0; shard < 8; shard++) {
+        for (int shard = 0; shard < 12; shard++) {
             f.zadd(spec, shard, "entry-" + shard, now - 1_000);
         }
         HoldingPublisher publisher = new HoldingPublisher();
         f.start(spec, publisher, RelayEvents.NOOP);
         Thread worker = EngineFixture.worker(spec, 0);
+        int budget = InFlightBudget.BATCHES_OF_DATA * 2;
 
         await().atMost(Duration.ofSeconds(10))
-                .until(() -> publisher.pending.size() == ScanWorker.MAX_BATCHES_IN_FLIGHT
-                        && EngineFixture.parkedIn(worker, Semaphore.class));
+                .until(() ->
+                        publisher.pending.size() == budget && EngineFixture.parkedIn(worker, InFlightBudget.class));
 
         assertThat(f.inflight(spec))
-                .as("entries in flight while every slot awaits confirms")
-                .isEqualTo(ScanWorker.MAX_BATCHES_IN_FLIGHT);
-        assertThat(f.store.pops.get()).isEqualTo(ScanWorker.MAX_BATCHES_IN_FLIGHT);
+                .as("entries in flight while the budget awaits confirms: one-entry batches, 4 batch-sizes")
+                .isEqualTo(budget);
+        assertThat(f.store.pops.get()).isEqualTo(budget);
+        publisher.pending.get(0).complete(List.of(PublishOutcome.CONFIRMED));
+        await().atMost(Duration.ofSeconds(10))
+                .until(() ->
+                        publisher.pending.size() == budget + 1 && EngineFixture.parkedIn(worker, InFlightBudget.class));
+        assertThat(f.inflight(spec))
+                .as("one more entry popped for the one settled")
+                .isEqualTo(budget);
     }
 
-    /** Defect 6: with one shard, quarantined, the worker popped it again at once: a tight loop of Redis calls. */
+    /**
+     * A worker does not wait for the broker between batches of one shard: while the first awaits its confirms it
+     * pops and publishes the next, in due order (one channel keeps them in that order at the broker).
+     */
+    @Test
+    void aWorkerPublishesTheNextBatchOfAShardWhileTheFirstAwaitsItsConfirms() {
+        BusinessSpec spec = f.spec("pipeline").shards(1).batchSize(2).build();
+        long now = f.kit.redisNowMs();
+        for (int i = 0; i < 6; i++) {
+            f.zadd(spec, 0, "entry-" + i, now - 1_000 + i);
+        }
+        HoldingPublisher publisher = new HoldingPublisher();
+        f.start(spec, publisher, RelayEvents.NOOP);
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.published.size() == 6);
+
+        assertThat(publisher.pending)
+                .as("three batches awaiting confirms at once")
+                .hasSize(3);
+        assertThat(publisher.published)
+                .extracting(DueMessage::bodyAsString)
+                .containsExactly("entry-0", "entry-1", "entry-2", "entry-3", "entry-4", "entry-5");
+    }
+
     @Test
     void aWorkerSleepsInsteadOfSpinningWhenItsOnlyShardIsQuarantined() {
         assertSleepsWhenEveryShardIsQuarantined(1);

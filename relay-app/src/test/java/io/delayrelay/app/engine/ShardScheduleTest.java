@@ -25,6 +25,27 @@ class ShardScheduleTest {
                 .isEqualTo(-1);
     }
 
+    /**
+     * A pop reads the shard, then an entry is written and announced (wake-up or notification peek), then the pop's
+     * report arrives: the report must not erase the announced entry (it would wait for the safety sweep).
+     */
+    @Test
+    void anEntryAnnouncedWhileAPopWasUnderWaySurvivesThePopsReport() {
+        schedule.ensureWidth(1);
+        schedule.record(0, NOW + 5_000);
+        long stamp = schedule.stamp(0);
+
+        assertThat(schedule.lower(0, NOW + 100)).as("earlier than known").isTrue();
+        assertThat(schedule.lower(0, NOW + 200)).as("not earlier than known").isFalse();
+        schedule.record(0, -1, stamp);
+
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(0, NOW + 100));
+        schedule.record(0, NOW + 900, schedule.stamp(0));
+        assertThat(schedule.earliest())
+                .as("a report of a pop that started after the announcement is taken as it is")
+                .isEqualTo(new ShardSchedule.Earliest(0, NOW + 900));
+    }
+
     @Test
     void theEarliestRecordedDueTimeWinsAndEmptyShardsAreNeverDue() {
         schedule.ensureWidth(3);

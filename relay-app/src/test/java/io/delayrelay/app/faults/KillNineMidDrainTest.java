@@ -33,7 +33,7 @@ class KillNineMidDrainTest {
     static final int SHARDS = 16;
     static final int THREADS = 4;
     static final int BATCH = 100;
-    /** Batches a worker may have published and not yet had confirmed (ScanWorker.MAX_BATCHES_IN_FLIGHT). */
+    /** Batch-sizes of entries a worker may have popped and not yet settled (InFlightBudget.BATCHES_OF_DATA). */
     static final int BATCHES_PER_WORKER = 4;
     /** Most entries one relay holds in flight: what a kill -9 may cause to be delivered twice. */
     static final int WINDOW = THREADS * BATCH * BATCHES_PER_WORKER;

@@ -57,7 +57,7 @@ class RabbitNodeLossTest {
     static final int SHARDS = 16;
     static final int THREADS = 4;
     static final int BATCH = 100;
-    /** Batches a worker may have published and not yet had confirmed (ScanWorker.MAX_BATCHES_IN_FLIGHT). */
+    /** Batch-sizes of entries a worker may have popped and not yet settled (InFlightBudget.BATCHES_OF_DATA). */
     static final int BATCHES_PER_WORKER = 4;
     /** Most entries the relay holds unconfirmed: what a lost connection may cause to be published twice. */
     static final int WINDOW = THREADS * BATCH * BATCHES_PER_WORKER;
