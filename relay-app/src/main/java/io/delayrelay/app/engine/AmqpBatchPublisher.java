@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 import com.rabbitmq.client.AlreadyClosedException;
@@ -31,6 +33,12 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     private final RabbitTemplate template;
     private final AmqpMessageBuilder messages;
     private final Map<Thread, PublishChannel> channels = new ConcurrentHashMap<>();
+    /**
+     * One thread for every batch's confirm timeout, cancelled when the batch is confirmed. (Not
+     * CompletableFuture.delayedExecutor: on a machine with fewer than 3 cores its default executor starts a new
+     * thread for every task, here one per batch.)
+     */
+    private final ScheduledThreadPoolExecutor confirmTimeouts = confirmTimeouts();
 
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
         this.connectionFactory = connectionFactory;
@@ -107,15 +115,19 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         }
         if (!pending.isDone()) {
             PublishChannel used = channel;
-            CompletableFuture.delayedExecutor(timeoutMs, TimeUnit.MILLISECONDS).execute(() -> {
-                if (!pending.isDone()) {
-                    pending.completeRest(
-                            PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
-                    if (used != null) {
-                        used.forget(pending);
-                    }
-                }
-            });
+            ScheduledFuture<?> timeout = confirmTimeouts.schedule(
+                    () -> {
+                        if (!pending.isDone()) {
+                            pending.completeRest(
+                                    PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
+                            if (used != null) {
+                                used.forget(pending);
+                            }
+                        }
+                    },
+                    timeoutMs,
+                    TimeUnit.MILLISECONDS);
+            pending.future().whenComplete((outcomes, error) -> timeout.cancel(false));
         }
         return pending.future();
     }
@@ -155,8 +167,19 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         });
     }
 
+    private static ScheduledThreadPoolExecutor confirmTimeouts() {
+        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "relay-confirm-timeouts");
+            t.setDaemon(true);
+            return t;
+        });
+        timer.setRemoveOnCancelPolicy(true);
+        return timer;
+    }
+
     @Override
     public void destroy() {
+        confirmTimeouts.shutdownNow();
         channels.values().forEach(PublishChannel::close);
         channels.clear();
         log.debug("publish channels closed");

@@ -3,6 +3,8 @@ package io.delayrelay.app.engine;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.Consumer;
 
 import io.delayrelay.api.MetaFields;
@@ -26,12 +28,23 @@ final class WakeSubscriber implements MessageListener, SubscriptionListener {
     private static final Logger log = LoggerFactory.getLogger(WakeSubscriber.class);
 
     private final RedisMessageListenerContainer container = new RedisMessageListenerContainer();
+    /**
+     * Delivers the wake-ups in order on one thread (the container's default starts a thread per message; a meta
+     * notice reads Redis, which must not happen on the client's event loop).
+     */
+    private final ExecutorService dispatch = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "relay-wake-listener");
+        t.setDaemon(true);
+        return t;
+    });
+
     private final Map<String, BusinessRelay> byChannel = new ConcurrentHashMap<>();
     private final Consumer<BusinessRelay> metaChanged;
 
     WakeSubscriber(RedisConnectionFactory connectionFactory, Consumer<BusinessRelay> metaChanged) {
         this.metaChanged = metaChanged;
         container.setConnectionFactory(connectionFactory);
+        container.setTaskExecutor(dispatch);
         container.afterPropertiesSet();
     }
 
@@ -55,6 +68,7 @@ final class WakeSubscriber implements MessageListener, SubscriptionListener {
         try {
             container.stop();
             container.destroy();
+            dispatch.shutdownNow();
         } catch (Exception e) {
             log.debug("closing the wake-up listener failed", e);
         }

@@ -1,7 +1,9 @@
 package io.delayrelay.bench;
 
+import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -105,6 +107,8 @@ public final class LagProcess {
         Paced warm = pace(rate, rate * warmUpSeconds, WARM_UP_SEQ, 0, 500, size, send);
         System.out.printf("warm %d%n", warm.sent.get());
         System.out.flush();
+        // The harness answers "go" once every JVM of the run has stopped compiling (or at once, if it closes stdin).
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII)).readLine();
         Paced run = pace(rate, rate * seconds, 0, 1_000, 4_000, size, send);
         factory.destroy();
         System.out.printf(

@@ -113,7 +113,7 @@ final class LagProcesses {
                     Integer.toString(seconds),
                     plainZadd ? "zadd" : "api",
                     Integer.toString(config.messageBytes()),
-                    Integer.toString(fresh ? WARM_UP_SECONDS : -1));
+                    Integer.toString(fresh ? WARM_UP_SECONDS : NEXT_WARM_UP_SECONDS));
             processes.add(producer);
             LIVE.add(producer);
             CompletableFuture<String> summary = new CompletableFuture<>();
@@ -126,7 +126,13 @@ final class LagProcesses {
                 }
             });
             int warmUp = warm.get(120, TimeUnit.SECONDS);
+            awaitJitIdle(List.of(relay, producer, consumer));
+            OutputStream go = producer.getOutputStream();
+            go.write("go\n".getBytes(StandardCharsets.US_ASCII));
+            go.flush();
             long relayCpu0 = cpuMs(relay); // the measured phase starts now
+            long[] cpu0 = cpuNanos(producer, consumer);
+            long wall0 = System.nanoTime();
             String[] s = summary.get(seconds + 120L, TimeUnit.SECONDS).split(" ");
             int sent = Integer.parseInt(s[1]);
             double achieved = Double.parseDouble(s[3]);
@@ -140,6 +146,7 @@ final class LagProcesses {
                 Thread.sleep(20);
             }
             long relayCpuMs = cpuMs(relay) - relayCpu0;
+            String cores = cores(cpuNanos(producer, consumer), cpu0, System.nanoTime() - wall0);
             OutputStream stdin = consumer.getOutputStream();
             stdin.close();
             total.get(60, TimeUnit.SECONDS); // the consumer wrote its records
@@ -168,7 +175,8 @@ final class LagProcesses {
                     joined,
                     Scenarios.Stages.SEPARATE,
                     new long[][] {percentiles(toPublished, joined), percentiles(toReceived, joined)},
-                    got == 0 ? Double.NaN : relayCpuMs * 1000.0 / got);
+                    got == 0 ? Double.NaN : relayCpuMs * 1000.0 / got,
+                    cores);
             Scenarios.Lag lag = new Scenarios.Lag(
                     label,
                     rate,
@@ -181,6 +189,7 @@ final class LagProcesses {
                     got == 0 ? -1 : lags[got - 1],
                     stages);
             Scenarios.logStages(stages);
+            Scenarios.log("  cores busy (relay / broker / Redis / producer / consumer = total): %s", cores);
             Scenarios.log(
                     "  sent %,d (%,.0f/s) received %,d: p50 %d p99 %d p999 %d max %d ms; relay JVM CPU %.0f µs/msg",
                     lag.sent(),
@@ -280,6 +289,82 @@ final class LagProcesses {
                 process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
         }
+    }
+
+    /** CPU ns so far of: the relay, the broker, Redis, the producer, the consumer (-1 where unreadable). */
+    private long[] cpuNanos(Process producer, Process consumer) {
+        return new long[] {
+            ProcessCpu.of(relay.pid()),
+            ProcessCpu.broker(),
+            (long) (infra.stats().cpuSeconds() * 1e9),
+            ProcessCpu.of(producer.pid()),
+            ProcessCpu.of(consumer.pid())
+        };
+    }
+
+    /** "0.61 / 0.40 / 0.22 / 0.30 / 0.12 = 1.65": cores each process kept busy over {@code wallNanos}. */
+    private static String cores(long[] after, long[] before, long wallNanos) {
+        StringBuilder b = new StringBuilder();
+        double total = 0;
+        for (int i = 0; i < after.length; i++) {
+            double c = after[i] < 0 || before[i] < 0 ? Double.NaN : (after[i] - before[i]) / (double) wallNanos;
+            b.append(i == 0 ? "" : " / ").append(String.format(java.util.Locale.ROOT, "%.2f", c));
+            total += Double.isNaN(c) ? 0 : c;
+        }
+        return b.append(String.format(java.util.Locale.ROOT, " = %.2f", total)).toString();
+    }
+
+    /**
+     * Waits (at most {@link #JIT_IDLE_TIMEOUT_SECONDS}) until no JIT compiler thread of the given JVMs used CPU for
+     * {@link #JIT_IDLE_MS}: a JVM compiling its hot paths on 2 cores delays everything else, and that is start-up
+     * cost, not lag. Reads /proc/&lt;pid&gt;/task/*&#47;{comm,stat}; without /proc it returns at once.
+     */
+    private static void awaitJitIdle(List<Process> jvms) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(JIT_IDLE_TIMEOUT_SECONDS);
+        long last = jitNanos(jvms);
+        long quietSince = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            long now = jitNanos(jvms);
+            if (now != last) {
+                last = now;
+                quietSince = System.nanoTime();
+            } else if (System.nanoTime() - quietSince >= TimeUnit.MILLISECONDS.toNanos(JIT_IDLE_MS)) {
+                return;
+            }
+        }
+        Scenarios.log("  note: JIT compilers still busy after %d s; measuring anyway", JIT_IDLE_TIMEOUT_SECONDS);
+    }
+
+    /** Warm-up of a run's fresh producer and consumer JVMs when the relay JVM is already warm. */
+    static final int NEXT_WARM_UP_SECONDS = 5;
+
+    static final int JIT_IDLE_TIMEOUT_SECONDS = 90;
+    static final long JIT_IDLE_MS = 1_500;
+
+    private static long jitNanos(List<Process> jvms) {
+        long sum = 0;
+        for (Process p : jvms) {
+            Path tasks = Path.of("/proc", Long.toString(p.pid()), "task");
+            try (var dirs = Files.list(tasks)) {
+                for (Path task : (Iterable<Path>) dirs::iterator) {
+                    try {
+                        String comm = Files.readString(task.resolve("comm")).trim();
+                        if (comm.startsWith("C1 Compiler") || comm.startsWith("C2 Compiler")) {
+                            String stat = Files.readString(task.resolve("stat"));
+                            String[] f =
+                                    stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                            sum += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        // the thread ended
+                    }
+                }
+            } catch (IOException e) {
+                // no /proc, or the process ended
+            }
+        }
+        return sum;
     }
 
     /** User + system CPU time of a process so far, in ms (from /proc/&lt;pid&gt;/stat; 0 where there is no /proc). */

@@ -526,10 +526,10 @@ final class Report {
             b.append(' ').append(name).append(" |");
         }
         if (cpu) {
-            b.append(" relay JVM CPU µs/msg |");
+            b.append(" relay JVM CPU µs/msg | cores busy: relay / broker / Redis / producer / consumer = total |");
         }
         b.append("\n|---|---:|---:|");
-        b.append("---:|".repeat(names.length + (cpu ? 1 : 0)));
+        b.append("---:|".repeat(names.length + (cpu ? 2 : 0)));
         b.append('\n');
         for (Scenarios.Lag l : lags) {
             if (l.stages() == null || l.stages().names() != names) {
@@ -546,6 +546,9 @@ final class Report {
             }
             if (cpu) {
                 b.append(' ').append(f1(l.stages().relayCpuMicrosPerMessage())).append(" |");
+                b.append(' ')
+                        .append(l.stages().cores() == null ? "n/a" : l.stages().cores())
+                        .append(" |");
             }
             b.append('\n');
         }

@@ -94,7 +94,12 @@ final class Scenarios {
      * Where the lag goes: p50/p99/p999 ms of each stage, in the order of {@code names} ({@link #IN_PROCESS} or
      * {@link #SEPARATE}); {@code relayCpuMicrosPerMessage} is NaN where the relay shares the harness's JVM.
      */
-    record Stages(int joined, String[] names, long[][] percentiles, double relayCpuMicrosPerMessage) {
+    record Stages(int joined, String[] names, long[][] percentiles, double relayCpuMicrosPerMessage, String cores) {
+
+        Stages(int joined, String[] names, long[][] percentiles, double relayCpuMicrosPerMessage) {
+            this(joined, names, percentiles, relayCpuMicrosPerMessage, null);
+        }
+
         static final String[] IN_PROCESS = {
             "due->popped", "popped->published", "published->confirmed", "confirmed->received"
         };
