@@ -109,11 +109,13 @@ public final class LagProcess {
         System.out.flush();
         // The harness answers "go" once every JVM of the run has stopped compiling (or at once, if it closes stdin).
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII)).readLine();
+        long cpu0 = Scenarios.processCpuNanos();
         Paced run = pace(rate, rate * seconds, 0, 1_000, 4_000, size, send);
+        long cpu = Scenarios.processCpuNanos() - cpu0;
         factory.destroy();
         System.out.printf(
-                "sent %d achieved %.1f lastDue %d errors %d%n",
-                run.sent.get(), run.achieved, run.lastDue.get(), warm.errors.get() + run.errors.get());
+                "sent %d achieved %.1f lastDue %d errors %d cpuNanos %d%n",
+                run.sent.get(), run.achieved, run.lastDue.get(), warm.errors.get() + run.errors.get(), cpu);
         System.out.flush();
     }
 

@@ -38,7 +38,7 @@ final class LagProcesses {
     private final Path relayJar;
     private final Path logs;
     /** Seconds of traffic that warm a fresh relay JVM before its first measured run. */
-    static final int WARM_UP_SECONDS = 20;
+    static final int WARM_UP_SECONDS = 30;
 
     private Process relay;
     private String relayBusiness;
@@ -138,6 +138,7 @@ final class LagProcesses {
             double achieved = Double.parseDouble(s[3]);
             long lastDue = Long.parseLong(s[5]);
             long errors = Long.parseLong(s[7]);
+            long producerCpuNanos = Long.parseLong(s[9]); // its measured phase, as the producer read it
             if (errors > 0) {
                 Scenarios.log("  warning: the producer had %,d errors (see its log)", errors);
             }
@@ -146,7 +147,10 @@ final class LagProcesses {
                 Thread.sleep(20);
             }
             long relayCpuMs = cpuMs(relay) - relayCpu0;
-            String cores = cores(cpuNanos(producer, consumer), cpu0, System.nanoTime() - wall0);
+            long[] cpu1 = cpuNanos(producer, consumer);
+            cpu0[3] = 0;
+            cpu1[3] = producerCpuNanos;
+            String cores = cores(cpu1, cpu0, System.nanoTime() - wall0);
             OutputStream stdin = consumer.getOutputStream();
             stdin.close();
             total.get(60, TimeUnit.SECONDS); // the consumer wrote its records
@@ -340,7 +344,7 @@ final class LagProcesses {
     static final int NEXT_WARM_UP_SECONDS = 5;
 
     static final int JIT_IDLE_TIMEOUT_SECONDS = 90;
-    static final long JIT_IDLE_MS = 1_500;
+    static final long JIT_IDLE_MS = 3_000;
 
     private static long jitNanos(List<Process> jvms) {
         long sum = 0;
