@@ -197,10 +197,16 @@ final class ScanWorker implements Runnable {
                 // index sweeps per round, so the idle cost does not grow with the number of instances.
                 continue;
             }
-            cursor.hint(
-                    woken != WakeSignal.NO_HINT ? woken : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
             // the safety sweep's deadline, or a wake-up of all (resubscribed, reloaded, resumed): look at every shard
             sweeping = woken == WakeSignal.NO_HINT && (fullIdle || now < until);
+            if (sweeping || !state.sweepsShared()) {
+                cursor.hint(
+                        woken != WakeSignal.NO_HINT
+                                ? woken
+                                : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
+            }
+            // Otherwise the shard that woken this worker is due in the schedule, and claiming it there (ShardCursor)
+            // lets one worker pop it: every sleeper of the business wakes, a hint would make each of them pop it.
             return;
         }
     }

@@ -104,7 +104,13 @@ final class ShardCursor {
             return hinted;
         }
         IntPredicate skip = quarantined.or(busy);
-        int due = schedule.claimDue(redisNowMs.getAsLong(), skip);
+        long now = redisNowMs.getAsLong();
+        int due = schedule.claimDue(now, skip);
+        if (due < 0 && !walk) {
+            // a shard with a batch of this worker in flight is popped again rather than waited for (its batches
+            // leave in pop order on the worker's channel)
+            due = schedule.claimDue(now, quarantined);
+        }
         if (due >= 0 && due < width) {
             return due;
         }
