@@ -30,17 +30,21 @@ final class InFlightBudget {
     private long messages;
     private long bytes;
 
-    /** Waits until a batch may be popped, and reserves it; the grant says how much the pop may take. */
+    /**
+     * Waits until a whole batch fits (batch-size messages and batch-bytes more), and reserves it; the grant says how
+     * much the pop may take. Waiting for room for a whole batch, not popping into what is left, keeps batches full
+     * while a backlog drains (a pop into the last few free places would be a small batch with a full batch's cost).
+     */
     Grant acquire(int batchSize, long batchBytes) throws InterruptedException {
         long maxMessages = (long) batchSize * BATCHES_OF_DATA;
         long maxBytes = batchBytes * BATCHES_OF_DATA;
         lock.lockInterruptibly();
         try {
-            while (batches >= MAX_BATCHES || messages >= maxMessages || bytes >= maxBytes) {
+            while (batches >= MAX_BATCHES || messages + batchSize > maxMessages || bytes + batchBytes > maxBytes) {
                 freed.await();
             }
             batches++;
-            return new Grant((int) Math.min(batchSize, maxMessages - messages), Math.min(batchBytes, maxBytes - bytes));
+            return new Grant(batchSize, batchBytes);
         } finally {
             lock.unlock();
         }

@@ -39,7 +39,8 @@ class ScanWorkerLoopTest {
 
     /**
      * Defect 2b: a worker popped before it had room, so the entries' lease ran while it waited. Its room is its
-     * in-flight budget: {@link InFlightBudget#BATCHES_OF_DATA} batch-sizes of messages, however small the batches.
+     * in-flight budget, {@link InFlightBudget#BATCHES_OF_DATA} batch-sizes of messages however small the batches: it
+     * pops while a whole batch still fits.
      */
     @Test
     void aWorkerPopsOnlyWithinItsInFlightBudget() {
@@ -51,23 +52,24 @@ class ScanWorkerLoopTest {
         HoldingPublisher publisher = new HoldingPublisher();
         f.start(spec, publisher, RelayEvents.NOOP);
         Thread worker = EngineFixture.worker(spec, 0);
-        int budget = InFlightBudget.BATCHES_OF_DATA * 2;
+        // one-entry batches: it pops while 2 more fit in 8, i.e. until 7 are in flight
+        int inFlight = InFlightBudget.BATCHES_OF_DATA * 2 - 1;
 
         await().atMost(Duration.ofSeconds(10))
                 .until(() ->
-                        publisher.pending.size() == budget && EngineFixture.parkedIn(worker, InFlightBudget.class));
+                        publisher.pending.size() == inFlight && EngineFixture.parkedIn(worker, InFlightBudget.class));
 
         assertThat(f.inflight(spec))
-                .as("entries in flight while the budget awaits confirms: one-entry batches, 4 batch-sizes")
-                .isEqualTo(budget);
-        assertThat(f.store.pops.get()).isEqualTo(budget);
+                .as("entries in flight while the budget awaits confirms")
+                .isEqualTo(inFlight);
+        assertThat(f.store.pops.get()).isEqualTo(inFlight);
         publisher.pending.get(0).complete(List.of(PublishOutcome.CONFIRMED));
         await().atMost(Duration.ofSeconds(10))
-                .until(() ->
-                        publisher.pending.size() == budget + 1 && EngineFixture.parkedIn(worker, InFlightBudget.class));
+                .until(() -> publisher.pending.size() == inFlight + 1
+                        && EngineFixture.parkedIn(worker, InFlightBudget.class));
         assertThat(f.inflight(spec))
                 .as("one more entry popped for the one settled")
-                .isEqualTo(budget);
+                .isEqualTo(inFlight);
     }
 
     /**
