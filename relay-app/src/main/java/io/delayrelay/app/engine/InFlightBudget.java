@@ -73,24 +73,4 @@ final class InFlightBudget {
             lock.unlock();
         }
     }
-
-    /** Batches reserved and not yet released. */
-    int batches() {
-        lock.lock();
-        try {
-            return batches;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Messages charged and not yet released. */
-    long messages() {
-        lock.lock();
-        try {
-            return messages;
-        } finally {
-            lock.unlock();
-        }
-    }
 }
