@@ -49,12 +49,6 @@ final class ScanWorker implements Runnable {
     private int brokerFailures;
 
     private int empties;
-    /**
-     * Whether this worker walks its block of shards (at start, after a safety sweep's deadline or a wake-up of all,
-     * after a failure or a pause) rather than popping only the shards the schedule knows to be due. Without keyspace
-     * notifications it always walks: a plain ZADD is only found by looking.
-     */
-    private boolean sweeping = true;
 
     ScanWorker(
             int index,
@@ -98,24 +92,12 @@ final class ScanWorker implements Runnable {
         try {
             if (state.paused()) {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
-                sweeping = true;
                 return;
             }
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
             grant = budget.acquire(spec.batchSize(), spec.batchBytes());
             shard = cursor.next(
-                    spec,
-                    state.scanWidth(),
-                    state.quarantine()::isQuarantined,
-                    shardsInFlight::containsKey,
-                    sweeping || !state.sweepsShared());
-            if (shard == ShardCursor.NONE_KNOWN_DUE) {
-                budget.release(0, 0);
-                grant = null;
-                empties = 0;
-                sleepUntilDue(spec, 0);
-                return;
-            }
+                    spec, state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
             if (shard == ShardCursor.NO_SHARD) {
                 budget.release(0, 0);
                 grant = null;
@@ -197,16 +179,8 @@ final class ScanWorker implements Runnable {
                 // index sweeps per round, so the idle cost does not grow with the number of instances.
                 continue;
             }
-            // the safety sweep's deadline, or a wake-up of all (resubscribed, reloaded, resumed): look at every shard
-            sweeping = woken == WakeSignal.NO_HINT && (fullIdle || now < until);
-            if (sweeping || !state.sweepsShared()) {
-                cursor.hint(
-                        woken != WakeSignal.NO_HINT
-                                ? woken
-                                : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
-            }
-            // Otherwise the shard that woken this worker is due in the schedule, and claiming it there (ShardCursor)
-            // lets one worker pop it: every sleeper of the business wakes, a hint would make each of them pop it.
+            cursor.hint(
+                    woken != WakeSignal.NO_HINT ? woken : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
             return;
         }
     }
@@ -255,7 +229,6 @@ final class ScanWorker implements Runnable {
      * keep succeeding while it is down, and must not reset its back-off.
      */
     private void failed(BusinessSpec spec, int shard, Throwable e) {
-        sweeping = true;
         events.error(spec, shard, e);
         String cause = AmqpBatchPublisher.rootMessage(e);
         if (shard >= 0 && ShardQuarantine.isShardDataError(cause)) {

@@ -31,9 +31,6 @@ final class ShardCursor {
     /** Returned by {@link #next} when every shard is quarantined. */
     static final int NO_SHARD = -1;
 
-    /** Returned by {@link #next} without a walk when no shard is hinted or known to be due. */
-    static final int NONE_KNOWN_DUE = -2;
-
     private final ShardSchedule schedule;
     private final CursorSource cursor;
     private final LongSupplier redisNowMs;
@@ -85,15 +82,6 @@ final class ShardCursor {
      * its batch to settle), or {@link #NO_SHARD} when every shard is quarantined (the caller must sleep, not spin).
      */
     int next(BusinessSpec spec, int width, IntPredicate quarantined, IntPredicate busy) {
-        return next(spec, width, quarantined, busy, true);
-    }
-
-    /**
-     * Like {@link #next(BusinessSpec, int, IntPredicate, IntPredicate)}; without {@code walk} only a hinted shard or
-     * one known to be due is returned, else {@link #NONE_KNOWN_DUE} (the schedule knows every shard: sleep until
-     * its earliest due time).
-     */
-    int next(BusinessSpec spec, int width, IntPredicate quarantined, IntPredicate busy, boolean walk) {
         int hinted = hint;
         boolean hintedDue = hintDue;
         hint = WakeSignal.NO_HINT;
@@ -104,18 +92,9 @@ final class ShardCursor {
             return hinted;
         }
         IntPredicate skip = quarantined.or(busy);
-        long now = redisNowMs.getAsLong();
-        int due = schedule.claimDue(now, skip);
-        if (due < 0 && !walk) {
-            // a shard with a batch of this worker in flight is popped again rather than waited for (its batches
-            // leave in pop order on the worker's channel)
-            due = schedule.claimDue(now, quarantined);
-        }
+        int due = schedule.claimDue(redisNowMs.getAsLong(), skip);
         if (due >= 0 && due < width) {
             return due;
-        }
-        if (!walk) {
-            return NONE_KNOWN_DUE;
         }
         int busyFallback = NO_SHARD;
         for (int tries = 0; tries < width; tries++) {
