@@ -5,9 +5,9 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * What one worker has popped and not yet settled: at most {@link #MAX_BATCHES} batches, {@link #BATCHES_OF_DATA}
- * batch-sizes of messages and {@link #BATCHES_OF_DATA} batch-bytes of members and payloads. The worker takes a
- * grant before it pops (a pop starts the entries' lease, which must not run out while the worker waits) and pops
- * no more than the grant allows, so the bounds hold exactly: a kill -9 redelivers at most
+ * batch-sizes of messages and {@link #BATCHES_OF_DATA} batch-bytes of members and payloads. The worker reserves
+ * room for a whole batch before it pops (a pop starts the entries' lease, which must not run out while the worker
+ * waits), so the bounds hold exactly: a kill -9 redelivers at most
  * {@code BATCHES_OF_DATA × batch-size} entries per worker.
  * <p>
  * Bounding data rather than batches lets many small batches be in flight while the broker's confirms are slow
@@ -21,9 +21,6 @@ final class InFlightBudget {
     /** Messages (bytes) one worker may have in flight, in batch-sizes (batch-bytes). */
     static final int BATCHES_OF_DATA = 4;
 
-    /** What one pop may take. */
-    record Grant(int messages, long bytes) {}
-
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition freed = lock.newCondition();
     private int batches;
@@ -31,11 +28,10 @@ final class InFlightBudget {
     private long bytes;
 
     /**
-     * Waits until a whole batch fits (batch-size messages and batch-bytes more), and reserves it; the grant says how
-     * much the pop may take. Waiting for room for a whole batch, not popping into what is left, keeps batches full
+     * Waits until a whole batch fits (batch-size messages and batch-bytes more), and reserves it. Waiting for room for a whole batch, not popping into what is left, keeps batches full
      * while a backlog drains (a pop into the last few free places would be a small batch with a full batch's cost).
      */
-    Grant acquire(int batchSize, long batchBytes) throws InterruptedException {
+    void acquire(int batchSize, long batchBytes) throws InterruptedException {
         long maxMessages = (long) batchSize * BATCHES_OF_DATA;
         long maxBytes = batchBytes * BATCHES_OF_DATA;
         lock.lockInterruptibly();
@@ -44,7 +40,6 @@ final class InFlightBudget {
                 freed.await();
             }
             batches++;
-            return new Grant(batchSize, batchBytes);
         } finally {
             lock.unlock();
         }

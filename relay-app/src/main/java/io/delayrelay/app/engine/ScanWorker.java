@@ -88,44 +88,44 @@ final class ScanWorker implements Runnable {
     private void runOnce() {
         BusinessSpec spec = state.spec();
         int shard = ShardCursor.NO_SHARD;
-        InFlightBudget.Grant grant = null;
+        boolean reserved = false;
         try {
             if (state.paused()) {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
-            grant = budget.acquire(spec.batchSize(), spec.batchBytes());
+            budget.acquire(spec.batchSize(), spec.batchBytes());
+            reserved = true;
             shard = cursor.next(
                     spec, state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
             if (shard == ShardCursor.NO_SHARD) {
                 budget.release(0, 0);
-                grant = null;
+                reserved = false;
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
             MDC.put("shard", Integer.toString(shard));
-            InFlightBudget.Grant granted = grant;
-            grant = null;
-            popAndDeliver(spec, shard, granted);
+            reserved = false;
+            popAndDeliver(spec, shard);
         } catch (InterruptedException e) {
             interrupted(spec);
         } catch (Throwable e) {
             failed(spec, shard, e);
         } finally {
-            if (grant != null) {
+            if (reserved) {
                 budget.release(0, 0);
             }
             MDC.remove("shard");
         }
     }
 
-    /** Pops the shard within the grant and hands the batch over; owns the batch its caller reserved. */
-    private void popAndDeliver(BusinessSpec spec, int shard, InFlightBudget.Grant grant) throws InterruptedException {
+    /** Pops the shard and hands the batch over; owns the batch its caller reserved in the budget. */
+    private void popAndDeliver(BusinessSpec spec, int shard) throws InterruptedException {
         PopResult popped;
         long stamp = schedule.stamp(shard);
         try {
-            popped = store.pop(spec, shard, cursor.lastKnownDue(), grant.messages(), grant.bytes());
+            popped = store.pop(spec, shard, cursor.lastKnownDue());
         } catch (RuntimeException | Error e) {
             budget.release(0, 0);
             throw e;

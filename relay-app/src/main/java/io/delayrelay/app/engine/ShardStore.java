@@ -84,24 +84,16 @@ public class ShardStore {
      * last pop of it came back full), so the script skips its emptiness probe.
      */
     public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
-        return pop(spec, shard, knownDue, spec.batchSize(), spec.batchBytes());
-    }
-
-    /**
-     * Like {@link #pop(BusinessSpec, int, boolean)}, taking at most {@code limit} entries and {@code maxBytes} of
-     * members and payloads (one entry at least): what the worker's in-flight budget grants.
-     */
-    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit, long maxBytes) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
         List<?> reply = redis.execute(
                 POP,
                 keys.shardKeyBytes(shard, POP_KEYS),
-                num(limit),
+                num(spec.batchSize()),
                 num(spec.lease().toMillis()),
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
-                num(maxBytes),
+                num(spec.batchBytes()),
                 knownDue ? YES : NO);
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));

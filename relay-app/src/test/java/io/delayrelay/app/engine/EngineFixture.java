@@ -179,7 +179,7 @@ final class EngineFixture implements AutoCloseable {
         }
 
         @Override
-        public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit, long maxBytes) {
+        public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
             pops.incrementAndGet();
             Throwable failure = failNextPop.getAndSet(null);
             if (failure instanceof RuntimeException e) {
@@ -188,7 +188,7 @@ final class EngineFixture implements AutoCloseable {
             if (failure instanceof Error e) {
                 throw e;
             }
-            return super.pop(spec, shard, knownDue, limit, maxBytes);
+            return super.pop(spec, shard, knownDue);
         }
     }
 
