@@ -31,6 +31,12 @@ import org.slf4j.MDC;
  */
 final class BatchSettler {
 
+    /** Told that entries of a shard were put back for a retry due from {@code dueMs} on (Redis time). */
+    @FunctionalInterface
+    interface Rescheduled {
+        void at(int shard, long dueMs);
+    }
+
     private static final Logger log = LoggerFactory.getLogger(BatchSettler.class);
     private static final int SETTLE_THREADS = 2;
     /** How long after the publish timeout a batch's outcome may still come before the batch counts as failed. */
@@ -40,6 +46,7 @@ final class BatchSettler {
     private final BatchPublisher publisher;
     private final EventReporter events;
     private final RedisClock clock;
+    private final Rescheduled rescheduled;
     private final ExecutorService pool;
     private final ExecutorService followUps;
     private final Object monitor = new Object();
@@ -50,8 +57,10 @@ final class BatchSettler {
             ShardStore store,
             BatchPublisher publisher,
             EventReporter events,
-            RedisClock clock) {
+            RedisClock clock,
+            Rescheduled rescheduled) {
         this.store = store;
+        this.rescheduled = rescheduled;
         this.publisher = publisher;
         this.events = events;
         this.clock = clock;
@@ -212,12 +221,14 @@ final class BatchSettler {
         }
         if (!returned.isEmpty()) {
             ShardStore.RequeueResult result = store.requeue(spec, shard, token, returned, 1, returnOutcome.reason());
+            retried(spec, shard, result.requeued());
             events.deadLettered(spec, shard, DeadReason.UNROUTABLE, returnOutcome.reason(), result.dead());
         }
         if (!notSent.isEmpty()) {
             PublishOutcome.Cause cause = notSentOutcome.cause();
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, cause, notSent.size()));
             store.release(spec, shard, token, notSent);
+            retried(spec, shard, notSent.size());
         }
         if (!failed.isEmpty()) {
             PublishOutcome outcome = failOutcome;
@@ -232,7 +243,15 @@ final class BatchSettler {
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, outcome.cause(), failed.size()));
             ShardStore.RequeueResult result =
                     store.requeue(spec, shard, token, failed, spec.maxAttempts(), outcome.reason());
+            retried(spec, shard, result.requeued());
             events.deadLettered(spec, shard, DeadReason.MAX_ATTEMPTS, outcome.reason(), result.dead());
+        }
+    }
+
+    /** Entries put back wait at least the retry delay: the workers look at their shard then. */
+    private void retried(BusinessSpec spec, int shard, int requeued) {
+        if (requeued > 0) {
+            rescheduled.at(shard, clock.nowMs() + spec.retryDelay().toMillis());
         }
     }
 

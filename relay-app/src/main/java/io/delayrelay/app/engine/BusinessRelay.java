@@ -31,7 +31,7 @@ public final class BusinessRelay {
         this.clock = clock;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
-        this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock);
+        this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::rescheduled);
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) ->
@@ -154,8 +154,19 @@ public final class BusinessRelay {
         }
     }
 
-    /** Every worker sweeps its shards now (e.g. after a (re)subscription, when notifications may have been lost). */
+    /**
+     * This instance put entries of {@code shard} back for a retry due from {@code dueMs} on (a failed or returned
+     * delivery, a lease taken back): nothing announces those, so the schedule learns it here.
+     */
+    void rescheduled(int shard, long dueMs) {
+        if (schedule.lower(shard, dueMs)) {
+            signal.wake(shard, dueMs);
+        }
+    }
+
+    /** Every shard is popped once now (e.g. after a (re)subscription, when notifications may have been lost). */
     void sweepAll() {
+        schedule.markAllDue();
         signal.wakeAll();
     }
 
@@ -163,9 +174,9 @@ public final class BusinessRelay {
         return store;
     }
 
-    /** Workers follow a new scan width or pause at once, even those asleep. */
+    /** Workers follow a new scan width or pause at once, even those asleep, and look at every shard again. */
     private void stateChanged() {
         schedule.ensureWidth(state.scanWidth());
-        signal.wakeAll();
+        sweepAll();
     }
 }

@@ -3,6 +3,7 @@ package io.delayrelay.app.engine;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -12,9 +13,12 @@ import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 /**
- * One worker thread of a business: picks a shard, pops its due entries and hands them to the settler, which
- * publishes them with confirms and acks what the broker confirmed. When its share of the shards has nothing due
- * it sleeps until the earliest entry known falls due, at most max-idle, or until a producer's wake-up.
+ * One worker thread of a business: pops the shards the business's {@link ShardSchedule} knows to be due and hands
+ * their entries to the settler, which publishes them with confirms and acks what the broker confirmed. When no
+ * shard is known to be due it sleeps until the earliest known due time, at most the idle interval (max-idle when
+ * polling, the safety sweep with keyspace notifications), or until a producer's wake-up or a notification's peek
+ * announces an earlier entry. At the end of an idle interval nothing announced, it sweeps: every shard is marked due
+ * and popped once (with notifications, by one instance per round).
  * <p>
  * It does not wait for the broker between pops: batches await their confirms while the worker pops and publishes
  * the next ones, within its {@link InFlightBudget}. One shard's batches go out on the worker's one channel in pop
@@ -38,7 +42,7 @@ final class ScanWorker implements Runnable {
     private final BatchSettler settler;
     private final EventReporter events;
     private final RedisClock clock;
-    private final ShardCursor cursor;
+    private final ShardPicker picker;
     private final LeaseReaper reaper;
     private final InFlightBudget budget = new InFlightBudget();
     /** Batches of this worker in flight per shard: other shards are preferred while a shard has some. */
@@ -47,8 +51,6 @@ final class ScanWorker implements Runnable {
     private int failures;
     /** Batches in a row of which nothing reached the broker; reset by a batch that reached it. */
     private int brokerFailures;
-
-    private int empties;
 
     ScanWorker(
             int index,
@@ -69,7 +71,7 @@ final class ScanWorker implements Runnable {
         this.settler = settler;
         this.events = events;
         this.clock = clock;
-        this.cursor = new ShardCursor(schedule, store::advanceCursor, clock::nowMs);
+        this.picker = new ShardPicker(schedule, clock::nowMs);
         this.reaper = new LeaseReaper(store, events);
     }
 
@@ -87,7 +89,7 @@ final class ScanWorker implements Runnable {
 
     private void runOnce() {
         BusinessSpec spec = state.spec();
-        int shard = ShardCursor.NO_SHARD;
+        int shard = ShardPicker.NONE;
         boolean reserved = false;
         try {
             if (state.paused()) {
@@ -97,12 +99,11 @@ final class ScanWorker implements Runnable {
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
             budget.acquire(spec.batchSize(), spec.batchBytes());
             reserved = true;
-            shard = cursor.next(
-                    spec, state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
-            if (shard == ShardCursor.NO_SHARD) {
+            shard = picker.next(state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
+            if (shard == ShardPicker.NONE) {
                 budget.release(0, 0);
                 reserved = false;
-                signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
+                sleepUntilDue(spec);
                 return;
             }
             MDC.put("shard", Integer.toString(shard));
@@ -125,7 +126,7 @@ final class ScanWorker implements Runnable {
         PopResult popped;
         long stamp = schedule.stamp(shard);
         try {
-            popped = store.pop(spec, shard, cursor.lastKnownDue());
+            popped = store.pop(spec, shard, picker.lastKnownDue());
         } catch (RuntimeException | Error e) {
             budget.release(0, 0);
             throw e;
@@ -136,53 +137,56 @@ final class ScanWorker implements Runnable {
         schedule.record(shard, popped.nextDueMs(), stamp);
         failures = 0;
         if (popped.expiredLeases() > 0) {
-            // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard
+            // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard, and
+            // come due again after the retry delay
             reaper.reap(state, shard);
+            schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
         }
         if (popped.isEmpty()) {
             budget.release(0, 0);
-            if (++empties >= ShardCursor.sweepLength(state.scanWidth(), spec.threads())) {
-                empties = 0;
-                sleepUntilDue(spec, popped.redisNowMs());
-            }
             return;
         }
-        empties = 0;
         deliver(spec, shard, popped);
         brokerFailures = 0;
         if (popped.moreDue()) {
-            cursor.hintDue(shard);
+            picker.drain(shard);
         }
     }
 
     /**
-     * Sleeps until the earliest entry this relay knows of falls due, at most max-idle (the safety sweep while
-     * keyspace notifications wake the workers); a producer's wake-up or a notification for an
-     * earlier entry shortens the sleep, even one that came while this method decided how long to sleep.
+     * Sweeps when the idle interval passed since the last sweep; else sleeps until the earliest entry this relay
+     * knows of falls due, at most the idle interval. A producer's wake-up or a notification for an earlier entry
+     * shortens the sleep, even one that came while this method decided how long to sleep.
      */
-    private void sleepUntilDue(BusinessSpec spec, long redisNowMs) throws InterruptedException {
-        long now = redisNowMs > 0 ? redisNowMs : clock.nowMs();
-        while (true) {
-            long observed = signal.generation();
-            ShardSchedule.Earliest earliest = schedule.earliest();
-            long idleMs = state.idleMillis();
-            long idleUntil = now + idleMs;
-            long until = Math.min(earliest.dueMs(), idleUntil);
-            int woken = signal.await(Math.max(until, now + 1), clock, observed);
-            now = clock.nowMs();
-            boolean fullIdle = woken == WakeSignal.NO_HINT && until >= idleUntil && now >= idleUntil;
-            if (fullIdle
-                    && state.sweepsShared()
-                    && keepRunning.getAsBoolean()
-                    && !store.claimRound(spec.keys(), "sweep:" + index, idleMs * 9 / 10)) {
-                // With keyspace notifications the safety sweep is insurance: one instance's worker of this
-                // index sweeps per round, so the idle cost does not grow with the number of instances.
-                continue;
-            }
-            cursor.hint(
-                    woken != WakeSignal.NO_HINT ? woken : (until < idleUntil ? earliest.shard() : WakeSignal.NO_HINT));
+    private void sleepUntilDue(BusinessSpec spec) throws InterruptedException {
+        long idleMs = state.idleMillis();
+        if (sweep(spec, idleMs)) {
             return;
         }
+        long observed = signal.generation();
+        long now = clock.nowMs();
+        ShardSchedule.Earliest earliest = schedule.earliest(state.quarantine()::isQuarantined);
+        long until = Math.min(earliest.dueMs(), now + idleMs);
+        signal.await(Math.max(until, now + 1), clock, observed);
+    }
+
+    /**
+     * Marks every shard due once per idle interval (max-idle when polling, the safety sweep with keyspace
+     * notifications), whatever the load: a producer's write that nothing announced (no notification, or one lost) is
+     * found within one interval. With notifications the sweep is insurance, done by one instance per round, so the
+     * idle cost does not grow with the number of instances. Returns whether it swept.
+     */
+    private boolean sweep(BusinessSpec spec, long idleMs) {
+        long interval = idleMs * 9 / 10;
+        if (!schedule.sweepDue(System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(interval))) {
+            return false;
+        }
+        if (state.sweepsShared() && !store.claimRound(spec.keys(), "sweep", interval)) {
+            return false;
+        }
+        schedule.markAllDue();
+        signal.wakeAll();
+        return true;
     }
 
     /**
@@ -230,6 +234,11 @@ final class ScanWorker implements Runnable {
      */
     private void failed(BusinessSpec spec, int shard, Throwable e) {
         events.error(spec, shard, e);
+        if (shard >= 0) {
+            // its claim in the schedule went with the failed iteration: look at it again (after the back-off or the
+            // quarantine)
+            schedule.lower(shard, clock.nowMs());
+        }
         String cause = AmqpBatchPublisher.rootMessage(e);
         if (shard >= 0 && ShardQuarantine.isShardDataError(cause)) {
             state.quarantine().quarantine(spec, shard, cause);

@@ -1,15 +1,21 @@
 package io.delayrelay.app.engine;
 
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntPredicate;
 
 /**
  * What this relay instance knows of each shard's earliest due time (Redis epoch ms), shared by a business's
- * workers: every pop reports the shard's next score, producers' wake-ups lower it. Workers pop the shards known
- * to be due first and sleep until the earliest known due time, so an entry is picked up when it falls due no
- * matter which worker last looked at its shard. Knowledge can be stale (another instance popped, a producer
- * wrote without a wake-up); the max-idle sweep corrects it.
+ * workers: every pop reports the shard's next score (entries, retries and lease deadlines), producers' wake-ups and
+ * keyspace peeks lower it, retries scheduled by this instance lower it. Workers pop only the shards known to be due
+ * (each claimed by one worker) and sleep until the earliest known due time, so an entry is picked up when it falls
+ * due no matter which worker last looked at its shard.
+ * <p>
+ * Knowledge can be stale (another instance popped, a producer wrote while notifications were lost or off): a sweep
+ * ({@link #markAllDue}) marks every shard due, so that each is popped once and reports again. Sweeps run at start (a
+ * new shard starts due), after every (re)subscription to notifications, after pause, reload or quarantine changes,
+ * and every safety sweep (notifications on) or max-idle (polling).
  */
 final class ShardSchedule {
 
@@ -19,9 +25,14 @@ final class ShardSchedule {
     /** A shard and its earliest known due time. */
     record Earliest(int shard, long dueMs) {}
 
+    /** The known due time of a marked shard (and of a new one): due at once. */
+    private static final long DUE_NOW = 0;
+
     private volatile AtomicLongArray next = new AtomicLongArray(0);
     /** Per shard, how often {@link #lower} ran: a pop's report must not undo a lowering that came after the pop. */
     private volatile AtomicLongArray lowerings = new AtomicLongArray(0);
+    /** When {@link #sweepDue} last allowed a sweep (System.nanoTime). */
+    private final AtomicLong lastSweepNanos = new AtomicLong(System.nanoTime());
 
     /** Makes room for {@code width} shards; new shards start as "unknown" (due now), so they are looked at. */
     synchronized void ensureWidth(int width) {
@@ -110,12 +121,44 @@ final class ShardSchedule {
         return -1;
     }
 
+    /**
+     * Marks every shard due now, as if each were announced (a pop under way keeps this mark, see {@link #record(int,
+     * long, long)}): each is claimed by one worker and popped once, and reports again.
+     */
+    void markAllDue() {
+        AtomicLongArray current = next;
+        AtomicLongArray counts = lowerings;
+        for (int i = 0; i < current.length(); i++) {
+            if (i < counts.length()) {
+                counts.incrementAndGet(i);
+            }
+            current.accumulateAndGet(i, DUE_NOW, Math::min);
+        }
+    }
+
+    /**
+     * Whether a sweep is due: true for the first caller at least {@code intervalNanos} after the last sweep this
+     * method allowed (so that the workers of one instance, each at its own idle deadline, sweep once per interval).
+     */
+    boolean sweepDue(long nowNanos, long intervalNanos) {
+        long last = lastSweepNanos.get();
+        return nowNanos - last >= intervalNanos && lastSweepNanos.compareAndSet(last, nowNanos);
+    }
+
     /** The shard with the earliest known due time, or {@code (-1, NONE)}. */
     Earliest earliest() {
+        return earliest(s -> false);
+    }
+
+    /** The shard with the earliest known due time among those not skipped, or {@code (-1, NONE)}. */
+    Earliest earliest(IntPredicate skip) {
         AtomicLongArray current = next;
         int shard = -1;
         long due = NONE;
         for (int i = 0; i < current.length(); i++) {
+            if (skip.test(i)) {
+                continue;
+            }
             long d = current.get(i);
             if (d < due) {
                 due = d;

@@ -204,12 +204,6 @@ public class ShardStore {
         return args;
     }
 
-    /** Reserves {@code n} consecutive cursor values; returns the last one. */
-    public long advanceCursor(DelayQueueKeys keys, int n) {
-        Long value = redis.opsForValue().increment(bytes(keys.cursor()), n);
-        return value == null ? 0 : value;
-    }
-
     /**
      * Records the business's shard count in {@code K:meta} unless a configuration with a higher topology version
      * ({@code relay.topology-version}) recorded its own; a different earlier count joins the draining list. Returns

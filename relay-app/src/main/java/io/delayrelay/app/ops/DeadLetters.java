@@ -191,9 +191,20 @@ public class DeadLetters {
             args.add(bytes(action));
             args.add(bytes("members"));
             members.forEach(m -> args.add(bytes(m)));
-            total += orZero(redis.execute(DEAD_LETTERS, shardKeys, args.toArray()));
+            total += announced(spec, shard, action, orZero(redis.execute(DEAD_LETTERS, shardKeys, args.toArray())));
         }
         return total;
+    }
+
+    /**
+     * Replayed letters wait in {@code {K:i}:inflight}, due now, where no keyspace notification announces them: a
+     * wake-up on {@code K:wake} ({@code "<shard>:0"}, due since long ago) has every relay instance look at the shard.
+     */
+    private long announced(BusinessSpec spec, int shard, String action, long done) {
+        if (done > 0 && action.equals("replay")) {
+            redis.convertAndSend(spec.keys().wake(), bytes(shard + ":0"));
+        }
+        return done;
     }
 
     private long forEachShard(BusinessSpec spec, int shards, String member, String action) {
@@ -201,13 +212,25 @@ public class DeadLetters {
         for (int shard = 0; shard < shards; shard++) {
             List<byte[]> shardKeys = scriptKeys(spec, shard);
             if (member != null) {
-                total += orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member)));
+                total += announced(
+                        spec,
+                        shard,
+                        action,
+                        orZero(redis.execute(DEAD_LETTERS, shardKeys, bytes(action), bytes("members"), bytes(member))));
                 continue;
             }
             long n;
             do {
-                n = orZero(redis.execute(
-                        DEAD_LETTERS, shardKeys, bytes(action), bytes("oldest"), bytes(Integer.toString(CHUNK))));
+                n = announced(
+                        spec,
+                        shard,
+                        action,
+                        orZero(redis.execute(
+                                DEAD_LETTERS,
+                                shardKeys,
+                                bytes(action),
+                                bytes("oldest"),
+                                bytes(Integer.toString(CHUNK)))));
                 total += n;
             } while (n >= CHUNK);
         }

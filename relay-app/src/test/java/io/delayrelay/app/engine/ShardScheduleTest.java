@@ -46,6 +46,32 @@ class ShardScheduleTest {
                 .isEqualTo(new ShardSchedule.Earliest(0, NOW + 900));
     }
 
+    /** A sweep that comes while a pop is under way: the pop's older report must not cancel the sweep's mark. */
+    @Test
+    void aSweepMarksEveryShardDueAndOutlivesTheReportOfAPopUnderWay() {
+        schedule.ensureWidth(3);
+        schedule.record(0, -1);
+        schedule.record(1, NOW + 60_000);
+        schedule.record(2, -1);
+        long stamp = schedule.stamp(2);
+
+        schedule.markAllDue();
+        schedule.record(2, -1, stamp);
+
+        assertThat(claimAll()).containsExactlyInAnyOrder(0, 1, 2);
+    }
+
+    @Test
+    void aSweepIsAllowedOncePerIntervalWhoeverAsks() {
+        long t0 = System.nanoTime() + 10_000_000_000L;
+
+        assertThat(schedule.sweepDue(t0, 1_000)).isTrue();
+        assertThat(schedule.sweepDue(t0 + 999, 1_000))
+                .as("the other worker, within the interval")
+                .isFalse();
+        assertThat(schedule.sweepDue(t0 + 1_000, 1_000)).isTrue();
+    }
+
     @Test
     void theEarliestRecordedDueTimeWinsAndEmptyShardsAreNeverDue() {
         schedule.ensureWidth(3);

@@ -1,0 +1,64 @@
+package io.delayrelay.app.engine;
+
+import java.util.function.IntPredicate;
+import java.util.function.LongSupplier;
+
+/**
+ * Picks the next shard one worker pops:
+ * <ol>
+ *   <li>the shard it is draining: its last pop came back full, so more is due (the pop may skip its emptiness
+ *       probe);</li>
+ *   <li>a shard the business's {@link ShardSchedule} knows to be due, claimed there so that the other workers look
+ *       elsewhere: one without a batch of this worker in flight first, else one with (a shard's batches leave in pop
+ *       order on the worker's one channel).</li>
+ * </ol>
+ * Quarantined shards are passed over. There is no walk over the shards: a sweep marks every shard due in the
+ * schedule instead, so that each is claimed once and popped by one worker. One instance per worker thread: not
+ * thread-safe.
+ */
+final class ShardPicker {
+
+    /** Returned by {@link #next} when no shard is known to be due: the worker sleeps until the earliest is. */
+    static final int NONE = -1;
+
+    private final ShardSchedule schedule;
+    private final LongSupplier redisNowMs;
+    private int draining = NONE;
+    /** Whether the shard {@link #next} returned last is known to have due entries. */
+    private boolean lastKnownDue;
+
+    ShardPicker(ShardSchedule schedule, LongSupplier redisNowMs) {
+        this.schedule = schedule;
+        this.redisNowMs = redisNowMs;
+    }
+
+    /** Pops {@code shard} next, known to have due entries (its last pop came back full). */
+    void drain(int shard) {
+        draining = shard;
+    }
+
+    /**
+     * Whether the shard {@link #next} returned last is known to have due entries, so that its pop may skip the
+     * emptiness probe.
+     */
+    boolean lastKnownDue() {
+        return lastKnownDue;
+    }
+
+    /** The shard to pop next, or {@link #NONE}. */
+    int next(int width, IntPredicate quarantined, IntPredicate busy) {
+        int drained = draining;
+        draining = NONE;
+        lastKnownDue = false;
+        if (drained != NONE && drained < width && !quarantined.test(drained)) {
+            lastKnownDue = true;
+            return drained;
+        }
+        long now = redisNowMs.getAsLong();
+        int due = schedule.claimDue(now, quarantined.or(busy));
+        if (due < 0) {
+            due = schedule.claimDue(now, quarantined);
+        }
+        return due >= 0 && due < width ? due : NONE;
+    }
+}
