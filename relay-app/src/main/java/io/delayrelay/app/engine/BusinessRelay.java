@@ -164,6 +164,11 @@ public final class BusinessRelay {
         }
     }
 
+    /** Whether a worker pops {@code shard} within {@code ms} anyway: its known due time is that close (or past). */
+    boolean popsWithin(int shard, long ms) {
+        return schedule.knownDue(shard) <= clock.nowMs() + ms;
+    }
+
     /** Every shard is popped once now (e.g. after a (re)subscription, when notifications may have been lost). */
     void sweepAll() {
         schedule.markAllDue();

@@ -241,6 +241,7 @@ public final class KeyspaceWakeSource {
                 MAX_SHARDS,
                 shard -> earliest(keys.shardKeyBytes(shard)[DelayQueueKeys.SHARD]),
                 relay::notified,
+                shard -> relay.popsWithin(shard, ShardPeeks.WINDOW_MS),
                 timer,
                 System::nanoTime);
         subscriptions.add(

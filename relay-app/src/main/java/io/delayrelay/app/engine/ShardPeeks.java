@@ -5,6 +5,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.IntPredicate;
 import java.util.function.LongSupplier;
 
 /**
@@ -15,7 +16,8 @@ import java.util.function.LongSupplier;
  * ahead it was written.
  * <p>
  * A write notified while a peek of its shard is in flight is read by another peek after it: the first may have
- * been answered before the write. A peek that fails hands {@code Long.MIN_VALUE} ("look now") to {@code found}, so
+ * been answered before the write. A write to a shard that a worker pops within {@link #WINDOW_MS} anyway (its known
+ * due time is that close) is not peeked: that pop reads it. A peek that fails hands {@code Long.MIN_VALUE} ("look now") to {@code found}, so
  * a worker pops the shard and meets whatever is wrong with it there, where it is counted, logged and quarantined.
  */
 final class ShardPeeks {
@@ -43,14 +45,26 @@ final class ShardPeeks {
 
     private final HeadReader reader;
     private final Found found;
+    private final IntPredicate poppedSoon;
     private final ScheduledExecutorService timer;
     private final LongSupplier nanos;
     private final AtomicIntegerArray state;
     private final AtomicLongArray lastStartNanos;
 
-    ShardPeeks(int maxShards, HeadReader reader, Found found, ScheduledExecutorService timer, LongSupplier nanos) {
+    /**
+     * {@code poppedSoon} tells whether a shard is popped within {@link #WINDOW_MS} anyway (so a peek would learn
+     * nothing a worker does not read then).
+     */
+    ShardPeeks(
+            int maxShards,
+            HeadReader reader,
+            Found found,
+            IntPredicate poppedSoon,
+            ScheduledExecutorService timer,
+            LongSupplier nanos) {
         this.reader = reader;
         this.found = found;
+        this.poppedSoon = poppedSoon;
         this.timer = timer;
         this.nanos = nanos;
         this.state = new AtomicIntegerArray(maxShards);
@@ -74,6 +88,9 @@ final class ShardPeeks {
                     return;
                 }
                 continue;
+            }
+            if (poppedSoon.test(shard)) {
+                return;
             }
             if (state.compareAndSet(shard, IDLE, BUSY)) {
                 startWithinWindow(shard);

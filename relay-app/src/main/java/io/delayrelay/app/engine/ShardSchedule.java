@@ -58,6 +58,12 @@ final class ShardSchedule {
         }
     }
 
+    /** The shard's known due time: {@link #NONE} when nothing is known, or while a worker has it claimed. */
+    long knownDue(int shard) {
+        AtomicLongArray current = next;
+        return shard >= 0 && shard < current.length() ? current.get(shard) : NONE;
+    }
+
     /** Read before a pop and passed to {@link #record(int, long, long)} with the pop's report. */
     long stamp(int shard) {
         AtomicLongArray counts = lowerings;

@@ -2,7 +2,9 @@ package io.delayrelay.app.engine;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -23,6 +25,7 @@ class ShardPeeksTest {
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     private final List<CompletableFuture<Long>> reads = new CopyOnWriteArrayList<>();
     private final List<long[]> found = new CopyOnWriteArrayList<>();
+    private final Set<Integer> poppedSoon = ConcurrentHashMap.newKeySet();
     private final ShardPeeks peeks = new ShardPeeks(
             16,
             shard -> {
@@ -31,6 +34,7 @@ class ShardPeeksTest {
                 return read;
             },
             (shard, dueMs) -> found.add(new long[] {shard, dueMs}),
+            poppedSoon::contains,
             timer,
             System::nanoTime);
 
@@ -69,6 +73,21 @@ class ShardPeeksTest {
 
         await().atMost(Duration.ofSeconds(5)).until(() -> found.size() == 1);
         assertThat(found.get(0)).containsExactly(2L, Long.MIN_VALUE);
+    }
+
+    @Test
+    void aWriteToAShardThatIsPoppedWithinTheWindowAnywayIsNotPeekedAt() {
+        poppedSoon.add(4);
+        peeks.notified(4);
+        peeks.notified(5);
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> reads.size() == 1);
+        reads.get(0).complete(2_000L);
+        await().atMost(Duration.ofSeconds(5)).until(() -> found.size() == 1);
+        assertThat(found.get(0)).as("only shard 5 was read").containsExactly(5L, 2_000L);
+        poppedSoon.clear();
+        peeks.notified(4);
+        await().atMost(Duration.ofSeconds(5)).until(() -> reads.size() == 2);
     }
 
     @Test
