@@ -18,7 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *   {K:i}:dead       zset   dead letters; score = time of death
  *   {K:i}:dead-reasons hash member -> why it died
  *   K:meta           hash   shards, draining (shard counts still drained), paused (operator pause)
- *   K:cursor         string INCR counter picking the next shard
+ *   K:cursor         string not used by the relay any more (earlier builds kept a shard cursor); safe to delete
  *   K:instances      hash   relay instance id -> heartbeat (host, version, started-at, last-seen)
  *   K:backlog        string backlog figures one relay instance sampled for the fleet (expires)
  *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
@@ -106,7 +106,10 @@ public final class DelayQueueKeys {
         return sourceKey + ":meta";
     }
 
-    /** {@code K:cursor}. */
+    /**
+     * {@code K:cursor}: earlier relay builds kept a shard cursor here; the relay no longer reads or writes it (its
+     * workers pop the shards they know to be due). Named so that tools can find and delete it.
+     */
     public String cursor() {
         return sourceKey + ":cursor";
     }

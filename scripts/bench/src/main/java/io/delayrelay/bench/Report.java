@@ -314,6 +314,10 @@ final class Report {
         if (best != relayAll) {
             rows.add(best);
         }
+        if (threeInstances != null) {
+            // three relays in the harness JVM: does scaling out cost CPU per message (the machine's cores are shared)?
+            rows.add(threeInstances);
+        }
         int cores = Runtime.getRuntime().availableProcessors();
         b.append(String.format(
                 Locale.ROOT,
