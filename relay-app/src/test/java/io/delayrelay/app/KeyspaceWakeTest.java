@@ -8,7 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
+import com.rabbitmq.client.GetResponse;
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.faults.Shell;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
@@ -71,7 +73,8 @@ class KeyspaceWakeTest {
 
     /**
      * A notified write costs a read of the shard's head, not a pop: entries written seconds ahead are not popped
-     * until they fall due, and then they are, without polling.
+     * until they fall due, and then their shard is popped once, without polling and without a look at the other
+     * shards (the workers pop only what they know to be due).
      */
     @Test
     void aWriteOfAFutureEntryIsPeekedAtNotPoppedAndItLeavesWhenDue(CapturedOutput output) throws Exception {
@@ -94,7 +97,7 @@ class KeyspaceWakeTest {
         long now = redisNow();
         long due = now + 2_500;
         for (int i = 0; i < 50; i++) {
-            zadd(f.keys.shard(3), "later-" + i, due + i);
+            zadd(f.keys.shard(3), "later-" + i, due);
         }
         await().atMost(Duration.ofSeconds(5)).until(() -> redisNow() >= now + 1_500);
         assertThat(calls("evalsha") - popsBefore)
@@ -110,6 +113,79 @@ class KeyspaceWakeTest {
                 .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, 50)
                         .mapToObj(i -> "later-" + i)
                         .toList());
+        assertThat(calls("evalsha") - popsBefore)
+                .as("one pop of shard 3 and one ack: none of the 15 other shards was popped")
+                .isEqualTo(2);
+    }
+
+    /**
+     * A delivery the broker refuses (a full queue with reject-publish nacks it) waits in {@code {K:i}:inflight} for its
+     * retry, where no notification announces it: the relay that put it back looks at the shard after the retry delay,
+     * not at the lease deadline or the safety sweep (both far away here).
+     */
+    @Test
+    void aNackedDeliveryIsRetriedAfterTheRetryDelayWithoutASweep(CapturedOutput output) throws Exception {
+        startRedis(18314, "Kz");
+        String business = kit.business("ksretry");
+        String exchange = kit.exchange("ksretry");
+        String queue = "test.ksretry.bounded." + business;
+        kit.channel()
+                .queueDeclare(queue, false, false, false, Map.of("x-max-length", 1, "x-overflow", "reject-publish"));
+        try {
+            kit.channel().queueBind(queue, exchange, "due");
+            nackedAndRetried(business, exchange, queue, output);
+        } finally {
+            kit.channel().queueDelete(queue);
+        }
+    }
+
+    private void nackedAndRetried(String business, String exchange, String queue, CapturedOutput output) {
+        Map<String, Object> props = RelayTestKit.business(
+                kit.baseProperties(),
+                business,
+                exchange,
+                "due",
+                "max-idle",
+                "10m",
+                "lease",
+                "10m",
+                "threads",
+                1,
+                "max-attempts",
+                50,
+                "retry-delay",
+                "200ms",
+                "retry-delay-max",
+                "200ms");
+        props.put("spring.data.redis.port", port);
+        props.put("relay.wake.safety-sweep", "10m");
+        kit.startRelay(props);
+        await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+
+        long due = redisNow();
+        zadd(keys.shard(2), "first", due);
+        zadd(keys.shard(2), "second", due);
+        GetResponse first =
+                await().atMost(Duration.ofSeconds(10)).until(() -> kit.channel().basicGet(queue, true), r -> r != null);
+        GetResponse second = await().atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(20))
+                .until(() -> kit.channel().basicGet(queue, true), r -> r != null);
+
+        assertThat(List.of(text(first), text(second)))
+                .as("one of the two found the queue full and was nacked")
+                .containsExactlyInAnyOrder("first", "second");
+        Map<String, Object> headers = second.getProps().getHeaders();
+        assertThat(((Number) headers.get(RelayHeaders.ATTEMPT)).intValue())
+                .as("the nacked one came again")
+                .isGreaterThan(1);
+        assertThat(((Number) headers.get("x-delay-relayed-at")).longValue() - due)
+                .as("retried every 200 ms, not at the lease deadline or the safety sweep (10 minutes)")
+                .isLessThan(5_000);
+    }
+
+    private static String text(GetResponse response) {
+        return new String(response.getBody(), StandardCharsets.UTF_8);
     }
 
     @Test

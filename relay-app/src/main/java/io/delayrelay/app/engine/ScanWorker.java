@@ -155,8 +155,9 @@ final class ScanWorker implements Runnable {
 
     /**
      * Sweeps when the idle interval passed since the last sweep; else sleeps until the earliest entry this relay
-     * knows of falls due, at most the idle interval. A producer's wake-up or a notification for an earlier entry
-     * shortens the sleep, even one that came while this method decided how long to sleep.
+     * knows of falls due, at most the idle interval. Any wake-up (a producer's, a notification's peek, a retry put
+     * back) ends the sleep, even one that came while this method decided how long to sleep: the worker then looks at
+     * the schedule again, which holds every announced due time (a wake-up names only the latest).
      */
     private void sleepUntilDue(BusinessSpec spec) throws InterruptedException {
         long idleMs = state.idleMillis();
@@ -167,7 +168,7 @@ final class ScanWorker implements Runnable {
         long now = clock.nowMs();
         ShardSchedule.Earliest earliest = schedule.earliest(state.quarantine()::isQuarantined);
         long until = Math.min(earliest.dueMs(), now + idleMs);
-        signal.await(Math.max(until, now + 1), clock, observed);
+        signal.awaitChange(Math.max(until, now + 1), clock, observed);
     }
 
     /**

@@ -44,6 +44,28 @@ final class WakeSignal {
         return await(untilMs, clock, generation());
     }
 
+    /**
+     * Sleeps until Redis time reaches {@code untilMs} or any wake-up comes after {@code observedGeneration} was read
+     * (while the caller decided how long to sleep from what it knew then). The caller then decides again from what it
+     * knows now: a wake-up names one shard, and two wake-ups in a row (an entry due now, then one due later) must
+     * not leave a sleeper aimed at the later one.
+     */
+    void awaitChange(long untilMs, RedisClock clock, long observedGeneration) throws InterruptedException {
+        lock.lock();
+        try {
+            long deadline = clock.nanos() + clock.nanosUntil(untilMs);
+            while (generation == observedGeneration) {
+                long remaining = deadline - clock.nanos();
+                if (remaining <= 0) {
+                    return;
+                }
+                changed.awaitNanos(remaining);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The current wake-up generation: read it before deciding how long to sleep, then pass it to await. */
     long generation() {
         lock.lock();

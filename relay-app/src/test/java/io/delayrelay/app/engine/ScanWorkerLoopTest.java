@@ -141,6 +141,38 @@ class ScanWorkerLoopTest {
         assertThat(events.errors.get()).as("the error is counted").isEqualTo(1);
     }
 
+    /**
+     * Two announcements in a row reach sleeping workers before they run: an entry due now in one shard, then one due
+     * in 1.5 s in another. A wake-up names only the latest: the workers must still pop the first at once (they
+     * slept until the second's due time before, as the schedule was not read again).
+     */
+    @Test
+    void anEntryDueNowIsPoppedAtOnceThoughALaterAnnouncementFollowedItsWakeUp() {
+        BusinessSpec spec = f.spec("twowakes")
+                .shards(16)
+                .threads(2)
+                .maxIdle(Duration.ofMinutes(10))
+                .build();
+        ConfirmingPublisher publisher = new ConfirmingPublisher();
+        BusinessRelay relay = f.start(spec, publisher, RelayEvents.NOOP);
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> EngineFixture.parkedIn(EngineFixture.worker(spec, 0), WakeSignal.class)
+                        && EngineFixture.parkedIn(EngineFixture.worker(spec, 1), WakeSignal.class));
+
+        long now = f.kit.redisNowMs();
+        f.zadd(spec, 3, "due now", now);
+        f.zadd(spec, 11, "due later", now + 1_500);
+        relay.wake(3, now);
+        relay.wake(11, now + 1_500);
+
+        await().atMost(Duration.ofSeconds(1)).until(() -> publisher.bodies().contains("due now"));
+        assertThat(publisher.bodies())
+                .as("the later one waits for its due time")
+                .containsExactly("due now");
+        await().atMost(Duration.ofSeconds(5)).until(() -> publisher.bodies().size() == 2);
+        assertThat(f.kit.redisNowMs()).isGreaterThanOrEqualTo(now + 1_500);
+    }
+
     /** Issue 15: a stray interrupt ended a worker for good; only a stop may end it. */
     @Test
     void aWorkerSurvivesAStrayInterrupt() {

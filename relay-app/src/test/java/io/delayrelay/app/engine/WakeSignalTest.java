@@ -38,6 +38,39 @@ class WakeSignalTest {
         assertThat(signal.await(NOW + 60_000, clock, observed)).isEqualTo(WakeSignal.NO_HINT);
     }
 
+    /** The idle worker's sleep: any wake-up after the generation was read ends it, even one for a later entry. */
+    @Test
+    void aChangeEndsTheSleepWhateverItAnnouncesAndOnlyAChangeAfterTheReading() throws Exception {
+        signal.wake(1, NOW);
+        long observed = signal.generation();
+        signal.wake(2, NOW + 10_000);
+        Thread sleeper = new Thread(() -> {
+            try {
+                signal.awaitChange(NOW + 60_000, clock, observed);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        sleeper.start();
+        sleeper.join(5_000);
+        assertThat(sleeper.isAlive()).as("ended by the wake-up for shard 2").isFalse();
+
+        long now = signal.generation();
+        Thread idle = new Thread(() -> {
+            try {
+                signal.awaitChange(NOW + 60_000, clock, now);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        idle.start();
+        idle.join(300);
+        assertThat(idle.isAlive()).as("no change since its reading: asleep").isTrue();
+        signal.wake(3, NOW + 20_000);
+        idle.join(5_000);
+        assertThat(idle.isAlive()).isFalse();
+    }
+
     @Test
     void aWakeUpBeforeTheGenerationWasReadIsAlreadyAccountedFor() throws Exception {
         signal.wake(5, NOW);
