@@ -81,16 +81,7 @@ class KeyspaceWakeTest {
         startRedis(18313, "Kz");
         Fixture f = startRelay("kspeek", "relay.wake.safety-sweep", "10m");
         await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
-        long[] last = {-1};
-        await().atMost(Duration.ofSeconds(10))
-                .pollInterval(Duration.ofMillis(300))
-                .alias("the start-up sweep is over")
-                .until(() -> {
-                    long calls = calls("evalsha");
-                    boolean quiet = calls > 0 && calls == last[0];
-                    last[0] = calls;
-                    return quiet;
-                });
+        awaitStartUpSweepOver();
         long popsBefore = calls("evalsha");
         long peeksBefore = calls("zrange");
 
@@ -206,6 +197,25 @@ class KeyspaceWakeTest {
         assertThat(config()).as("CONFIG SET only when allowed").isEmpty();
     }
 
+    /**
+     * A producer that announces its write on K:wake in a shape the relay cannot read still gets its entry relayed at
+     * once (every shard is swept), not after max-idle (10 minutes here; no notifications).
+     */
+    @Test
+    void aMalformedWakeUpSweepsEveryShard() throws Exception {
+        startRedis(18315, "");
+        Fixture f = startRelay("ksbadwake");
+        awaitStartUpSweepOver();
+
+        zadd(f.keys.shard(7), "announced badly", redisNow());
+        try (RedisConnection c = redis.getConnection()) {
+            c.publish(f.keys.wake().getBytes(StandardCharsets.UTF_8), "7-now".getBytes(StandardCharsets.UTF_8));
+        }
+
+        List<Received> all = RelayTestKit.collect(f.received, 1, Duration.ofSeconds(5), Duration.ofMillis(100));
+        assertThat(all).extracting(Received::text).containsExactly("announced badly");
+    }
+
     @Test
     void whenAllowedTheRelaySetsTheNotificationFlagsItNeeds(CapturedOutput output) throws Exception {
         startRedis(18312, "");
@@ -278,6 +288,20 @@ class KeyspaceWakeTest {
         try (RedisConnection c = redis.getConnection()) {
             c.zSetCommands().zAdd(key.getBytes(StandardCharsets.UTF_8), score, member.getBytes(StandardCharsets.UTF_8));
         }
+    }
+
+    /** The relay popped every shard once at start and is idle: no pop for 300 ms. */
+    private void awaitStartUpSweepOver() {
+        long[] last = {-1};
+        await().atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(300))
+                .alias("the start-up sweep is over")
+                .until(() -> {
+                    long calls = calls("evalsha");
+                    boolean quiet = calls > 0 && calls == last[0];
+                    last[0] = calls;
+                    return quiet;
+                });
     }
 
     /** Calls of a command on this test's Redis so far (INFO commandstats). */

@@ -136,10 +136,14 @@ public final class BusinessRelay {
         return workers.live();
     }
 
-    /** A producer announced an entry due at {@code dueMs} in {@code shard}. */
+    /**
+     * A producer announced an entry due at {@code dueMs} in {@code shard}: the workers are woken when that is earlier
+     * than what they knew.
+     */
     void wake(int shard, long dueMs) {
-        schedule.lower(shard, dueMs);
-        signal.wake(shard, dueMs);
+        if (schedule.lower(shard, dueMs)) {
+            signal.wake(shard, dueMs);
+        }
     }
 
     /**

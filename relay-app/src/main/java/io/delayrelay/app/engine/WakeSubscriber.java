@@ -90,12 +90,13 @@ final class WakeSubscriber implements MessageListener, SubscriptionListener {
         try {
             relay.wake(Integer.parseInt(body.substring(0, colon)), Long.parseLong(body.substring(colon + 1)));
         } catch (RuntimeException e) {
+            // a producer wrote something and said so badly: every shard is looked at once, so its entry is not late
             log.debug(
-                    "business={}: malformed wake-up '{}' on {}; waking all workers",
+                    "business={}: malformed wake-up '{}' on {} (expected \"<shard>:<due-ms>\"); sweeping every shard",
                     relay.spec().name(),
                     body,
                     channel);
-            relay.wake(WakeSignal.NO_HINT, Long.MIN_VALUE);
+            relay.sweepAll();
         }
     }
 
