@@ -263,6 +263,7 @@ public final class Bench {
                     ceilings);
             if (perfTestClasspath != null) {
                 report.perfTest(s.perfTest(perfTestClasspath, 2, 1_000));
+                report.perfTestRelayShaped(s.perfTest(perfTestClasspath, 2, 1_000, true));
             }
             report.instances(s.drain(
                     new RelayContender(infra, "relay x3", x, Map.of(), 3, false), "3 instances, defaults", 0, cap));

@@ -24,6 +24,9 @@ final class Report {
     private Scenarios.Drain ceiling;
     private List<Scenarios.Drain> ceilings = List.of();
     private Scenarios.Drain perfTest;
+    /** PerfTest publishing messages shaped as the relay's (message id, five headers, mandatory). */
+    private Scenarios.Drain perfTestShaped;
+
     private Scenarios.Drain threeInstances;
     private Scenarios.Drain seedAll;
     private Scenarios.Drain seedSpread;
@@ -83,6 +86,10 @@ final class Report {
 
     void perfTest(Scenarios.Drain d) {
         perfTest = d;
+    }
+
+    void perfTestRelayShaped(Scenarios.Drain d) {
+        perfTestShaped = d;
     }
 
     void instances(Scenarios.Drain d) {
@@ -238,6 +245,16 @@ final class Report {
                     ">= 0.8 at defaults",
                     ratioOf(relayAll, perfTest) >= 0.8);
         }
+        if (perfTestShaped != null) {
+            b.append(String.format(
+                    Locale.ROOT,
+                    "RabbitMQ PerfTest with the relay's message shape (%s): %s msg/s; relay / it (defaults / best): "
+                            + "%s / %s.%n",
+                    perfTestShaped.settings(),
+                    rate(perfTestShaped),
+                    ratio(relayAll, perfTestShaped),
+                    ratio(best, perfTestShaped)));
+        }
         renderCpuSplit(b, best);
         if (threeInstances != null) {
             b.append(String.format(
@@ -306,6 +323,9 @@ final class Report {
         List<Scenarios.Drain> rows = new ArrayList<>();
         if (perfTest != null) {
             rows.add(perfTest);
+        }
+        if (perfTestShaped != null) {
+            rows.add(perfTestShaped);
         }
         if (ceiling != null) {
             rows.add(ceiling);

@@ -580,12 +580,24 @@ final class Scenarios {
      * avg"; the queue depth is checked to hold N afterwards.
      */
     Drain perfTest(Path classpathFile, int producers, int confirmWindow) throws Exception {
+        return perfTest(classpathFile, producers, confirmWindow, false);
+    }
+
+    /**
+     * Like {@link #perfTest(Path, int, int)}; {@code relayShaped}: each message also carries what the relay's do (a
+     * message id, a content type and the relay's five headers, published with {@code mandatory}), so the broker's
+     * cost per message is the relay's. Header values are strings here, the relay's are numbers: the same count and
+     * about the same size.
+     */
+    Drain perfTest(Path classpathFile, int producers, int confirmWindow, boolean relayShaped) throws Exception {
         int n = config.drainMessages();
-        log("PerfTest: %d producers, %d unconfirmed max, %,d messages", producers, confirmWindow, n);
+        log(
+                "PerfTest%s: %d producers, %d unconfirmed max, %,d messages",
+                relayShaped ? " (relay-shaped messages)" : "", producers, confirmWindow, n);
         infra.purge(queue);
         try {
             String classpath = Files.readString(classpathFile).trim();
-            List<String> command = List.of(
+            List<String> command = new ArrayList<>(List.of(
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-Xmx512m",
                     "-cp",
@@ -618,7 +630,23 @@ final class Scenarios {
                     "--auto-delete",
                     "false",
                     "--time",
-                    "300");
+                    "300"));
+            if (relayShaped) {
+                long due = System.currentTimeMillis();
+                command.addAll(List.of(
+                        "--flag",
+                        "mandatory",
+                        "--message-properties",
+                        String.join(
+                                ",",
+                                "messageId=3f2c9a4e-1b7d-4c0e-9a51-6d8e2f1b7c30",
+                                "contentType=application/octet-stream",
+                                RelayHeaders.BUSINESS + "=perftest",
+                                RelayHeaders.DUE_AT + "=" + due,
+                                RelayHeaders.RELAYED_AT + "=" + due,
+                                RelayHeaders.SHARD + "=0",
+                                RelayHeaders.ATTEMPT + "=1")));
+            }
             Process process =
                     new ProcessBuilder(command).redirectErrorStream(true).start();
             StringBuilder output = new StringBuilder();
@@ -663,8 +691,9 @@ final class Scenarios {
             long[] cpu = p0 != null && p1 != null && polled > depth0 ? p1.since(p0) : new long[] {-1, -1};
             double scale = p0 != null && p1 != null && polled > depth0 ? (double) depth / (polled - depth0) : 0;
             Drain d = new Drain(
-                    "RabbitMQ PerfTest",
-                    producers + " producers, confirm window " + confirmWindow,
+                    relayShaped ? "RabbitMQ PerfTest, relay-shaped messages" : "RabbitMQ PerfTest",
+                    producers + " producers, confirm window " + confirmWindow
+                            + (relayShaped ? ", message id + 5 headers, mandatory" : ""),
                     "all at once",
                     n,
                     depth,
