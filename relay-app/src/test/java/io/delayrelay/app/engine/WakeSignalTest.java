@@ -44,6 +44,20 @@ class WakeSignalTest {
         signal.wake(1, NOW);
         long observed = signal.generation();
         signal.wake(2, NOW + 10_000);
+        Thread sleeper = sleepingUntilAChangeAfter(observed);
+        sleeper.join(5_000);
+        assertThat(sleeper.isAlive()).as("ended by the wake-up for shard 2").isFalse();
+
+        Thread idle = sleepingUntilAChangeAfter(signal.generation());
+        idle.join(300);
+        assertThat(idle.isAlive()).as("no change since its reading: asleep").isTrue();
+        signal.wake(3, NOW + 20_000);
+        idle.join(5_000);
+        assertThat(idle.isAlive()).isFalse();
+    }
+
+    /** A thread that sleeps in {@link WakeSignal#awaitChange} for a minute of Redis time, started. */
+    private Thread sleepingUntilAChangeAfter(long observed) {
         Thread sleeper = new Thread(() -> {
             try {
                 signal.awaitChange(NOW + 60_000, clock, observed);
@@ -52,23 +66,7 @@ class WakeSignalTest {
             }
         });
         sleeper.start();
-        sleeper.join(5_000);
-        assertThat(sleeper.isAlive()).as("ended by the wake-up for shard 2").isFalse();
-
-        long now = signal.generation();
-        Thread idle = new Thread(() -> {
-            try {
-                signal.awaitChange(NOW + 60_000, clock, now);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        idle.start();
-        idle.join(300);
-        assertThat(idle.isAlive()).as("no change since its reading: asleep").isTrue();
-        signal.wake(3, NOW + 20_000);
-        idle.join(5_000);
-        assertThat(idle.isAlive()).isFalse();
+        return sleeper;
     }
 
     @Test
