@@ -1,8 +1,6 @@
 package io.delayrelay.app;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -11,7 +9,7 @@ import java.util.concurrent.BlockingQueue;
 import com.rabbitmq.client.GetResponse;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
-import io.delayrelay.app.faults.Shell;
+import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
@@ -20,9 +18,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.data.redis.connection.RedisConnection;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
-import org.springframework.util.FileSystemUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -36,19 +31,13 @@ import static org.awaitility.Awaitility.await;
 class KeyspaceWakeTest {
 
     private final RelayTestKit kit = new RelayTestKit();
-    private int port;
-    private Path dir;
-    private LettuceConnectionFactory redis;
+    private PrivateRedis redis;
 
     @AfterEach
     void cleanUp() {
         kit.close();
         if (redis != null) {
-            redis.destroy();
-        }
-        if (port != 0) {
-            Shell.run(10, "redis-cli", "-p", Integer.toString(port), "shutdown", "nosave");
-            FileSystemUtils.deleteRecursively(dir.toFile());
+            redis.close();
         }
     }
 
@@ -148,7 +137,7 @@ class KeyspaceWakeTest {
                 "200ms",
                 "retry-delay-max",
                 "200ms");
-        props.put("spring.data.redis.port", port);
+        props.put("spring.data.redis.port", redis.port());
         props.put("relay.wake.safety-sweep", "10m");
         kit.startRelay(props);
         await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
@@ -208,7 +197,7 @@ class KeyspaceWakeTest {
         awaitStartUpSweepOver();
 
         zadd(f.keys.shard(7), "announced badly", redisNow());
-        try (RedisConnection c = redis.getConnection()) {
+        try (RedisConnection c = redis.connection()) {
             c.publish(f.keys.wake().getBytes(StandardCharsets.UTF_8), "7-now".getBytes(StandardCharsets.UTF_8));
         }
 
@@ -238,7 +227,7 @@ class KeyspaceWakeTest {
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         Map<String, Object> props =
                 RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "max-idle", "10m");
-        props.put("spring.data.redis.port", port);
+        props.put("spring.data.redis.port", redis.port());
         for (int i = 0; i < settings.length; i += 2) {
             props.put(String.format(settings[i], business), settings[i + 1]);
         }
@@ -247,45 +236,15 @@ class KeyspaceWakeTest {
     }
 
     private void startRedis(int port, String notify) throws Exception {
-        this.port = port;
-        this.dir = Files.createTempDirectory("delay-relay-keyspace");
-        Shell.run(
-                20,
-                "redis-server",
-                "--daemonize",
-                "yes",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                Integer.toString(port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--notify-keyspace-events",
-                notify,
-                "--dir",
-                dir.toString(),
-                "--logfile",
-                dir.resolve("redis.log").toString());
-        redis = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", port));
-        redis.afterPropertiesSet();
-        redis.start();
-        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> {
-            try (RedisConnection c = redis.getConnection()) {
-                return "PONG".equals(c.ping());
-            }
-        });
+        redis = PrivateRedis.start(port, notify);
     }
 
     private long redisNow() {
-        try (RedisConnection c = redis.getConnection()) {
-            return c.serverCommands().time();
-        }
+        return redis.nowMs();
     }
 
     private void zadd(String key, String member, long score) {
-        try (RedisConnection c = redis.getConnection()) {
+        try (RedisConnection c = redis.connection()) {
             c.zSetCommands().zAdd(key.getBytes(StandardCharsets.UTF_8), score, member.getBytes(StandardCharsets.UTF_8));
         }
     }
@@ -306,18 +265,11 @@ class KeyspaceWakeTest {
 
     /** Calls of a command on this test's Redis so far (INFO commandstats). */
     private long calls(String command) {
-        try (RedisConnection c = redis.getConnection()) {
-            String stat = c.serverCommands().info("commandstats").getProperty("cmdstat_" + command);
-            if (stat == null) {
-                return 0;
-            }
-            String calls = stat.substring(stat.indexOf("calls=") + 6);
-            return Long.parseLong(calls.substring(0, calls.indexOf(',')));
-        }
+        return redis.calls(command);
     }
 
     private String config() {
-        try (RedisConnection c = redis.getConnection()) {
+        try (RedisConnection c = redis.connection()) {
             return c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events");
         }
     }
