@@ -2,12 +2,12 @@ package io.delayrelay.app.config;
 
 import java.util.List;
 
-import io.delayrelay.app.engine.AmqpBatchPublisher;
 import io.delayrelay.app.engine.BatchPublisher;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.engine.amqp.AmqpBatchPublisher;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;

@@ -5,7 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import io.delayrelay.app.engine.KeyspaceWakeSource;
+import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.springframework.boot.context.properties.ConfigurationProperties;

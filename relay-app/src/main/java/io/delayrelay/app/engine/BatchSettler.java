@@ -7,11 +7,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 
+import io.delayrelay.app.support.DaemonThreads;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.slf4j.Logger;
@@ -64,18 +64,9 @@ final class BatchSettler {
         this.publisher = publisher;
         this.events = events;
         this.clock = clock;
-        this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, daemons(threadNamePrefix + "settle-"));
+        this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, DaemonThreads.numbered(threadNamePrefix + "settle-"));
         // as many threads as batches awaiting an outcome at worst (4 per worker); idle ones end after a minute
-        this.followUps = Executors.newCachedThreadPool(daemons(threadNamePrefix + "publish-"));
-    }
-
-    private static ThreadFactory daemons(String prefix) {
-        AtomicInteger n = new AtomicInteger();
-        return r -> {
-            Thread t = new Thread(r, prefix + n.getAndIncrement());
-            t.setDaemon(true);
-            return t;
-        };
+        this.followUps = Executors.newCachedThreadPool(DaemonThreads.numbered(threadNamePrefix + "publish-"));
     }
 
     /**
@@ -163,8 +154,7 @@ final class BatchSettler {
                                         + " s after the publish timeout")
                         : PublishOutcome.failed(
                                 PublishOutcome.Cause.OTHER,
-                                "publish failed: "
-                                        + (cause == null ? "unknown" : AmqpBatchPublisher.rootMessage(cause)));
+                                "publish failed: " + (cause == null ? "unknown" : Exceptions.rootMessage(cause)));
                 outcomes = batch.stream().map(m -> failure).toList();
             }
             apply(spec, shard, token, batch, outcomes);
@@ -175,7 +165,7 @@ final class BatchSettler {
                             + "redelivered after the lease",
                     spec.name(),
                     shard,
-                    AmqpBatchPublisher.rootMessage(e));
+                    Exceptions.rootMessage(e));
         } finally {
             MDC.clear();
         }

@@ -3,6 +3,7 @@ package io.delayrelay.app.engine;
 import java.time.Duration;
 import java.util.Set;
 
+import io.delayrelay.app.engine.wake.ShardWakeups;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -11,7 +12,7 @@ import org.slf4j.LoggerFactory;
  * One business in the engine: its state, its worker pool, its batch settler, and what its workers share (the wake
  * signal, the known due times). Starts, stops and re-configures them together.
  */
-public final class BusinessRelay {
+public final class BusinessRelay implements ShardWakeups {
 
     private static final Logger log = LoggerFactory.getLogger(BusinessRelay.class);
 
@@ -31,7 +32,7 @@ public final class BusinessRelay {
         this.clock = clock;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
-        this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::rescheduled);
+        this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::announce);
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) ->
@@ -137,44 +138,24 @@ public final class BusinessRelay {
     }
 
     /**
-     * A producer announced an entry due at {@code dueMs} in {@code shard}: the workers are woken when that is earlier
-     * than what they knew.
+     * An entry of {@code shard} is due at {@code dueMs}: announced by a producer's wake-up, read by a keyspace
+     * notification's peek, or put back for a retry by this instance (nothing announces those). The workers are woken
+     * only when that is earlier than what they knew.
      */
-    void wake(int shard, long dueMs) {
+    @Override
+    public void announce(int shard, long dueMs) {
         if (schedule.lower(shard, dueMs)) {
             signal.wake(shard, dueMs);
         }
     }
 
-    /**
-     * A keyspace notification's peek read {@code dueMs} as the earliest score of {@code shard}: the workers are woken
-     * only when that is earlier than what they knew ({@code Long.MIN_VALUE}: the peek failed, look now).
-     */
-    void notified(int shard, long dueMs) {
-        if (dueMs == Long.MIN_VALUE) {
-            wake(shard, clock.nowMs());
-        } else if (schedule.lower(shard, dueMs)) {
-            signal.wake(shard, dueMs);
-        }
-    }
-
-    /**
-     * This instance put entries of {@code shard} back for a retry due from {@code dueMs} on (a failed or returned
-     * delivery, a lease taken back): nothing announces those, so the schedule learns it here.
-     */
-    void rescheduled(int shard, long dueMs) {
-        if (schedule.lower(shard, dueMs)) {
-            signal.wake(shard, dueMs);
-        }
-    }
-
-    /** Whether a worker pops {@code shard} within {@code ms} anyway: its known due time is that close (or past). */
-    boolean popsWithin(int shard, long ms) {
+    @Override
+    public boolean popsWithin(int shard, long ms) {
         return schedule.knownDue(shard) <= clock.nowMs() + ms;
     }
 
-    /** Every shard is popped once now (e.g. after a (re)subscription, when notifications may have been lost). */
-    void sweepAll() {
+    @Override
+    public void sweepAll() {
         schedule.markAllDue();
         signal.wakeAll();
     }

@@ -1,5 +1,6 @@
 package io.delayrelay.app.engine;
 
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
 import org.slf4j.Logger;
@@ -31,10 +32,10 @@ final class ExchangeCheck {
                     "business={}: RabbitMQ is not reachable ({}); exchange '{}' not checked, "
                             + "messages stay in Redis until the broker is back",
                     spec.name(),
-                    AmqpBatchPublisher.rootMessage(e),
+                    Exceptions.rootMessage(e),
                     spec.exchange());
         } catch (RuntimeException e) {
-            String cause = AmqpBatchPublisher.rootMessage(e);
+            String cause = Exceptions.rootMessage(e);
             if (cause.contains("NOT_FOUND") && verifyExchanges) {
                 return ConfigProblem.property(
                         spec.name(),

@@ -1,5 +1,6 @@
 package io.delayrelay.app.engine;
 
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,7 +45,7 @@ final class LeaseReaper {
             } while (result.requeued() + result.dead().size() >= LIMIT);
         } catch (RuntimeException e) {
             events.error(spec, shard, e);
-            String cause = AmqpBatchPublisher.rootMessage(e);
+            String cause = Exceptions.rootMessage(e);
             if (ShardQuarantine.isShardDataError(cause)) {
                 state.quarantine().quarantine(spec, shard, cause);
                 return;

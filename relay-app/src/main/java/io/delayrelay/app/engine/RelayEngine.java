@@ -14,6 +14,9 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
+import io.delayrelay.app.engine.wake.WakeSubscriber;
+import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -90,18 +93,14 @@ public class RelayEngine implements SmartLifecycle {
         }
         prepareExchanges();
         relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
-        wakeSubscriber = new WakeSubscriber(redisConnectionFactory, this::metaChanged);
-        relays.values().forEach(wakeSubscriber::subscribe);
+        wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
+        relays.values().forEach(this::subscribeWake);
         wakeSubscriber.start();
-        keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock);
+        keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock::nowMs);
         keyspaceWake.start();
         relays.values().forEach(this::subscribeKeyspace);
         relays.values().forEach(BusinessRelay::start);
-        housekeeping = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-housekeeping");
-            t.setDaemon(true);
-            return t;
-        });
+        housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
         long interval = settings.reaperInterval().toMillis();
         TopologyKeeper topologyKeeper =
                 new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
@@ -138,7 +137,7 @@ public class RelayEngine implements SmartLifecycle {
                 BusinessRelay removed = relays.remove(name);
                 if (running) {
                     removed.stop(settings.shutdownTimeout());
-                    wakeSubscriber.unsubscribe(removed);
+                    wakeSubscriber.unsubscribe(removed.spec().keys().wake());
                     keyspaceWake.unsubscribe(removed);
                 }
                 log.info("business={} removed from configuration: stopped; its entries stay in Redis", name);
@@ -156,7 +155,7 @@ public class RelayEngine implements SmartLifecycle {
                 relays.put(next.name(), added);
                 if (running) {
                     added.adoptTopology(settings.topologyVersion());
-                    wakeSubscriber.subscribe(added);
+                    subscribeWake(added);
                     subscribeKeyspace(added);
                     added.start();
                 }
@@ -215,9 +214,15 @@ public class RelayEngine implements SmartLifecycle {
         return Integer.MAX_VALUE - 1000;
     }
 
+    /** Hears the business's {@code K:wake} channel: producers' wake-ups and operators' meta notices. */
+    private void subscribeWake(BusinessRelay relay) {
+        BusinessSpec spec = relay.spec();
+        wakeSubscriber.subscribe(spec.name(), spec.keys().wake(), relay, () -> metaChanged(relay));
+    }
+
     /** Hears the business's shard keys; with notifications on, its idle workers sweep only every safety-sweep. */
     private void subscribeKeyspace(BusinessRelay relay) {
-        keyspaceWake.subscribe(relay);
+        keyspaceWake.subscribe(relay.spec().keys(), relay);
         relay.state().useSafetySweep(keyspaceWake.active() ? settings.wake().safetySweep() : null);
     }
 

@@ -6,6 +6,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.slf4j.Logger;
@@ -240,7 +241,7 @@ final class ScanWorker implements Runnable {
             // quarantine)
             schedule.lower(shard, clock.nowMs());
         }
-        String cause = AmqpBatchPublisher.rootMessage(e);
+        String cause = Exceptions.rootMessage(e);
         if (shard >= 0 && ShardQuarantine.isShardDataError(cause)) {
             state.quarantine().quarantine(spec, shard, cause);
             return;

@@ -5,6 +5,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntPredicate;
 
+import io.delayrelay.app.engine.wake.ShardWakeups;
+
 /**
  * What this relay instance knows of each shard's earliest due time (Redis epoch ms), shared by a business's
  * workers: every pop reports the shard's next score (entries, retries and lease deadlines), producers' wake-ups and
@@ -20,7 +22,7 @@ import java.util.function.IntPredicate;
 final class ShardSchedule {
 
     /** Nothing known to be scheduled. */
-    static final long NONE = Long.MAX_VALUE;
+    static final long NONE = ShardWakeups.NONE;
 
     /** A shard and its earliest known due time. */
     record Earliest(int shard, long dueMs) {}

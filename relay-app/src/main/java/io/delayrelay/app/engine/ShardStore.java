@@ -19,6 +19,8 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
+import static io.delayrelay.api.DelayQueueKeys.bytes;
+
 /** The relay's Redis operations on one shard: each is one Lua script call on one cluster slot. */
 public class ShardStore {
 
@@ -350,10 +352,6 @@ public class ShardStore {
 
     private static byte[] num(long value) {
         return bytes(Long.toString(value));
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     @SuppressWarnings("rawtypes")

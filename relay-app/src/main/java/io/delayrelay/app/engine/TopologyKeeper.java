@@ -10,6 +10,7 @@ import java.util.function.Supplier;
 import java.util.stream.IntStream;
 
 import io.delayrelay.api.internal.ShardTopology;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,10 +53,7 @@ final class TopologyKeeper implements Runnable {
                 keep(relay, spec);
             } catch (RuntimeException e) {
                 events.error(spec, -1, e);
-                log.warn(
-                        "business={}: checking the shard topology failed: {}",
-                        spec.name(),
-                        AmqpBatchPublisher.rootMessage(e));
+                log.warn("business={}: checking the shard topology failed: {}", spec.name(), Exceptions.rootMessage(e));
             }
         }
     }

@@ -14,6 +14,7 @@ import io.delayrelay.api.MetaFields;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,11 +45,8 @@ public class FleetPause implements SmartLifecycle, InitializingBean, DisposableB
     /** Businesses whose K:meta re-read is queued: a burst of notices costs one read. */
     private final Set<String> queued = ConcurrentHashMap.newKeySet();
     /** Reads K:meta off the subscriber's thread, one read at a time. */
-    private final ScheduledExecutorService follower = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "relay-fleet-pause");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ScheduledExecutorService follower =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-fleet-pause"));
 
     private volatile boolean redisDown;
     private ScheduledFuture<?> rechecks;

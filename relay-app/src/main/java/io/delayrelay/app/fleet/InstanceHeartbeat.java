@@ -10,11 +10,14 @@ import java.util.Map;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.support.PeriodicTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
+
+import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
  * Each instance's heartbeat in {@code K:instances} of every business it runs (field = instance id, value = host,
@@ -114,7 +117,7 @@ public class InstanceHeartbeat extends PeriodicTask {
                     "business={}: writing the instance heartbeat to {} failed ({}); retrying every {}",
                     business,
                     what,
-                    rootMessage(e),
+                    Exceptions.rootMessage(e),
                     interval);
         }
     }
@@ -165,18 +168,6 @@ public class InstanceHeartbeat extends PeriodicTask {
     @Override
     public int getPhase() {
         return Integer.MAX_VALUE - 900;
-    }
-
-    private static String rootMessage(Throwable e) {
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        return root.getClass().getSimpleName() + ": " + root.getMessage();
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     private static String text(byte[] value) {

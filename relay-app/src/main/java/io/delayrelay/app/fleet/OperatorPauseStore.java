@@ -9,6 +9,8 @@ import io.delayrelay.api.MetaFields;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 
+import static io.delayrelay.api.DelayQueueKeys.bytes;
+
 /**
  * Reads and writes the operator's pause of a business in {@code K:meta} (fields {@link MetaFields#PAUSED},
  * {@link MetaFields#PAUSED_BY}, {@link MetaFields#PAUSED_AT}). Times are Redis time, so instances agree. Every
@@ -70,10 +72,6 @@ public class OperatorPauseStore {
     long redisNowMs() {
         Long now = redis.execute((RedisCallback<Long>) c -> c.serverCommands().time());
         return now == null ? System.currentTimeMillis() : now;
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     private static String text(byte[] value) {

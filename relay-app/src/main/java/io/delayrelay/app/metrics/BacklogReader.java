@@ -12,6 +12,8 @@ import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.types.Expiration;
 
+import static io.delayrelay.api.DelayQueueKeys.bytes;
+
 /**
  * Reads a business's backlog with cheap commands per shard (ZRANGE 0 0 WITHSCORES on {@code K:i}, then ZCARD when
  * it holds anything and ZCOUNT -inf now when its earliest entry is due; ZCARD on inflight and dead) over shards
@@ -96,9 +98,5 @@ public final class BacklogReader {
 
     private static long orZero(Long value) {
         return value == null ? 0 : value;
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 }

@@ -19,6 +19,8 @@ import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
+import static io.delayrelay.api.DelayQueueKeys.bytes;
+
 /**
  * Reads and repairs a business's dead sets and peeks at its shards. Replay and purge are Lua scripts that touch one
  * slot each; members are handled as UTF-8 text.
@@ -243,9 +245,5 @@ public class DeadLetters {
 
     private static String text(byte[] b) {
         return new String(b, StandardCharsets.UTF_8);
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 }

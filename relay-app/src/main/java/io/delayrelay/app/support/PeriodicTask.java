@@ -61,11 +61,7 @@ public abstract class PeriodicTask implements SmartLifecycle {
             return;
         }
         beforeStart();
-        executor = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, threadName);
-            t.setDaemon(true);
-            return t;
-        });
+        executor = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named(threadName));
         running = true;
         try {
             executor.scheduleWithFixedDelay(

@@ -12,6 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.delayrelay.app.engine.EngineFixture.ConfirmingPublisher;
 import io.delayrelay.app.engine.EngineFixture.CountingEvents;
 import io.delayrelay.app.engine.EngineFixture.HoldingPublisher;
+import io.delayrelay.app.engine.amqp.AmqpBatchPublisher;
+import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.junit.jupiter.api.AfterEach;
@@ -162,8 +164,8 @@ class ScanWorkerLoopTest {
         long now = f.kit.redisNowMs();
         f.zadd(spec, 3, "due now", now);
         f.zadd(spec, 11, "due later", now + 1_500);
-        relay.wake(3, now);
-        relay.wake(11, now + 1_500);
+        relay.announce(3, now);
+        relay.announce(11, now + 1_500);
 
         await().atMost(Duration.ofSeconds(1)).until(() -> publisher.bodies().contains("due now"));
         assertThat(publisher.bodies())
@@ -184,7 +186,7 @@ class ScanWorkerLoopTest {
 
         worker.interrupt();
         f.zadd(spec, 0, "after-the-interrupt", f.kit.redisNowMs() - 1_000);
-        relay.wake(0, 0);
+        relay.announce(0, 0);
 
         await().atMost(Duration.ofSeconds(10)).until(() -> publisher.bodies().contains("after-the-interrupt"));
         assertThat(worker.isAlive()).isTrue();

@@ -6,6 +6,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
+import io.delayrelay.app.support.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -57,11 +58,7 @@ class NacosConnectionWatcher implements SmartLifecycle {
     public synchronized void start() {
         // The start-up check already reported an unreachable server (or failed); start from what is true now.
         reachable = server.up();
-        checker = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "relay-nacos-watch");
-            t.setDaemon(true);
-            return t;
-        });
+        checker = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-nacos-watch"));
         checker.scheduleWithFixedDelay(
                 () -> {
                     try {

@@ -1,4 +1,4 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.amqp;
 
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
@@ -6,6 +6,7 @@ import java.util.Map;
 
 import com.rabbitmq.client.AMQP;
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import io.delayrelay.app.trigger.OutgoingMessages;

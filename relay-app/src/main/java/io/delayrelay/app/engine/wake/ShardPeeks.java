@@ -1,4 +1,4 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.wake;
 
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ScheduledExecutorService;
@@ -25,7 +25,7 @@ final class ShardPeeks {
     /** Peeks of one shard start at least this far apart. */
     static final long WINDOW_MS = 5;
 
-    /** The shard's earliest score, or {@link ShardSchedule#NONE} when it is empty; a failed read fails the stage. */
+    /** The shard's earliest score, or {@link ShardWakeups#NONE} when it is empty; a failed read fails the stage. */
     @FunctionalInterface
     interface HeadReader {
         CompletionStage<Long> earliest(int shard);
@@ -125,7 +125,7 @@ final class ShardPeeks {
     }
 
     private void finished(int shard, long dueMs) {
-        if (dueMs != ShardSchedule.NONE) {
+        if (dueMs != ShardWakeups.NONE) {
             found.found(shard, dueMs);
         }
         while (true) {
@@ -144,8 +144,8 @@ final class ShardPeeks {
         if (Double.isNaN(score)) {
             return Long.MIN_VALUE;
         }
-        if (score >= (double) ShardSchedule.NONE) {
-            return ShardSchedule.NONE;
+        if (score >= (double) ShardWakeups.NONE) {
+            return ShardWakeups.NONE;
         }
         return (long) Math.ceil(score);
     }

@@ -1,4 +1,4 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.amqp;
 
 import java.io.IOException;
 import java.util.Map;
@@ -16,6 +16,8 @@ import com.rabbitmq.client.Method;
 import com.rabbitmq.client.ReturnListener;
 import com.rabbitmq.client.ShutdownListener;
 import com.rabbitmq.client.ShutdownSignalException;
+import io.delayrelay.app.engine.PublishOutcome;
+import io.delayrelay.app.support.Exceptions;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -107,7 +109,7 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
                 "publish channel {} retired after a refused publish advanced its confirm numbering ({}); "
                         + "a fresh channel takes over",
                 channel.getChannelNumber(),
-                AmqpBatchPublisher.rootMessage(cause));
+                Exceptions.rootMessage(cause));
         // Confirms booked before the refusal are still numbered right: wait for them, but not forever.
         CompletableFuture.delayedExecutor(retireTimeoutMs, TimeUnit.MILLISECONDS)
                 .execute(this::close);
@@ -226,6 +228,6 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
         }
         return PublishOutcome.failed(
                 PublishOutcome.Cause.CHANNEL_CLOSED,
-                "confirm failed: connection lost before the confirm (" + AmqpBatchPublisher.rootMessage(cause) + ")");
+                "confirm failed: connection lost before the confirm (" + Exceptions.rootMessage(cause) + ")");
     }
 }

@@ -1,4 +1,4 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.amqp;
 
 import java.io.IOException;
 import java.util.List;
@@ -11,6 +11,11 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 import com.rabbitmq.client.AlreadyClosedException;
+import io.delayrelay.app.engine.BatchPublisher;
+import io.delayrelay.app.engine.PublishOutcome;
+import io.delayrelay.app.engine.RedisClock;
+import io.delayrelay.app.support.DaemonThreads;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.slf4j.Logger;
@@ -78,7 +83,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                         i,
                         PublishOutcome.failed(
                                 PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
-                                "building the message failed: " + rootMessage(e)));
+                                "building the message failed: " + Exceptions.rootMessage(e)));
                 continue;
             }
             PublishOutcome closed = channel == null ? null : channel.closedOutcome();
@@ -101,12 +106,14 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                 pending.complete(
                         i,
                         PublishOutcome.rejected(
-                                PublishOutcome.Cause.INVALID_MESSAGE, "cannot be published: " + rootMessage(e)));
+                                PublishOutcome.Cause.INVALID_MESSAGE,
+                                "cannot be published: " + Exceptions.rootMessage(e)));
             } catch (IOException | AlreadyClosedException | AmqpException e) {
                 PublishOutcome closedNow = channel == null ? null : channel.closedOutcome();
                 PublishOutcome rest = closedNow != null && closedNow.cause() != PublishOutcome.Cause.CHANNEL_CLOSED
                         ? closedNow
-                        : PublishOutcome.notSent(PublishOutcome.Cause.SEND_FAILED, "send failed: " + rootMessage(e));
+                        : PublishOutcome.notSent(
+                                PublishOutcome.Cause.SEND_FAILED, "send failed: " + Exceptions.rootMessage(e));
                 for (int j = i; j < batch.size(); j++) {
                     pending.complete(j, rest);
                 }
@@ -168,11 +175,8 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     }
 
     private static ScheduledThreadPoolExecutor confirmTimeouts() {
-        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "relay-confirm-timeouts");
-            t.setDaemon(true);
-            return t;
-        });
+        ScheduledThreadPoolExecutor timer =
+                new ScheduledThreadPoolExecutor(1, DaemonThreads.named("relay-confirm-timeouts"));
         timer.setRemoveOnCancelPolicy(true);
         return timer;
     }
@@ -183,14 +187,5 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         channels.values().forEach(PublishChannel::close);
         channels.clear();
         log.debug("publish channels closed");
-    }
-
-    static String rootMessage(Throwable e) {
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        String text = root.getMessage();
-        return root.getClass().getSimpleName() + (text == null ? "" : ": " + text);
     }
 }

@@ -1,13 +1,13 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.wake;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.function.Consumer;
 
 import io.delayrelay.api.MetaFields;
+import io.delayrelay.app.support.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.Message;
@@ -23,7 +23,7 @@ import org.springframework.data.redis.listener.RedisMessageListenerContainer;
  * {@code K:meta} changed (an operator's pause or resume): it goes to the meta listener, and so does every
  * (re)subscription of a channel, since a notice may have been missed while the subscription was down.
  */
-final class WakeSubscriber implements MessageListener, SubscriptionListener {
+public final class WakeSubscriber implements MessageListener, SubscriptionListener {
 
     private static final Logger log = LoggerFactory.getLogger(WakeSubscriber.class);
 
@@ -32,39 +32,39 @@ final class WakeSubscriber implements MessageListener, SubscriptionListener {
      * Delivers the wake-ups in order on one thread (the container's default starts a thread per message; a meta
      * notice reads Redis, which must not happen on the client's event loop).
      */
-    private final ExecutorService dispatch = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "relay-wake-listener");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService dispatch =
+            Executors.newSingleThreadExecutor(DaemonThreads.named("relay-wake-listener"));
 
-    private final Map<String, BusinessRelay> byChannel = new ConcurrentHashMap<>();
-    private final Consumer<BusinessRelay> metaChanged;
+    private final Map<String, Listener> byChannel = new ConcurrentHashMap<>();
 
-    WakeSubscriber(RedisConnectionFactory connectionFactory, Consumer<BusinessRelay> metaChanged) {
-        this.metaChanged = metaChanged;
+    /** One business's channel: its name (for logs), its workers, and what to do when K:meta may have changed. */
+    private record Listener(String business, ShardWakeups wakeups, Runnable metaChanged) {}
+
+    public WakeSubscriber(RedisConnectionFactory connectionFactory) {
         container.setConnectionFactory(connectionFactory);
         container.setTaskExecutor(dispatch);
         container.afterPropertiesSet();
     }
 
-    void subscribe(BusinessRelay relay) {
-        String channel = relay.spec().keys().wake();
-        byChannel.put(channel, relay);
+    /**
+     * Hears {@code channel} ({@code K:wake} of {@code business}): wake-ups go to {@code wakeups}, meta notices and
+     * every (re)subscription run {@code metaChanged}.
+     */
+    public void subscribe(String business, String channel, ShardWakeups wakeups, Runnable metaChanged) {
+        byChannel.put(channel, new Listener(business, wakeups, metaChanged));
         container.addMessageListener(this, new ChannelTopic(channel));
     }
 
-    void unsubscribe(BusinessRelay relay) {
-        String channel = relay.spec().keys().wake();
+    public void unsubscribe(String channel) {
         byChannel.remove(channel);
         container.removeMessageListener(this, new ChannelTopic(channel));
     }
 
-    void start() {
+    public void start() {
         container.start();
     }
 
-    void stop() {
+    public void stop() {
         try {
             container.stop();
             container.destroy();
@@ -77,35 +77,36 @@ final class WakeSubscriber implements MessageListener, SubscriptionListener {
     @Override
     public void onMessage(Message message, byte[] pattern) {
         String channel = new String(message.getChannel(), StandardCharsets.UTF_8);
-        BusinessRelay relay = byChannel.get(channel);
-        if (relay == null) {
+        Listener listener = byChannel.get(channel);
+        if (listener == null) {
             return;
         }
         String body = new String(message.getBody(), StandardCharsets.US_ASCII);
         if (MetaFields.CHANGED_NOTICE.equals(body)) {
-            metaChanged.accept(relay);
+            listener.metaChanged().run();
             return;
         }
         int colon = body.indexOf(':');
         try {
-            relay.wake(Integer.parseInt(body.substring(0, colon)), Long.parseLong(body.substring(colon + 1)));
+            listener.wakeups()
+                    .announce(Integer.parseInt(body.substring(0, colon)), Long.parseLong(body.substring(colon + 1)));
         } catch (RuntimeException e) {
             // a producer wrote something and said so badly: every shard is looked at once, so its entry is not late
             log.debug(
                     "business={}: malformed wake-up '{}' on {} (expected \"<shard>:<due-ms>\"); sweeping every shard",
-                    relay.spec().name(),
+                    listener.business(),
                     body,
                     channel);
-            relay.sweepAll();
+            listener.wakeups().sweepAll();
         }
     }
 
     /** Subscribed, or subscribed again after a reconnect: notices sent meanwhile are lost, so K:meta is read again. */
     @Override
     public void onChannelSubscribed(byte[] channel, long count) {
-        BusinessRelay relay = byChannel.get(new String(channel, StandardCharsets.UTF_8));
-        if (relay != null) {
-            metaChanged.accept(relay);
+        Listener listener = byChannel.get(new String(channel, StandardCharsets.UTF_8));
+        if (listener != null) {
+            listener.metaChanged().run();
         }
     }
 }

@@ -1,10 +1,12 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.amqp;
 
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+
+import io.delayrelay.app.engine.PublishOutcome;
 
 /**
  * The outcomes of one published batch as they arrive (confirms, returns, channel closes, the timeout), in batch

@@ -1,4 +1,4 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.wake;
 
 import java.time.Duration;
 import java.util.List;
@@ -66,7 +66,7 @@ class ShardPeeksTest {
     @Test
     void anEmptyShardIsNotReportedAndAFailedReadMeansLookNow() {
         peeks.notified(1);
-        reads.get(0).complete(ShardSchedule.NONE);
+        reads.get(0).complete(ShardWakeups.NONE);
         peeks.notified(2);
         await().atMost(Duration.ofSeconds(5)).until(() -> reads.size() == 2);
         reads.get(1).completeExceptionally(new IllegalStateException("WRONGTYPE"));
@@ -94,7 +94,7 @@ class ShardPeeksTest {
     void scoresBecomeWholeMillisecondsNeverEarlier() {
         assertThat(ShardPeeks.dueMs(1_700_000_000_000.0)).isEqualTo(1_700_000_000_000L);
         assertThat(ShardPeeks.dueMs(1_700_000_000_000.4)).isEqualTo(1_700_000_000_001L);
-        assertThat(ShardPeeks.dueMs(Double.POSITIVE_INFINITY)).isEqualTo(ShardSchedule.NONE);
+        assertThat(ShardPeeks.dueMs(Double.POSITIVE_INFINITY)).isEqualTo(ShardWakeups.NONE);
         assertThat(ShardPeeks.dueMs(Double.NEGATIVE_INFINITY)).isEqualTo(Long.MIN_VALUE);
         assertThat(ShardPeeks.dueMs(Double.NaN)).isEqualTo(Long.MIN_VALUE);
     }

@@ -1,4 +1,4 @@
-package io.delayrelay.app.engine;
+package io.delayrelay.app.engine.wake;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -9,8 +9,11 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.function.LongSupplier;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.support.DaemonThreads;
+import io.delayrelay.app.support.Exceptions;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.ScoredValue;
@@ -64,7 +67,7 @@ public final class KeyspaceWakeSource {
 
     private final RedisConnectionFactory connectionFactory;
     private final Settings settings;
-    private final RedisClock clock;
+    private final LongSupplier nowMs;
     private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
     private StatefulRedisPubSubConnection<byte[], byte[]> pubSub;
     private StatefulConnection<byte[], byte[]> heads;
@@ -73,21 +76,22 @@ public final class KeyspaceWakeSource {
     private volatile boolean active;
 
     /** One business's pattern, its channels' common prefix (before the shard number) and its peeks. */
-    private record Subscription(BusinessRelay relay, byte[] pattern, byte[] channelPrefix, ShardPeeks peeks) {}
+    private record Subscription(ShardWakeups wakeups, byte[] pattern, byte[] channelPrefix, ShardPeeks peeks) {}
 
-    KeyspaceWakeSource(RedisConnectionFactory connectionFactory, Settings settings, RedisClock clock) {
+    /** {@code nowMs}: the estimated Redis time, epoch ms (a failed peek announces the shard due now). */
+    public KeyspaceWakeSource(RedisConnectionFactory connectionFactory, Settings settings, LongSupplier nowMs) {
         this.connectionFactory = connectionFactory;
         this.settings = settings;
-        this.clock = clock;
+        this.nowMs = nowMs;
     }
 
     /** Whether notifications wake the workers (so empty shards need only the safety sweep). */
-    boolean active() {
+    public boolean active() {
         return active;
     }
 
     /** Checks (and if allowed, sets) Redis' notification flags and connects; false means: poll at max-idle. */
-    boolean start() {
+    public boolean start() {
         if (settings.mode() == Mode.OFF) {
             log.info("relay.wake.keyspace-events=off: plain ZADD producers are picked up by polling at max-idle");
             return false;
@@ -104,11 +108,7 @@ public final class KeyspaceWakeSource {
                 return false;
             }
             heads = connectHeads(client);
-            timer = Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "relay-keyspace-peeks");
-                t.setDaemon(true);
-                return t;
-            });
+            timer = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-keyspace-peeks"));
             pubSub = connectPubSub(client);
             pubSub.addListener(new Listener());
             active = true;
@@ -118,7 +118,7 @@ public final class KeyspaceWakeSource {
                     settings.safetySweep());
             return true;
         } catch (RuntimeException e) {
-            warnFallback("checking them failed: " + AmqpBatchPublisher.rootMessage(e));
+            warnFallback("checking them failed: " + Exceptions.rootMessage(e));
             close();
             return false;
         }
@@ -188,12 +188,12 @@ public final class KeyspaceWakeSource {
         return c;
     }
 
-    /** The earliest score of a shard key, {@link ShardSchedule#NONE} when it is empty. */
+    /** The earliest score of a shard key, {@link ShardWakeups#NONE} when it is empty. */
     private CompletionStage<Long> earliest(byte[] key) {
         return headCommands
                 .zrangeWithScores(key, 0, 0)
                 .thenApply(head -> head.isEmpty()
-                        ? ShardSchedule.NONE
+                        ? ShardWakeups.NONE
                         : ShardPeeks.dueMs(((ScoredValue<byte[]>) head.get(0)).getScore()));
     }
 
@@ -228,38 +228,36 @@ public final class KeyspaceWakeSource {
         return connectionFactory instanceof LettuceConnectionFactory lettuce ? lettuce.getDatabase() : 0;
     }
 
-    /** Starts hearing a business's shard keys. */
-    void subscribe(BusinessRelay relay) {
+    /** Starts hearing a business's shard keys ({@code keys}), telling {@code wakeups} what they announce. */
+    public void subscribe(DelayQueueKeys keys, ShardWakeups wakeups) {
         if (!active) {
             return;
         }
-        DelayQueueKeys keys = relay.spec().keys();
         String prefix = keys.shard(0);
         prefix = prefix.substring(0, prefix.length() - 1);
         String pattern = "__keyspace@" + database() + "__:" + escape(prefix) + "[0-9]*";
         ShardPeeks peeks = new ShardPeeks(
                 MAX_SHARDS,
                 shard -> earliest(keys.shardKeyBytes(shard)[DelayQueueKeys.SHARD]),
-                relay::notified,
-                shard -> relay.popsWithin(shard, ShardPeeks.WINDOW_MS),
+                (shard, dueMs) -> wakeups.announce(shard, dueMs == Long.MIN_VALUE ? nowMs.getAsLong() : dueMs),
+                shard -> wakeups.popsWithin(shard, ShardPeeks.WINDOW_MS),
                 timer,
                 System::nanoTime);
-        subscriptions.add(
-                new Subscription(relay, utf8(pattern), utf8("__keyspace@" + database() + "__:" + prefix), peeks));
-        psubscribe(utf8(pattern));
+        subscriptions.add(new Subscription(
+                wakeups,
+                DelayQueueKeys.bytes(pattern),
+                DelayQueueKeys.bytes("__keyspace@" + database() + "__:" + prefix),
+                peeks));
+        psubscribe(DelayQueueKeys.bytes(pattern));
     }
 
-    private static byte[] utf8(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** Stops hearing a business's shard keys. */
-    void unsubscribe(BusinessRelay relay) {
+    /** Stops hearing the shard keys of the business behind {@code wakeups}. */
+    public void unsubscribe(ShardWakeups wakeups) {
         if (!active) {
             return;
         }
         for (Subscription s : subscriptions) {
-            if (s.relay() == relay) {
+            if (s.wakeups() == wakeups) {
                 subscriptions.remove(s);
                 punsubscribe(s.pattern());
             }
@@ -287,7 +285,7 @@ public final class KeyspaceWakeSource {
         return literal.replaceAll("([\\\\*?\\[\\]])", "\\\\$1");
     }
 
-    void close() {
+    public void close() {
         active = false;
         for (AutoCloseable c : new AutoCloseable[] {pubSub, heads}) {
             if (c != null) {
@@ -351,7 +349,7 @@ public final class KeyspaceWakeSource {
         public void psubscribed(byte[] pattern, long count) {
             Subscription s = subscription(pattern);
             if (s != null) {
-                s.relay().sweepAll();
+                s.wakeups().sweepAll();
             }
         }
     }

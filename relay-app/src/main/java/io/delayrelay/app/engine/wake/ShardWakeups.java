@@ -1,0 +1,24 @@
+package io.delayrelay.app.engine.wake;
+
+/**
+ * What a wake-up source may tell one business's workers, and the one thing it may ask them. The engine's
+ * {@code BusinessRelay} implements it; the sources in this package (a producer's {@code K:wake} message, a keyspace
+ * notification's peek) know nothing else of the engine, so the loop can change without touching them.
+ */
+public interface ShardWakeups {
+
+    /** A due time meaning "nothing known": the shard is empty. */
+    long NONE = Long.MAX_VALUE;
+
+    /**
+     * An entry of {@code shard} is due at {@code dueMs} (Redis time, epoch ms): the workers are woken when that is
+     * earlier than what they knew.
+     */
+    void announce(int shard, long dueMs);
+
+    /** Every shard is popped once now (e.g. after a (re)subscription, when notifications may have been lost). */
+    void sweepAll();
+
+    /** Whether a worker pops {@code shard} within {@code ms} anyway: its known due time is that close (or past). */
+    boolean popsWithin(int shard, long ms);
+}
