@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -54,7 +55,7 @@ class CrashSafetyTest {
         BatchPublisher crashingPublisher() {
             return new BatchPublisher() {
                 @Override
-                public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
+                public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
                     POPPED_BEFORE_CRASH.addAndGet(batch.size());
                     CRASHED_WORKERS.incrementAndGet();
                     throw new SimulatedCrash();

@@ -2,29 +2,24 @@ package io.delayrelay.app.engine;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 
-/** Publishes a batch and reports, per message and in order, what the broker confirmed. */
+/**
+ * The engine's port to the broker: publishes a batch and reports, per message and in order, what the broker
+ * confirmed. {@code engine/amqp} implements it for RabbitMQ; a test or an application may supply its own bean.
+ */
 public interface BatchPublisher {
 
     /**
-     * Publishes every message (persistent, mandatory) and waits at most the business's publish timeout for the
-     * confirms. Never throws for broker trouble: such messages come back {@link PublishOutcome.Status#FAILED}.
+     * Publishes every message now (persistent, mandatory), on the calling thread, and returns at once; the future
+     * completes once the broker confirmed every message, or at the business's publish timeout, so the caller can
+     * pop the next batch meanwhile. Never fails for broker trouble: such messages come back
+     * {@link PublishOutcome.Status#FAILED} (or {@link PublishOutcome.Status#NOT_SENT} when they never left).
+     * Completing the future must not block: the settler reacts on its own threads.
      */
-    List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch);
-
-    /**
-     * Publishes every message now, on the calling thread, and returns the outcomes once the broker confirmed them
-     * (or the publish timeout passed), so the caller can pop the next batch meanwhile. Slow follow-up work runs on
-     * {@code executor}, never on the broker connection's thread. The default publishes synchronously.
-     */
-    default CompletableFuture<List<PublishOutcome>> publishAsync(
-            BusinessSpec spec, List<DueMessage> batch, Executor executor) {
-        return CompletableFuture.completedFuture(publish(spec, batch));
-    }
+    CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch);
 
     /** Checks at start that an exchange exists (or declares it); throws with a clear message when it cannot. */
     void prepareExchange(BusinessSpec spec);

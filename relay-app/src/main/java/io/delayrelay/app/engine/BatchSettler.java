@@ -24,10 +24,11 @@ import org.slf4j.MDC;
  * that never reached the broker put back without counting an attempt. Counts batches published and not yet
  * settled, so that shutdown can wait for them.
  * <p>
- * The settle threads only talk to Redis. The publisher's own follow-up work (which may ask the broker something,
- * and hang while the broker blocks publishers under a resource alarm) runs on separate threads, and a batch whose
- * outcome is not known {@link #OUTCOME_GRACE} after its publish timeout is settled as failed: one stuck broker
- * call can neither stall the settling of other batches nor keep a worker's batch slot forever.
+ * It owns a delivered batch from the hand-over on: it releases the batch's {@link InFlightBudget.Reservation} once
+ * the batch is settled (or could not be published at all), so the worker never frees room itself. The settle
+ * threads only talk to Redis, and a batch whose outcome is not known {@link #OUTCOME_GRACE} after its publish
+ * timeout is settled as failed: one stuck broker call can neither stall the settling of other batches nor keep a
+ * worker's budget forever.
  */
 final class BatchSettler {
 
@@ -48,7 +49,6 @@ final class BatchSettler {
     private final RedisClock clock;
     private final Rescheduled rescheduled;
     private final ExecutorService pool;
-    private final ExecutorService followUps;
     private final Object monitor = new Object();
     private int batchesInFlight;
 
@@ -65,23 +65,27 @@ final class BatchSettler {
         this.events = events;
         this.clock = clock;
         this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, DaemonThreads.numbered(threadNamePrefix + "settle-"));
-        // as many threads as batches awaiting an outcome at worst (4 per worker); idle ones end after a minute
-        this.followUps = Executors.newCachedThreadPool(DaemonThreads.numbered(threadNamePrefix + "publish-"));
     }
 
     /**
-     * Publishes the batch now and settles it later; {@code onSettled} runs once it is settled (or settling failed).
-     * Settling acts only on entries still leased under {@code token}, the lease token of the pop that took them.
-     * Returns the broker's outcomes, complete at once when the publisher knew them immediately.
+     * Publishes the batch popped from {@code shard} now and settles it later, on the settle threads. From this call
+     * on the settler owns {@code reservation}: it charges the batch to it and releases it once the batch is settled
+     * (or at once, when nothing could be published). Settling acts only on entries still leased under the pop's
+     * lease token. Returns whether any of the batch reached the broker: false when every message was refused before
+     * it was sent (no connection), so the worker backs off instead of popping more.
      */
-    CompletableFuture<List<PublishOutcome>> publish(
-            BusinessSpec spec, int shard, String token, List<DueMessage> batch, Runnable onSettled) {
+    boolean deliver(BusinessSpec spec, int shard, PopResult popped, InFlightBudget.Reservation reservation) {
+        int n = popped.entries().size();
+        long size = popped.entries().stream()
+                .mapToLong(e -> e.member().length + (e.payload() == null ? 0 : e.payload().length))
+                .sum();
+        reservation.charge(shard, n, size);
         synchronized (monitor) {
             batchesInFlight++;
         }
         Runnable finish = () -> {
             try {
-                onSettled.run();
+                reservation.release();
             } finally {
                 synchronized (monitor) {
                     batchesInFlight--;
@@ -91,14 +95,15 @@ final class BatchSettler {
         };
         CompletableFuture<List<PublishOutcome>> published;
         try {
-            published = publisher.publishAsync(spec, batch, followUps);
+            List<DueMessage> batch = DueBatch.of(spec, shard, popped);
+            published = publisher.publish(spec, batch);
             long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
             published
                     .copy()
                     .orTimeout(boundMs, TimeUnit.MILLISECONDS)
                     .handleAsync(
                             (outcomes, error) -> {
-                                settle(spec, shard, token, batch, outcomes, error);
+                                settle(spec, shard, popped.token(), batch, outcomes, error);
                                 return null;
                             },
                             pool)
@@ -107,7 +112,10 @@ final class BatchSettler {
             finish.run();
             throw e;
         }
-        return published;
+        List<PublishOutcome> immediate = published.getNow(null);
+        return immediate == null
+                || immediate.isEmpty()
+                || immediate.stream().anyMatch(o -> o.status() != PublishOutcome.Status.NOT_SENT);
     }
 
     /** Waits until every published batch is settled, or the deadline passes; then stops the settle threads. */
@@ -131,7 +139,6 @@ final class BatchSettler {
             }
         }
         pool.shutdown();
-        followUps.shutdown();
     }
 
     private void settle(
@@ -216,6 +223,13 @@ final class BatchSettler {
         }
         if (!notSent.isEmpty()) {
             PublishOutcome.Cause cause = notSentOutcome.cause();
+            log.warn(
+                    "business={} shard={}: {} of {} messages not sent ({}); put back without counting an attempt",
+                    spec.name(),
+                    shard,
+                    notSent.size(),
+                    batch.size(),
+                    notSentOutcome.reason());
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, cause, notSent.size()));
             store.release(spec, shard, token, notSent);
             retried(spec, shard, notSent.size());

@@ -1,18 +1,21 @@
 package io.delayrelay.app.engine;
 
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * What one worker has popped and not yet settled: at most {@link #MAX_BATCHES} batches, {@link #BATCHES_OF_DATA}
- * batch-sizes of messages and {@link #BATCHES_OF_DATA} batch-bytes of members and payloads. The worker reserves
- * room for a whole batch before it pops (a pop starts the entries' lease, which must not run out while the worker
- * waits), so the bounds hold exactly: a kill -9 redelivers at most
+ * batch-sizes of messages and {@link #BATCHES_OF_DATA} batch-bytes of members and payloads, and which shards those
+ * batches came from. The worker reserves room for a whole batch before it pops (a pop starts the entries' lease,
+ * which must not run out while the worker waits), so the bounds hold exactly: a kill -9 redelivers at most
  * {@code BATCHES_OF_DATA × batch-size} entries per worker.
  * <p>
  * Bounding data rather than batches lets many small batches be in flight while the broker's confirms are slow
  * (steady traffic pops a few entries at a time): the worker keeps popping and publishing instead of waiting one
- * confirm latency for a slot. Only the worker thread acquires; settle threads release.
+ * confirm latency for a slot. Only the worker thread acquires; whoever holds a {@link Reservation} releases it,
+ * once: the worker when the pop brought nothing to publish, the settler when the batch is settled.
  */
 final class InFlightBudget {
 
@@ -23,15 +26,17 @@ final class InFlightBudget {
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition freed = lock.newCondition();
+    private final Map<Integer, Integer> batchesPerShard = new ConcurrentHashMap<>();
     private int batches;
     private long messages;
     private long bytes;
 
     /**
-     * Waits until a whole batch fits (batch-size messages and batch-bytes more), and reserves it. Waiting for room for a whole batch, not popping into what is left, keeps batches full
-     * while a backlog drains (a pop into the last few free places would be a small batch with a full batch's cost).
+     * Waits until a whole batch fits (batch-size messages and batch-bytes more), and reserves it. Waiting for room for
+     * a whole batch, not popping into what is left, keeps batches full while a backlog drains (a pop into the last
+     * few free places would be a small batch with a full batch's cost).
      */
-    void acquire(int batchSize, long batchBytes) throws InterruptedException {
+    Reservation acquire(int batchSize, long batchBytes) throws InterruptedException {
         long maxMessages = (long) batchSize * BATCHES_OF_DATA;
         long maxBytes = batchBytes * BATCHES_OF_DATA;
         lock.lockInterruptibly();
@@ -40,32 +45,66 @@ final class InFlightBudget {
                 freed.await();
             }
             batches++;
+            return new Reservation();
         } finally {
             lock.unlock();
         }
     }
 
-    /** The reserved batch holds {@code n} messages of {@code size} bytes (counted until {@link #release}). */
-    void charge(int n, long size) {
-        lock.lock();
-        try {
-            messages += n;
-            bytes += size;
-        } finally {
-            lock.unlock();
-        }
+    /** Whether a batch of {@code shard} is in flight (charged and not yet released). */
+    boolean inFlight(int shard) {
+        return batchesPerShard.containsKey(shard);
     }
 
-    /** A reserved batch is settled (or was never filled: {@code n} and {@code size} 0). */
-    void release(int n, long size) {
-        lock.lock();
-        try {
-            batches--;
-            messages -= n;
-            bytes -= size;
-            freed.signalAll();
-        } finally {
-            lock.unlock();
+    /**
+     * Room for one batch. {@link #charge} says what the batch holds; {@link #release} frees it (idempotent: a second
+     * release does nothing, so a settle that races a failure cannot free the room twice).
+     */
+    final class Reservation {
+
+        private int shard = -1;
+        private int n;
+        private long size;
+        private boolean released;
+
+        private Reservation() {}
+
+        /** The batch popped from {@code shard} holds {@code n} messages of {@code size} bytes in all. */
+        void charge(int shard, int n, long size) {
+            lock.lock();
+            try {
+                if (released || this.shard >= 0) {
+                    throw new IllegalStateException("a reservation is charged once, before it is released");
+                }
+                this.shard = shard;
+                this.n = n;
+                this.size = size;
+                messages += n;
+                bytes += size;
+                batchesPerShard.merge(shard, 1, Integer::sum);
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The batch is settled, or never was filled: its room is free again. */
+        void release() {
+            lock.lock();
+            try {
+                if (released) {
+                    return;
+                }
+                released = true;
+                batches--;
+                messages -= n;
+                bytes -= size;
+                if (shard >= 0) {
+                    batchesPerShard.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
+                }
+                freed.signalAll();
+            } finally {
+                lock.unlock();
+            }
         }
     }
 }

@@ -1,14 +1,10 @@
 package io.delayrelay.app.engine;
 
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
-import io.delayrelay.app.trigger.DueMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
@@ -45,9 +41,8 @@ final class ScanWorker implements Runnable {
     private final RedisClock clock;
     private final ShardPicker picker;
     private final LeaseReaper reaper;
+    /** What this worker has in flight; shards without a batch in flight are preferred. */
     private final InFlightBudget budget = new InFlightBudget();
-    /** Batches of this worker in flight per shard: other shards are preferred while a shard has some. */
-    private final Map<Integer, Integer> shardsInFlight = new ConcurrentHashMap<>();
     /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
     private int failures;
     /** Batches in a row of which nothing reached the broker; reset by a batch that reached it. */
@@ -91,47 +86,45 @@ final class ScanWorker implements Runnable {
     private void runOnce() {
         BusinessSpec spec = state.spec();
         int shard = ShardPicker.NONE;
-        boolean reserved = false;
         try {
             if (state.paused()) {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
-            budget.acquire(spec.batchSize(), spec.batchBytes());
-            reserved = true;
-            shard = picker.next(state.scanWidth(), state.quarantine()::isQuarantined, shardsInFlight::containsKey);
-            if (shard == ShardPicker.NONE) {
-                budget.release(0, 0);
-                reserved = false;
-                sleepUntilDue(spec);
-                return;
+            InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
+            PopResult popped = null;
+            try {
+                shard = picker.next(state.scanWidth(), state.quarantine()::isQuarantined, budget::inFlight);
+                if (shard == ShardPicker.NONE) {
+                    reservation.release();
+                    sleepUntilDue(spec);
+                    return;
+                }
+                MDC.put("shard", Integer.toString(shard));
+                popped = pop(spec, shard);
+            } finally {
+                if (popped == null || popped.isEmpty()) {
+                    // nothing to hand to the settler: the room is free again (a second release does nothing)
+                    reservation.release();
+                }
             }
-            MDC.put("shard", Integer.toString(shard));
-            reserved = false;
-            popAndDeliver(spec, shard);
+            if (!popped.isEmpty()) {
+                deliver(spec, shard, popped, reservation);
+            }
         } catch (InterruptedException e) {
             interrupted(spec);
         } catch (Throwable e) {
             failed(spec, shard, e);
         } finally {
-            if (reserved) {
-                budget.release(0, 0);
-            }
             MDC.remove("shard");
         }
     }
 
-    /** Pops the shard and hands the batch over; owns the batch its caller reserved in the budget. */
-    private void popAndDeliver(BusinessSpec spec, int shard) throws InterruptedException {
-        PopResult popped;
+    /** Pops the shard, records what the pop says of its next due time, and takes back the expired leases it saw. */
+    private PopResult pop(BusinessSpec spec, int shard) {
         long stamp = schedule.stamp(shard);
-        try {
-            popped = store.pop(spec, shard, picker.lastKnownDue());
-        } catch (RuntimeException | Error e) {
-            budget.release(0, 0);
-            throw e;
-        }
+        PopResult popped = store.pop(spec, shard, picker.lastKnownDue());
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }
@@ -143,11 +136,17 @@ final class ScanWorker implements Runnable {
             reaper.reap(state, shard);
             schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
         }
-        if (popped.isEmpty()) {
-            budget.release(0, 0);
-            return;
+        return popped;
+    }
+
+    /**
+     * Hands the batch and its reservation to the settler, which publishes it, settles it once the broker confirmed
+     * (ack, retry, dead letter) and frees its room. Nothing of it reaching the broker makes the worker back off.
+     */
+    private void deliver(BusinessSpec spec, int shard, PopResult popped, InFlightBudget.Reservation reservation) {
+        if (!settler.deliver(spec, shard, popped, reservation)) {
+            throw new BrokerUnavailableException("nothing of the batch reached RabbitMQ (see the publish failures)");
         }
-        deliver(spec, shard, popped);
         brokerFailures = 0;
         if (popped.moreDue()) {
             picker.drain(shard);
@@ -189,37 +188,6 @@ final class ScanWorker implements Runnable {
         schedule.markAllDue();
         signal.wakeAll();
         return true;
-    }
-
-    /**
-     * Publishes the batch reserved in the budget and returns at once; the settler settles it (ack, retry, dead
-     * letter) once the broker confirmed, and frees its share of the budget.
-     */
-    private void deliver(BusinessSpec spec, int shard, PopResult popped) {
-        int n = popped.entries().size();
-        long size = popped.entries().stream()
-                .mapToLong(e -> e.member().length + (e.payload() == null ? 0 : e.payload().length))
-                .sum();
-        budget.charge(n, size);
-        shardsInFlight.merge(shard, 1, Integer::sum);
-        Runnable settled = () -> {
-            shardsInFlight.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
-            budget.release(n, size);
-        };
-        List<DueMessage> batch;
-        try {
-            batch = DueBatch.of(spec, shard, popped);
-        } catch (RuntimeException | Error e) {
-            settled.run();
-            throw e;
-        }
-        List<PublishOutcome> immediate =
-                settler.publish(spec, shard, popped.token(), batch, settled).getNow(null);
-        if (immediate != null
-                && !immediate.isEmpty()
-                && immediate.stream().allMatch(o -> o.status() == PublishOutcome.Status.NOT_SENT)) {
-            throw new BrokerUnavailableException(immediate.get(0).reason());
-        }
     }
 
     /** Nothing of a batch reached the broker: the worker backs off instead of popping more. */

@@ -1,6 +1,7 @@
 package io.delayrelay.app.config;
 
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 import io.delayrelay.app.engine.BatchPublisher;
 import io.delayrelay.app.engine.PublishOutcome;
@@ -83,8 +84,9 @@ class RelayAutoConfigurationTest {
         BatchPublisher userBatchPublisher() {
             return new BatchPublisher() {
                 @Override
-                public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
-                    return batch.stream().map(m -> PublishOutcome.CONFIRMED).toList();
+                public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
+                    return CompletableFuture.completedFuture(
+                            batch.stream().map(m -> PublishOutcome.CONFIRMED).toList());
                 }
 
                 @Override

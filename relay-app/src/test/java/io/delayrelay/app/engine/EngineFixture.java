@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -198,13 +197,7 @@ final class EngineFixture implements AutoCloseable {
         final List<DueMessage> published = new CopyOnWriteArrayList<>();
 
         @Override
-        public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
-            throw new UnsupportedOperationException("asynchronous only");
-        }
-
-        @Override
-        public CompletableFuture<List<PublishOutcome>> publishAsync(
-                BusinessSpec spec, List<DueMessage> batch, Executor executor) {
+        public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
             published.addAll(batch);
             CompletableFuture<List<PublishOutcome>> confirms = new CompletableFuture<>();
             pending.add(confirms);
@@ -220,9 +213,10 @@ final class EngineFixture implements AutoCloseable {
         final List<DueMessage> published = new CopyOnWriteArrayList<>();
 
         @Override
-        public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
+        public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
             published.addAll(batch);
-            return batch.stream().map(m -> PublishOutcome.CONFIRMED).toList();
+            return CompletableFuture.completedFuture(
+                    batch.stream().map(m -> PublishOutcome.CONFIRMED).toList());
         }
 
         @Override

@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -51,19 +50,12 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         this.messages = new AmqpMessageBuilder(clock);
     }
 
-    @Override
-    public List<PublishOutcome> publish(BusinessSpec spec, List<DueMessage> batch) {
-        return publishAsync(spec, batch, Runnable::run).join();
-    }
-
     /**
      * Publishes every message on the calling thread's channel and returns at once; the future completes on the
-     * connection's thread when every message has its outcome (or at the publish timeout). {@code executor} is not
-     * needed: nothing slow runs on completion here.
+     * connection's thread when every message has its outcome (or at the publish timeout).
      */
     @Override
-    public CompletableFuture<List<PublishOutcome>> publishAsync(
-            BusinessSpec spec, List<DueMessage> batch, Executor executor) {
+    public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
         PendingBatch pending = new PendingBatch(batch.size());
         long timeoutMs = spec.publishTimeout().toMillis();
         PublishChannel channel = null;
