@@ -238,6 +238,8 @@ public final class BusinessSpecResolver {
                 s.getRetryDelay(),
                 s.getRetryDelayMax(),
                 s.getPublishTimeout(),
+                s.getDeadMaxSize(),
+                s.getDeadMaxAge(),
                 s.isPaused(),
                 outgoing);
     }

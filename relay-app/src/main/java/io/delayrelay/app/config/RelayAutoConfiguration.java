@@ -2,6 +2,7 @@ package io.delayrelay.app.config;
 
 import java.util.List;
 
+import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.BatchPublisher;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
@@ -12,6 +13,7 @@ import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -19,6 +21,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.env.Environment;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.core.RedisTemplate;
 
 /**
  * Wires the relay engine from {@code relay.*}, trigger beans, the Redis connection factory and the RabbitMQ
@@ -33,6 +36,9 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 @EnableConfigurationProperties(RelayProperties.class)
 public class RelayAutoConfiguration {
 
+    /** Name of the relay's byte-array Redis template bean. */
+    public static final String RELAY_REDIS_TEMPLATE = "relayRedisTemplate";
+
     @Bean
     @ConditionalOnMissingBean
     public RedisClock relayRedisClock() {
@@ -45,10 +51,20 @@ public class RelayAutoConfiguration {
         return RelayEvents.NOOP;
     }
 
+    /**
+     * The one Redis template of the relay (byte keys and values, no serializer between the relay's bytes and Redis):
+     * the engine's store and the ops, metrics and fleet beans share it.
+     */
+    @Bean
+    @ConditionalOnMissingBean(name = RELAY_REDIS_TEMPLATE)
+    public RedisTemplate<byte[], byte[]> relayRedisTemplate(RedisConnectionFactory redisConnectionFactory) {
+        return ByteRedisTemplates.create(redisConnectionFactory);
+    }
+
     @Bean
     @ConditionalOnMissingBean
-    public ShardStore relayShardStore(RedisConnectionFactory redisConnectionFactory) {
-        return new ShardStore(redisConnectionFactory);
+    public ShardStore relayShardStore(@Qualifier(RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+        return new ShardStore(redis);
     }
 
     @Bean

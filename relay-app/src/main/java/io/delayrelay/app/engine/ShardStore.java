@@ -70,7 +70,12 @@ public class ShardStore {
     private final AtomicLong tokens = new AtomicLong();
 
     public ShardStore(RedisConnectionFactory connectionFactory) {
-        this.redis = ByteRedisTemplates.create(connectionFactory);
+        this(ByteRedisTemplates.create(connectionFactory));
+    }
+
+    /** On the relay's byte template (the {@code relayRedisTemplate} bean the ops, metrics and fleet beans share). */
+    public ShardStore(RedisTemplate<byte[], byte[]> redis) {
+        this.redis = redis;
     }
 
     /**
@@ -274,11 +279,6 @@ public class ShardStore {
     public long shardSize(DelayQueueKeys keys, int shard) {
         Long size = redis.execute(SHARD_SIZE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT));
         return size == null ? 0 : size;
-    }
-
-    /** The template, for operations outside the hot path. */
-    public RedisTemplate<byte[], byte[]> template() {
-        return redis;
     }
 
     private RequeueResult requeue(BusinessSpec spec, int shard, Object[] args) {

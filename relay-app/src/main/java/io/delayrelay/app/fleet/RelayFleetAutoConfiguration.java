@@ -5,13 +5,14 @@ import java.net.UnknownHostException;
 
 import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
-import io.delayrelay.app.engine.ShardStore;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.data.redis.core.RedisTemplate;
 
 /** Fleet-wide operator pause and instance heartbeats, stored in Redis beside the business's keys. */
 @AutoConfiguration(after = RelayAutoConfiguration.class)
@@ -22,8 +23,9 @@ public class RelayFleetAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public OperatorPauseStore relayOperatorPauseStore(ShardStore store) {
-        return new OperatorPauseStore(store.template());
+    public OperatorPauseStore relayOperatorPauseStore(
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+        return new OperatorPauseStore(redis);
     }
 
     @Bean
@@ -35,7 +37,9 @@ public class RelayFleetAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public InstanceHeartbeat relayInstanceHeartbeat(
-            RelayEngine engine, ShardStore store, RelayFleetProperties properties) {
+            RelayEngine engine,
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
+            RelayFleetProperties properties) {
         String host = hostName();
         String id = properties.getInstanceId() != null
                         && !properties.getInstanceId().isBlank()
@@ -44,7 +48,7 @@ public class RelayFleetAutoConfiguration {
         String version = RelayFleetAutoConfiguration.class.getPackage().getImplementationVersion();
         RelayInstance self =
                 new RelayInstance(id, host, version == null ? "dev" : version, System.currentTimeMillis(), 0);
-        return new InstanceHeartbeat(engine, store.template(), self, properties.getHeartbeatInterval());
+        return new InstanceHeartbeat(engine, redis, self, properties.getHeartbeatInterval());
     }
 
     private static String hostName() {

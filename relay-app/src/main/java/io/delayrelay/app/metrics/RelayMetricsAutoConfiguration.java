@@ -5,6 +5,7 @@ import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -12,6 +13,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.data.redis.core.RedisTemplate;
 
 /**
  * Relay metrics when Micrometer and a {@link MeterRegistry} are present: supplies the {@link MicrometerRelayEvents}
@@ -34,8 +36,9 @@ public class RelayMetricsAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public BacklogReader relayBacklogReader(ShardStore store) {
-        return new BacklogReader(store.template());
+    public BacklogReader relayBacklogReader(
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+        return new BacklogReader(redis);
     }
 
     @Bean

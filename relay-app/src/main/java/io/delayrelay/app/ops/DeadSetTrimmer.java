@@ -17,7 +17,6 @@ import io.delayrelay.app.support.PeriodicTask;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.core.env.Environment;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -45,19 +44,13 @@ public class DeadSetTrimmer extends PeriodicTask {
 
     private final RelayEngine engine;
     private final RedisTemplate<byte[], byte[]> redis;
-    private final Environment environment;
     private final RelayEvents events;
 
     public DeadSetTrimmer(
-            RelayEngine engine,
-            RedisTemplate<byte[], byte[]> redis,
-            Environment environment,
-            RelayEvents events,
-            Duration interval) {
+            RelayEngine engine, RedisTemplate<byte[], byte[]> redis, RelayEvents events, Duration interval) {
         super("relay-dead-trimmer", "dead set trim", Duration.ofMillis(Math.max(1, interval.toMillis())));
         this.engine = engine;
         this.redis = redis;
-        this.environment = environment;
         this.events = events;
     }
 
@@ -74,20 +67,23 @@ public class DeadSetTrimmer extends PeriodicTask {
         for (BusinessRelay relay : engine.relays().values()) {
             BusinessSpec spec = relay.spec();
             try {
-                trim(spec, scanWidth(relay), DeadSetBounds.of(environment, spec.name()));
+                trim(spec, scanWidth(relay));
             } catch (RuntimeException e) {
                 log.warn("business={}: trimming the dead set failed: {}", spec.name(), e.toString());
             }
         }
     }
 
-    /** Trims one business's dead sets over shards 0..shards-1 to its bounds. */
-    public Trimmed trim(BusinessSpec spec, int shards, DeadSetBounds bounds) {
+    /**
+     * Trims one business's dead sets over shards 0..shards-1 to its bounds ({@code dead-max-size},
+     * {@code dead-max-age} of the spec in force: a reload applies from the next trim, a rejected one changes nothing).
+     */
+    public Trimmed trim(BusinessSpec spec, int shards) {
         long now = redisNowMs();
-        long tooOld = removeDiedBy(spec, shards, now - bounds.maxAge().toMillis());
+        long tooOld = removeDiedBy(spec, shards, now - spec.deadMaxAge().toMillis());
         long overSize = 0;
         for (int step = 0; step < MAX_SIZE_STEPS; step++) {
-            OptionalLong cutoff = sizeCutoff(spec, shards, bounds.maxSize());
+            OptionalLong cutoff = sizeCutoff(spec, shards, spec.deadMaxSize());
             if (cutoff.isEmpty()) {
                 break;
             }
@@ -97,8 +93,8 @@ public class DeadSetTrimmer extends PeriodicTask {
                 break;
             }
         }
-        report(spec, RelayMeterNames.BOUND_MAX_AGE, tooOld, "older than " + bounds.maxAge());
-        report(spec, RelayMeterNames.BOUND_MAX_SIZE, overSize, "over the cap of " + bounds.maxSize());
+        report(spec, RelayMeterNames.BOUND_MAX_AGE, tooOld, "older than " + spec.deadMaxAge());
+        report(spec, RelayMeterNames.BOUND_MAX_SIZE, overSize, "over the cap of " + spec.deadMaxSize());
         return new Trimmed(tooOld, overSize);
     }
 

@@ -3,7 +3,6 @@ package io.delayrelay.app.ops;
 import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
-import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.fleet.FleetPause;
 import io.delayrelay.app.fleet.InstanceHeartbeat;
 import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
@@ -11,6 +10,7 @@ import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -22,7 +22,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.core.env.Environment;
+import org.springframework.data.redis.core.RedisTemplate;
 
 /**
  * Operations: the {@code relay} actuator endpoint (when actuator is present), readiness that follows the engine,
@@ -50,36 +50,34 @@ public class RelayOpsAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public DeadLetters relayDeadLetters(ShardStore store) {
-        return new DeadLetters(store.template());
+    public DeadLetters relayDeadLetters(
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+        return new DeadLetters(redis);
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public RedisGuardrails relayRedisGuardrails(ShardStore store) {
-        return new RedisGuardrails(store.template());
+    public RedisGuardrails relayRedisGuardrails(
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+        return new RedisGuardrails(redis);
     }
 
     @Bean
     @ConditionalOnMissingBean
     public DeadSetTrimmer relayDeadSetTrimmer(
             RelayEngine engine,
-            ShardStore store,
-            Environment environment,
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
             ObjectProvider<RelayEvents> events,
             RelayOpsProperties properties) {
         return new DeadSetTrimmer(
-                engine,
-                store.template(),
-                environment,
-                events.getIfAvailable(() -> RelayEvents.NOOP),
-                properties.getDeadTrimInterval());
+                engine, redis, events.getIfAvailable(() -> RelayEvents.NOOP), properties.getDeadTrimInterval());
     }
 
     @Bean
     @ConditionalOnMissingBean
-    public ScheduledEntries relayScheduledEntries(ShardStore store) {
-        return new ScheduledEntries(store.template());
+    public ScheduledEntries relayScheduledEntries(
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+        return new ScheduledEntries(redis);
     }
 
     /** The endpoint, when actuator is on the classpath. */
@@ -91,7 +89,8 @@ public class RelayOpsAutoConfiguration {
         @ConditionalOnMissingBean
         public RelayOpsEndpoint relayOpsEndpoint(
                 RelayEngine engine,
-                ShardStore store,
+                @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
+                ObjectProvider<BacklogReader> backlog,
                 DeadLetters deadLetters,
                 RelayOpsProperties properties,
                 ScheduledEntries scheduled,
@@ -100,7 +99,7 @@ public class RelayOpsAutoConfiguration {
                 InstanceHeartbeat heartbeat) {
             return new RelayOpsEndpoint(
                     engine,
-                    new BacklogReader(store.template()),
+                    backlog.getIfAvailable(() -> new BacklogReader(redis)),
                     deadLetters,
                     properties,
                     scheduled,

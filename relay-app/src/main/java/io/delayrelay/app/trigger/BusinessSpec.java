@@ -26,6 +26,8 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param retryDelay       delay before the first retry of a failed delivery; doubles per attempt
  * @param retryDelayMax    cap of the retry delay
  * @param publishTimeout   longest wait for the broker's confirms of a batch
+ * @param deadMaxSize      most dead letters kept (the oldest beyond are trimmed)
+ * @param deadMaxAge       longest a dead letter is kept
  * @param paused           whether configuration pauses the workers (an operator may pause them too)
  * @param outgoing         how entries become AMQP messages
  */
@@ -47,5 +49,7 @@ public record BusinessSpec(
         Duration retryDelay,
         Duration retryDelayMax,
         Duration publishTimeout,
+        int deadMaxSize,
+        Duration deadMaxAge,
         boolean paused,
         OutgoingMessages outgoing) {}

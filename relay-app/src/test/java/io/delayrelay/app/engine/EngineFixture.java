@@ -99,6 +99,8 @@ final class EngineFixture implements AutoCloseable {
                     retryDelay,
                     Duration.ofMinutes(1),
                     publishTimeout,
+                    10_000,
+                    Duration.ofDays(7),
                     false,
                     OutgoingMessages.DEFAULT);
         }

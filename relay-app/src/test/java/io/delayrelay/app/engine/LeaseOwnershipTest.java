@@ -8,6 +8,7 @@ import java.util.List;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.ShardSelector;
+import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.config.BusinessSpecResolver;
 import io.delayrelay.app.ops.DeadLetters;
 import io.delayrelay.app.support.RelayTestKit;
@@ -170,7 +171,7 @@ class LeaseOwnershipTest {
         store.ack(spec, shard, second.token(), members());
         assertThat(payload()).as("the dead letter still needs its payload").isEqualTo("v2");
 
-        DeadLetters deadLetters = new DeadLetters(store.template());
+        DeadLetters deadLetters = new DeadLetters(ByteRedisTemplates.create(kit.redisFactory()));
         assertThat(deadLetters.replay(spec, spec.shards(), ID)).isEqualTo(1);
         PopResult replayed = store.pop(spec, shard);
         assertThat(replayed.entries()).hasSize(1);
@@ -189,7 +190,7 @@ class LeaseOwnershipTest {
         try (RedisConnection c = kit.redis()) {
             c.stringCommands().set(bytes(keys.shard(shard)), bytes("written by someone else"));
         }
-        DeadLetters deadLetters = new DeadLetters(store.template());
+        DeadLetters deadLetters = new DeadLetters(ByteRedisTemplates.create(kit.redisFactory()));
         assertThatThrownBy(() -> deadLetters.replay(spec, spec.shards(), ID))
                 .rootCause()
                 .hasMessageContaining("WRONGTYPE");

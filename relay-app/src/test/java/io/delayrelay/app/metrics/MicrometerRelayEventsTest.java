@@ -96,6 +96,8 @@ class MicrometerRelayEventsTest {
                 Duration.ofSeconds(1),
                 Duration.ofMinutes(1),
                 Duration.ofSeconds(5),
+                10_000,
+                Duration.ofDays(7),
                 false,
                 null);
     }

@@ -47,8 +47,7 @@ class DeadSetTrimmerTest {
         // d-1 died but was scheduled again meanwhile: its payload must survive the trim
         schedule(spec, 1, "d-1", now + 3_600_000L);
 
-        Trimmed trimmed = context.getBean(DeadSetTrimmer.class)
-                .trim(spec, SHARDS, DeadSetBounds.of(context.getEnvironment(), business));
+        Trimmed trimmed = context.getBean(DeadSetTrimmer.class).trim(spec, SHARDS);
 
         assertThat(trimmed).isEqualTo(new Trimmed(0, 7));
         assertThat(deadMembers(spec)).containsExactlyInAnyOrder("d-7", "d-8", "d-9", "d-10", "d-11");
@@ -80,8 +79,7 @@ class DeadSetTrimmerTest {
         dead(spec, 3, "old", now - Duration.ofMinutes(61).toMillis());
         dead(spec, 2, "recent", now - Duration.ofMinutes(59).toMillis());
 
-        Trimmed trimmed = context.getBean(DeadSetTrimmer.class)
-                .trim(spec, SHARDS, DeadSetBounds.of(context.getEnvironment(), business));
+        Trimmed trimmed = context.getBean(DeadSetTrimmer.class).trim(spec, SHARDS);
 
         assertThat(trimmed).isEqualTo(new Trimmed(2, 0));
         assertThat(deadMembers(spec)).containsExactly("recent");
@@ -100,13 +98,12 @@ class DeadSetTrimmerTest {
             dead(spec, i % SHARDS, "r-" + i, now - 1_000_000L + i);
         }
         DeadSetTrimmer trimmer = context.getBean(DeadSetTrimmer.class);
-        DeadSetBounds bounds = DeadSetBounds.of(context.getEnvironment(), business);
         CyclicBarrier together = new CyclicBarrier(2);
         List<CompletableFuture<Trimmed>> replicas = new ArrayList<>();
         for (int r = 0; r < 2; r++) {
             replicas.add(CompletableFuture.supplyAsync(() -> {
                 await(together);
-                return trimmer.trim(spec, SHARDS, bounds);
+                return trimmer.trim(spec, SHARDS);
             }));
         }
         long removed = 0;
