@@ -44,6 +44,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * {@code notify-keyspace-events} with {@code K} and {@code z} (or {@code A}); the relay sets them with
  * {@code CONFIG SET} only when {@code relay.wake.configure-redis=true}. Without them it falls back to polling at
  * max-idle and says, once, what to configure.
+ * <p>
+ * Longer than 300 lines because it carries the standalone and the Cluster variant of every Redis call it makes
+ * (flag check, pub/sub connection, head reads), so the rest of the relay sees one wake-up source.
  */
 public final class KeyspaceWakeSource {
 
