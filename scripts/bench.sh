@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks the relay against a RabbitMQ ceiling and two baselines (the seed design, Redisson RDelayedQueue) and
-# prints one table of figures and ratios measured in the same run; also writes it to bench-results/<date>.md.
+# prints one table of figures and ratios measured in the same run; also writes it to bench/results/<date>.md.
 set -euo pipefail
 
 usage() {
@@ -19,7 +19,7 @@ Runs in one go, on the local Redis and RabbitMQ:
               plain ZADD producer), seed, Redisson. The relay runs as its exec jar, the producer and the consumer
               each in their own JVM (due->published, published->received from the x-delay-relayed-at header);
               the 4-stage breakdown (due->popped, popped->published, published->confirmed, confirmed->received)
-              comes from an in-process run at 5k msg/s. Logs: bench-results/logs/<date>[-full]/
+              comes from an in-process run at 5k msg/s. Logs: bench/results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
@@ -27,19 +27,19 @@ Runs in one go, on the local Redis and RabbitMQ:
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
   --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);
-                  backlog 10,000,000; writes bench-results/<date>-full.md. Around 45 minutes (prints an
+                  backlog 10,000,000; writes bench/results/<date>-full.md. Around 45 minutes (prints an
                   estimate and the progress of every part; a failing part is reported and the run goes on).
   --messages N    messages per drain instead of the mode's default
   --only LIST     comma-separated subset of: drain,idle,lag,backlog (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
-  --skip-build    reuse the last build of the relay and of scripts/bench
+  --skip-build    reuse the last build of the relay and of the bench
 
 Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), RABBIT_HOST (127.0.0.1), RABBIT_PORT (5672),
              BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g).
 The private Redis runs with notify-keyspace-events Kz (keyspace notifications wake the relay).
 Builds through the reactor (-Pbench): nothing is installed into ~/.m2. PerfTest (com.rabbitmq:perf-test) is
-resolved from Maven Central by scripts/bench/perf-test.xml.
+resolved from Maven Central by bench/perf-test.xml.
 Needs: java 17+, redis-server and redis-cli (for the private instance), RabbitMQ with guest/guest.
 Cleans up every key, exchange and queue it creates.
 USAGE
@@ -92,17 +92,17 @@ fi
 
 if [ "$BUILD" = 1 ]; then
   # Through the reactor (-Pbench): the harness uses this checkout's relay jars, nothing is installed into ~/.m2.
-  echo "[bench] building the relay and scripts/bench (tests skipped)" >&2
-  (cd "$ROOT" && ./mvnw -B -q -Pbench package dependency:build-classpath -DskipTests -pl scripts/bench -am \
+  echo "[bench] building the relay and the bench (tests skipped)" >&2
+  (cd "$ROOT" && ./mvnw -B -q -Pbench package dependency:build-classpath -DskipTests -pl bench -am \
       -Dmdep.outputFile=target/classpath.txt) || {
-    echo "error: building the relay or scripts/bench failed (above); fix it, or pass --skip-build" >&2
+    echo "error: building the relay or the bench failed (above); fix it, or pass --skip-build" >&2
     exit 1
   }
-  (cd "$ROOT" && ./mvnw -B -q -f scripts/bench/perf-test.xml dependency:build-classpath \
+  (cd "$ROOT" && ./mvnw -B -q -f bench/perf-test.xml dependency:build-classpath \
       -Dmdep.outputFile=target/perf-test-classpath.txt) || {
     echo "error: resolving RabbitMQ PerfTest (com.rabbitmq:perf-test) failed (above)" >&2; exit 1; }
 fi
-[ -f "$ROOT/scripts/bench/target/classpath.txt" ] || { echo "error: scripts/bench is not built; run without --skip-build" >&2; exit 1; }
+[ -f "$ROOT/bench/target/classpath.txt" ] || { echo "error: the bench is not built; run without --skip-build" >&2; exit 1; }
 
 PRIVATE_DIR=""
 cleanup() {
@@ -113,8 +113,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-BENCH_ARGS=(--rabbit "$RABBIT_HOST:$RABBIT_PORT" --out "$ROOT/bench-results"
-            --perf-test-classpath "$ROOT/scripts/bench/target/perf-test-classpath.txt")
+BENCH_ARGS=(--rabbit "$RABBIT_HOST:$RABBIT_PORT" --out "$ROOT/bench/results"
+            --perf-test-classpath "$ROOT/bench/target/perf-test-classpath.txt")
 if [ "$SHARED" = 0 ]; then
   if redis-cli -h 127.0.0.1 -p "$BENCH_REDIS_PORT" ping >/dev/null 2>&1; then
     echo "error: port $BENCH_REDIS_PORT is already in use; set BENCH_REDIS_PORT to a free port" >&2
@@ -138,7 +138,7 @@ else
 fi
 [ -z "$ONLY" ] || BENCH_ARGS+=(--only "$ONLY")
 
-cd "$ROOT/scripts/bench"
+cd "$ROOT/bench"
 # Run on a private copy of the relay's jars: a build in this checkout while the benchmark runs would replace them.
 rm -rf target/relay-lib && mkdir -p target/relay-lib
 CP=""
@@ -153,7 +153,7 @@ done
 EXEC_JAR=$(ls "$ROOT"/relay-app/target/relay-app-*-exec.jar 2>/dev/null | head -1 || true)
 [ -n "$EXEC_JAR" ] || { echo "error: relay-app/target/relay-app-*-exec.jar is missing; run without --skip-build" >&2; exit 1; }
 cp "$EXEC_JAR" target/relay-lib/
-LOGS="$ROOT/bench-results/logs/$(date +%Y-%m-%d)$FULL"
+LOGS="$ROOT/bench/results/logs/$(date +%Y-%m-%d)$FULL"
 mkdir -p "$LOGS"
 echo "[bench] logs of the processes the bench starts (the relay's exec jar, lag producer and consumer): $LOGS" >&2
 BENCH_ARGS+=(--relay-jar "target/relay-lib/$(basename "$EXEC_JAR")" --logs "$LOGS")

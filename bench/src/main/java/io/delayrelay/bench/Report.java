@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
-/** Collects the figures and renders them as one markdown table set (printed, and written to bench-results/). */
+/** Collects the figures and renders them as one markdown table set (printed, and written to bench/results/). */
 final class Report {
 
     private final BenchConfig config;
@@ -471,12 +471,12 @@ final class Report {
                 config.lagSeconds()));
         b.append("JVMs 3: one relay JVM, started once and warmed up by " + LagProcesses.WARM_UP_SECONDS
                 + " s of traffic before the first run, as a daemon runs, serves every 3-JVM run as its exec jar (`java -jar relay-app-*-exec.jar`, 1 business, 16 shards, "
-                + "defaults), the producer and the consumer each in their own JVM (scripts/bench LagProcess); "
+                + "defaults), the producer and the consumer each in their own JVM (bench LagProcess); "
                 + "each run's fresh producer and consumer warm up for " + LagProcesses.NEXT_WARM_UP_SECONDS
                 + " s, and the measured phase starts once no JIT compiler thread of the three JVMs used CPU for "
                 + LagProcesses.JIT_IDLE_MS / 1000 + " s; cores busy = CPU time / wall time of the measured phase "
                 + "until the last message arrived (broker: every beam.smp; Redis: used_cpu of the private "
-                + "instance; producer: its own measured phase); the relay's log is kept in bench-results/logs/. JVMs 1: relay (in-process Spring context), producer "
+                + "instance; producer: its own measured phase); the relay's log is kept in bench/results/logs/. JVMs 1: relay (in-process Spring context), producer "
                 + "and consumer in the harness JVM, as a user's app embedding the relay would; the baselines run "
                 + "that way too.\n\n");
         b.append("| contender | JVMs | rate msg/s (achieved) | sent | received | p50 ms | p99 ms | p999 ms | max ms |\n"

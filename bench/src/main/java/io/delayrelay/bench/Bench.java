@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench-results/.
+ * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench/results/.
  *
  * <pre>
  * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
@@ -25,7 +25,7 @@ public final class Bench {
         int messages = 0;
         String redis = "127.0.0.1:6379";
         String rabbit = "127.0.0.1:5672";
-        Path out = Path.of("bench-results");
+        Path out = Path.of("results");
         List<String> only = List.of();
         Path perfTestClasspath = null;
         Path relayJar = null;
