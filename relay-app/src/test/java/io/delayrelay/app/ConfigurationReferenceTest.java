@@ -104,8 +104,8 @@ class ConfigurationReferenceTest {
     }
 
     private static Map<String, String> readmeRows() throws Exception {
-        Path readme = Path.of("..", "README.md");
-        String text = Files.readString(readme, StandardCharsets.UTF_8);
+        String text = Files.readString(Path.of("..", "docs", "configuration.md"), StandardCharsets.UTF_8)
+                + Files.readString(Path.of("..", "README.md"), StandardCharsets.UTF_8);
         Map<String, String> rows = new LinkedHashMap<>();
         Matcher m = ROW.matcher(text);
         while (m.find()) {

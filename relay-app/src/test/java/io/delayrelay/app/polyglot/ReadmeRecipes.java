@@ -45,7 +45,7 @@ final class ReadmeRecipes {
                     + Path.of("").toAbsolutePath());
         }
         try {
-            return new ReadmeRecipes(dir, Files.readString(dir.resolve("README.md")));
+            return new ReadmeRecipes(dir, Files.readString(dir.resolve("docs/redis-contract.md")));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
