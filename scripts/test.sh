@@ -7,8 +7,8 @@ usage() {
 Usage: scripts/test.sh [extra Maven arguments]
 
 Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/services.sh up), then runs
-./mvnw -B verify. For ReadmeRecipesTest (the README's producer recipes, run as written) it also installs Python's
-redis package (Debian python3-redis, when root) and runs `npm ci` in scripts/polyglot. The tests talk to the real
+./mvnw -B verify. For ReadmeRecipesTest (runs the producers of examples/producers/) it also installs Python's
+redis package (Debian python3-redis, when root) and runs `npm ci` in examples/producers. The tests talk to the real
 servers (REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override where); with neither local servers nor Docker they
 fail with a message saying how to start them.
 Example: scripts/test.sh -pl relay-app -Dtest=DeliveryTimingTest
@@ -32,11 +32,11 @@ if ! command -v docker-compose >/dev/null 2>&1; then
   fi
 fi
 
-# ReadmeRecipesTest runs the README's producer recipes: Python needs the `redis` package, Node the lock file's
-# packages in scripts/polyglot/ (ioredis, crc-32). Without them that test fails saying how to install them.
+# ReadmeRecipesTest runs the producers of examples/producers/: Python needs the `redis` package, Node the lock file's
+# packages in examples/producers/ (ioredis, crc-32). Without them that test fails saying how to install them.
 if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "installing python3-redis (Debian package) for the README's Python recipe..."
+    echo "installing python3-redis (Debian package) for the Python producer example..."
     (apt-get install -y -qq --no-install-recommends python3-redis >/dev/null 2>&1 \
       || (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-redis >/dev/null)) \
       || echo "could not install python3-redis; ReadmeRecipesTest will say how to install it" >&2
@@ -46,13 +46,13 @@ if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import 
   fi
 fi
 if command -v npm >/dev/null 2>&1; then
-  if [ ! -f scripts/polyglot/node_modules/.package-lock.json ] \
-    || [ scripts/polyglot/package-lock.json -nt scripts/polyglot/node_modules/.package-lock.json ]; then
-    (cd scripts/polyglot && npm ci --no-audit --no-fund --loglevel=error) \
-      || echo "npm ci in scripts/polyglot failed; ReadmeRecipesTest will say how to install it" >&2
+  if [ ! -f examples/producers/node_modules/.package-lock.json ] \
+    || [ examples/producers/package-lock.json -nt examples/producers/node_modules/.package-lock.json ]; then
+    (cd examples/producers && npm ci --no-audit --no-fund --loglevel=error) \
+      || echo "npm ci in examples/producers failed; ReadmeRecipesTest will say how to install it" >&2
   fi
 else
-  echo "node/npm are missing: ReadmeRecipesTest needs Node 18+ and 'npm ci' in scripts/polyglot" >&2
+  echo "node/npm are missing: ReadmeRecipesTest needs Node 18+ and 'npm ci' in examples/producers" >&2
 fi
 
 # ConsoleBrowserTest drives Debian's chromium through chromium-driver; the helm module checks the alert rules with

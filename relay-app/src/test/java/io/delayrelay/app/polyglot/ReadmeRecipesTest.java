@@ -1,6 +1,5 @@
 package io.delayrelay.app.polyglot;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,14 +20,13 @@ import io.delayrelay.api.MetaFields;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.api.ShardSelector;
-import io.delayrelay.app.polyglot.ReadmeRecipes.Vector;
+import io.delayrelay.app.polyglot.ProducerExamples.Vector;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.data.redis.connection.RedisConnection;
@@ -37,11 +35,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The README's producer recipes for other languages, run as written (issue 14): the shell (redis-cli), Python and
- * Node blocks are extracted from README.md and called through scripts/polyglot/'s drivers against the real Redis;
- * the relay delivers what they schedule to a real queue, byte for byte; the Java producer cancels and reschedules what
- * they scheduled by id, and they cancel and reschedule what it scheduled. A key name, the shard rule or a script
- * argument changed in Java but not in the README fails here.
+ * The producers for other languages in examples/producers/, run as users run them: the shell (redis-cli), Python and
+ * Node files are called as commands against the real Redis; the relay delivers what they schedule to a real queue,
+ * byte for byte; the Java producer cancels and reschedules what they scheduled by id, and they cancel and reschedule
+ * what it scheduled; each gives the shard test vectors of docs/redis-contract.md. A key name, the shard rule or a
+ * script argument changed in Java but not in the examples fails here. The Go file is checked for the contract's names
+ * only: no Go toolchain runs in this build, and its header and the contract document say so.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ReadmeRecipesTest {
@@ -54,13 +53,10 @@ class ReadmeRecipesTest {
     private static final Duration PROMPT = Duration.ofSeconds(10);
 
     private final RelayTestKit kit = new RelayTestKit();
-    private final ReadmeRecipes readme = ReadmeRecipes.load();
+    private final ProducerExamples examples = ProducerExamples.load();
     private final Map<String, String> businessOf = new HashMap<>();
     private final Map<String, BlockingQueue<Received>> receivedOf = new HashMap<>();
     private RedisDelayedMessageProducer producer;
-
-    @TempDir
-    Path recipes;
 
     @BeforeAll
     void startRelay() {
@@ -73,7 +69,7 @@ class ReadmeRecipesTest {
             businessOf.put(language, business);
         }
         kit.startRelay(properties);
-        // the recipes read M from K:meta: wait until the relay wrote it, as a producer starting after it would
+        // the examples read M from K:meta: wait until the relay wrote it, as a producer starting after it would
         await().atMost(Duration.ofSeconds(10)).until(() -> businessOf.values().stream()
                 .allMatch(b -> Integer.toString(SHARDS).equals(hget(keysOf(b).meta(), MetaFields.SHARDS))));
         producer = kit.producer();
@@ -85,9 +81,20 @@ class ReadmeRecipesTest {
     }
 
     @Test
-    void theReadmeMarksTheShellPythonNodeAndGoRecipesAndShardVectorsWithAHighBitCrc() {
-        assertThat(readme.recipes()).containsOnlyKeys("shell", "python", "node", "go");
-        assertThat(readme.vectors())
+    void theContractLinksAnExamplePerLanguageAndGivesShardVectorsWithAHighBitCrc() {
+        String contract = ProducerExamples.read(examples.root().resolve(ProducerExamples.CONTRACT_DOC));
+        for (String language : List.of("shell", "python", "node", "go")) {
+            assertThat(examples.file(language)).as("%s example", language).isRegularFile();
+            assertThat(contract)
+                    .as("%s links the %s example", ProducerExamples.CONTRACT_DOC, language)
+                    .contains(
+                            "](../examples/producers/" + examples.file(language).getFileName() + ")");
+        }
+        assertThat(examples.sources().get("go"))
+                .as("the Go example says plainly that the build does not run it")
+                .contains("NOT run by the build");
+        assertThat(contract).contains("The Go file is not run by the build");
+        assertThat(examples.vectors())
                 .hasSizeGreaterThanOrEqualTo(4)
                 .anySatisfy(v -> assertThat(v.key()).as("a non-ASCII key").isNotEqualTo(asciiOnly(v.key())))
                 .anySatisfy(v -> assertThat(v.crc32())
@@ -96,8 +103,22 @@ class ReadmeRecipesTest {
     }
 
     @Test
-    void javaGivesTheReadmeShardVectors() {
-        for (Vector v : readme.vectors()) {
+    void theContractShowsEachExampleAsItIs() {
+        assertThat(examples.excerpts())
+                .extracting(ProducerExamples.Excerpt::file)
+                .containsExactlyInAnyOrder(ProducerExamples.FILES.keySet().stream()
+                        .map(examples::file)
+                        .toArray(Path[]::new));
+        for (ProducerExamples.Excerpt excerpt : examples.excerpts()) {
+            assertThat(ProducerExamples.read(excerpt.file()))
+                    .as("%s shows this text of %s", ProducerExamples.CONTRACT_DOC, excerpt.file())
+                    .contains(excerpt.code());
+        }
+    }
+
+    @Test
+    void javaGivesTheContractShardVectors() {
+        for (Vector v : examples.vectors()) {
             byte[] key = v.key().getBytes(StandardCharsets.UTF_8);
             assertThat(ShardSelector.crc32(key)).as("CRC32 of %s", v.key()).isEqualTo(v.crc32());
             assertThat(ShardSelector.shardOf(key, 16))
@@ -111,9 +132,9 @@ class ReadmeRecipesTest {
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"shell", "python", "node"})
-    void theRecipeGivesTheReadmeShardVectors(String language) throws IOException {
-        RecipeRunner recipe = RecipeRunner.of(language, readme, recipes);
-        List<Vector> vectors = readme.vectors();
+    void theExampleGivesTheContractShardVectors(String language) {
+        RecipeRunner recipe = RecipeRunner.of(language, examples);
+        List<Vector> vectors = examples.vectors();
         String[] keys = vectors.stream().map(Vector::key).toArray(String[]::new);
         assertThat(recipe.run(concat("shard", "16", keys)).lines())
                 .containsExactlyElementsOf(vectors.stream()
@@ -127,8 +148,8 @@ class ReadmeRecipesTest {
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"shell", "python", "node"})
-    void recipesAndTheJavaProducerScheduleCancelAndRescheduleEachOthersEntries(String language) throws Exception {
-        RecipeRunner recipe = RecipeRunner.of(language, readme, recipes);
+    void examplesAndTheJavaProducerScheduleCancelAndRescheduleEachOthersEntries(String language) throws Exception {
+        RecipeRunner recipe = RecipeRunner.of(language, examples);
         String business = businessOf.get(language);
         String k = keysOf(business).sourceKey();
         // quotes, a backslash, shell metacharacters, non-ASCII, a newline: what a shell or a JSON payload may hold
@@ -210,8 +231,8 @@ class ReadmeRecipesTest {
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"shell", "python", "node"})
-    void recipesFindEntriesScheduledUnderAnEarlierShardCountAndKeepOneCopy(String language) throws IOException {
-        RecipeRunner recipe = RecipeRunner.of(language, readme, recipes);
+    void examplesFindEntriesScheduledUnderAnEarlierShardCountAndKeepOneCopy(String language) {
+        RecipeRunner recipe = RecipeRunner.of(language, examples);
         String business = kit.business("poly-reshard-" + language);
         DelayQueueKeys keys = keysOf(business);
         RedisDelayedMessageProducer javaProducer =
@@ -239,26 +260,26 @@ class ReadmeRecipesTest {
     }
 
     @Test
-    void everyRecipeBuildsTheKeysOfTheJavaContractAndCallsItsScripts() {
+    void everyExampleBuildsTheKeysOfTheJavaContractAndCallsItsScripts() {
         DelayQueueKeys keys = DelayQueueKeys.of("K");
         List<String> suffixes = List.of(keys.payloads(0), keys.inflight(0), keys.attempts(0), keys.dead(0)).stream()
                 .map(key -> key.substring(key.indexOf('}')))
                 .toList();
-        readme.recipes().forEach((language, code) -> {
+        examples.sources().forEach((language, code) -> {
             for (String suffix : suffixes) {
                 assertThat(code)
-                        .as("%s recipe builds {K:i}%s", language, suffix.substring(1))
+                        .as("%s example builds {K:i}%s", language, suffix.substring(1))
                         .containsPattern(word(suffix));
             }
             for (String name : List.of(
                     keys.meta().substring(1), keys.wake().substring(1), MetaFields.SHARDS, MetaFields.HISTORY)) {
-                assertThat(code).as("%s recipe uses %s", language, name).containsPattern(word(name));
+                assertThat(code).as("%s example uses %s", language, name).containsPattern(word(name));
             }
             for (String script : List.of("schedule", "reschedule", "cancel")) {
                 assertThat(code)
-                        .as("%s recipe runs %s.lua", language, script)
+                        .as("%s example runs %s.lua", language, script)
                         .containsPattern("['\" ]" + script + "['\" ]");
-                assertThat(Files.isRegularFile(readme.root().resolve("contract/" + script + ".lua")))
+                assertThat(Files.isRegularFile(examples.root().resolve("contract/" + script + ".lua")))
                         .isTrue();
             }
         });

@@ -12,8 +12,8 @@ import java.util.concurrent.TimeUnit;
 import io.delayrelay.app.support.TestServices;
 
 /**
- * Runs the functions of one README recipe through its driver in scripts/polyglot/ (one process per call, from the
- * repository root, against the test Redis). A missing tool fails with how to install it.
+ * Runs one command of a producer example in examples/producers/ (one process per call, from the repository root,
+ * against the test Redis), as a user runs the file. A missing tool fails with how to install it.
  */
 final class RecipeRunner {
 
@@ -29,11 +29,11 @@ final class RecipeRunner {
         this.command = command;
     }
 
-    /** A runner for the README's recipe in {@code language} (shell, python or node), written to {@code dir}. */
-    static RecipeRunner of(String language, ReadmeRecipes readme, Path dir) throws IOException {
-        Path root = readme.root();
-        Path drivers = root.resolve("scripts/polyglot");
-        List<String> launcher =
+    /** A runner for the producer example in {@code language} (shell, python or node), run as a user runs it. */
+    static RecipeRunner of(String language, ProducerExamples examples) {
+        Path root = examples.root();
+        Path file = examples.file(language);
+        List<String> command =
                 switch (language) {
                     case "shell" -> {
                         requireTool(
@@ -43,35 +43,25 @@ final class RecipeRunner {
                                 "bash",
                                 "-c",
                                 "redis-cli --version && gzip --version && od --version");
-                        yield List.of("bash", drivers.resolve("driver.sh").toString());
+                        yield List.of("bash", file.toString());
                     }
-                    case "python" -> List.of(
-                            python(root), drivers.resolve("driver.py").toString());
+                    case "python" -> List.of(python(root), file.toString());
                     case "node" -> {
                         requireTool(root, "Node.js 18+", "apt-get install nodejs npm", "node", "--version");
-                        if (!Files.isDirectory(drivers.resolve("node_modules/ioredis"))
-                                || !Files.isDirectory(drivers.resolve("node_modules/crc-32"))) {
-                            throw new IllegalStateException("the Node recipe needs ioredis and crc-32: run "
-                                    + "'(cd scripts/polyglot && npm ci)' (scripts/test.sh does it)");
+                        Path modules = examples.directory().resolve("node_modules");
+                        if (!Files.isDirectory(modules.resolve("ioredis"))
+                                || !Files.isDirectory(modules.resolve("crc-32"))) {
+                            throw new IllegalStateException("the Node example needs ioredis and crc-32: run "
+                                    + "'(cd examples/producers && npm ci)' (scripts/test.sh does it)");
                         }
-                        yield List.of("node", drivers.resolve("driver.js").toString());
+                        yield List.of("node", file.toString());
                     }
-                    default -> throw new IllegalArgumentException("no driver for recipe language " + language);
+                    default -> throw new IllegalArgumentException("no runner for example language " + language);
                 };
-        String extension =
-                switch (language) {
-                    case "shell" -> ".sh";
-                    case "python" -> ".py";
-                    default -> ".js";
-                };
-        Path recipe = dir.resolve("recipe-" + language + extension);
-        Files.writeString(recipe, readme.recipe(language));
-        List<String> command = new ArrayList<>(launcher);
-        command.add(recipe.toString());
         return new RecipeRunner(language, root, command);
     }
 
-    /** Runs a driver command and returns its output without the trailing newline; fails on a non-zero exit. */
+    /** Runs an example command and returns its output without the trailing newline; fails on a non-zero exit. */
     String run(String... args) {
         List<String> full = new ArrayList<>(command);
         full.addAll(List.of(args));
@@ -85,12 +75,12 @@ final class RecipeRunner {
             if (!process.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
                 throw new IllegalStateException(
-                        language + " recipe " + List.of(args) + " did not finish in " + TIMEOUT_SECONDS + " s");
+                        language + " example " + List.of(args) + " did not finish in " + TIMEOUT_SECONDS + " s");
             }
             String text = new String(out, StandardCharsets.UTF_8).stripTrailing();
             if (process.exitValue() != 0) {
                 throw new IllegalStateException(
-                        language + " recipe " + List.of(args) + " exited with " + process.exitValue() + ":\n" + text);
+                        language + " example " + List.of(args) + " exited with " + process.exitValue() + ":\n" + text);
             }
             return text;
         } catch (IOException e) {
@@ -123,14 +113,15 @@ final class RecipeRunner {
                 return candidate;
             }
         }
-        throw new IllegalStateException("the Python recipe needs Python 3 with the redis package; none of " + candidates
-                + " has it: apt-get install python3-redis (scripts/test.sh does it as root) or pip install redis, "
-                + "or point POLYGLOT_PYTHON at an interpreter that has it");
+        throw new IllegalStateException(
+                "the Python example needs Python 3 with the redis package; none of " + candidates
+                        + " has it: apt-get install python3-redis (scripts/test.sh does it as root) or pip install redis, "
+                        + "or point POLYGLOT_PYTHON at an interpreter that has it");
     }
 
     private static void requireTool(Path root, String what, String install, String... check) {
         if (!succeeds(root, check)) {
-            throw new IllegalStateException("the recipe needs " + what + ": " + install);
+            throw new IllegalStateException("the example needs " + what + ": " + install);
         }
     }
 
