@@ -29,16 +29,18 @@ import tools.jackson.databind.json.JsonMapper;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The README's property tables are the truth users read: every property is listed there, with the default the
- * code really uses (defaults are defined once, in the properties classes).
+ * The property tables of docs/configuration.md are the truth users read: every property is listed there, with the
+ * default the code really uses (defaults are defined once, in the properties classes). The README's settings summary
+ * repeats some rows; each must say what the reference says.
  */
 class ConfigurationReferenceTest {
 
+    private static final String REFERENCE = "docs/configuration.md";
     private static final Pattern ROW = Pattern.compile("^\\| `([^`]+)` \\| (.+?) \\|", Pattern.MULTILINE);
 
     @Test
-    void readmeListsEveryPropertyWithTheDefaultTheCodeUses() throws Exception {
-        Map<String, String> documented = readmeRows();
+    void theReferenceListsEveryPropertyWithTheDefaultTheCodeUses() throws Exception {
+        Map<String, String> documented = referenceRows();
         List<String> problems = new ArrayList<>();
         check(problems, documented, "…", new BusinessSettings());
         check(problems, documented, "relay.", new RelayProperties());
@@ -53,12 +55,12 @@ class ConfigurationReferenceTest {
 
     /**
      * What IDEs show (the configuration processor's metadata, plus META-INF/additional-spring-configuration-metadata.json)
-     * matches the README: every {@code relay.*} property, {@code relay.defaults.*} expanded, with the README's default,
+     * matches the reference: every {@code relay.*} property, {@code relay.defaults.*} expanded, with its default,
      * described in plain text (no Javadoc tags).
      */
     @Test
     void generatedMetadataDescribesEveryDocumentedPropertyInPlainText() throws Exception {
-        Map<String, String> documented = readmeRows();
+        Map<String, String> documented = referenceRows();
         JsonNode metadata = JsonMapper.builder()
                 .build()
                 .readTree(Path.of("target", "classes", "META-INF", "spring-configuration-metadata.json")
@@ -76,11 +78,11 @@ class ConfigurationReferenceTest {
             String description =
                     property.has("description") ? property.get("description").asString() : "";
             if (cell == null) {
-                problems.add(row + " is in the metadata but not in the README's property tables");
+                problems.add(row + " is in the metadata but not in " + REFERENCE);
             } else if (property.has("defaultValue")
                     && !cell.equals("`" + property.get("defaultValue").asString() + "`")) {
-                problems.add(
-                        row + ": README says " + cell + ", the metadata's default is " + property.get("defaultValue"));
+                problems.add(row + ": " + REFERENCE + " says " + cell + ", the metadata's default is "
+                        + property.get("defaultValue"));
             }
             if (description.isBlank() || description.contains("{@")) {
                 problems.add(name + ": description missing or not plain text: '" + description + "'");
@@ -103,9 +105,25 @@ class ConfigurationReferenceTest {
         assertThat(exchangeTypes).containsExactly("direct", "topic", "fanout", "headers");
     }
 
-    private static Map<String, String> readmeRows() throws Exception {
-        String text = Files.readString(Path.of("..", "docs", "configuration.md"), StandardCharsets.UTF_8)
-                + Files.readString(Path.of("..", "README.md"), StandardCharsets.UTF_8);
+    @Test
+    void theReadmeSettingsSummaryAgreesWithTheReference() throws Exception {
+        String readme = Files.readString(Path.of("..", "README.md"), StandardCharsets.UTF_8);
+        int start = readme.indexOf("\n## Settings\n");
+        assertThat(start).as("README.md has a '## Settings' section").isNotNegative();
+        int end = readme.indexOf("\n## ", start + 1);
+        Map<String, String> summary = rows(readme.substring(start, end < 0 ? readme.length() : end));
+        Map<String, String> reference = referenceRows();
+        assertThat(summary).as("README settings rows").hasSizeGreaterThanOrEqualTo(10);
+        summary.forEach((name, cell) -> assertThat(reference.get(name))
+                .as("the default of %s in README.md and %s", name, REFERENCE)
+                .isEqualTo(cell));
+    }
+
+    private static Map<String, String> referenceRows() throws Exception {
+        return rows(Files.readString(Path.of("..", REFERENCE), StandardCharsets.UTF_8));
+    }
+
+    private static Map<String, String> rows(String text) {
         Map<String, String> rows = new LinkedHashMap<>();
         Matcher m = ROW.matcher(text);
         while (m.find()) {
@@ -129,12 +147,13 @@ class ConfigurationReferenceTest {
             String name = prefix + kebab(property.getName());
             String cell = documented.get(name);
             if (cell == null) {
-                problems.add(name + " is not in the README's property tables");
+                problems.add(name + " is not in " + REFERENCE);
                 continue;
             }
             Object value = property.getReadMethod().invoke(defaults);
             if (value != null && !cell.equals("`" + format(value) + "`")) {
-                problems.add(name + ": README says " + cell + ", the code's default is `" + format(value) + "`");
+                problems.add(
+                        name + ": " + REFERENCE + " says " + cell + ", the code's default is `" + format(value) + "`");
             }
         }
     }
