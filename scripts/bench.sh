@@ -121,7 +121,7 @@ if [ "$SHARED" = 0 ]; then
     exit 1
   fi
   PRIVATE_DIR=$(mktemp -d)
-  # Keyspace notifications on, as the relay's README recommends: the relay wakes on any producer's ZADD.
+  # Keyspace notifications on, as docs/operations.md recommends: the relay wakes on any producer's ZADD.
   redis-server --daemonize yes --bind 127.0.0.1 --port "$BENCH_REDIS_PORT" --save "" --appendonly no \
     --notify-keyspace-events Kz \
     --dir "$PRIVATE_DIR" --logfile "$PRIVATE_DIR/redis.log" --pidfile "$PRIVATE_DIR/redis.pid" >/dev/null

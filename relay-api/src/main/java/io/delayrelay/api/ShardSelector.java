@@ -8,7 +8,7 @@ import java.util.zip.CRC32;
  * taken as an unsigned 32-bit number. The sharding key is the id for entries scheduled by id, otherwise the
  * message itself.
  *
- * <p>Test vector: {@code "hello"} has CRC32 {@code 0x3610A686} (907060870), so shard 6 of 16. More in the README.
+ * <p>Test vector: {@code "hello"} has CRC32 {@code 0x3610A686} (907060870), so shard 6 of 16. More in docs/redis-contract.md.
  */
 public final class ShardSelector {
 

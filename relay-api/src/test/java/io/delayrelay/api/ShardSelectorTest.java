@@ -9,7 +9,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** The published test vectors (README): other languages must produce the same numbers. */
+/** The published test vectors (docs/redis-contract.md): other languages must produce the same numbers. */
 class ShardSelectorTest {
 
     @ParameterizedTest

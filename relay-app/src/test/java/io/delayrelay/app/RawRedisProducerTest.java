@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** A producer in another language: plain redis-cli commands following the README's recipe, no wake-up. */
+/** A producer in another language: plain redis-cli commands following the shell producer of examples/producers, no wake-up. */
 class RawRedisProducerTest {
 
     private final RelayTestKit kit = new RelayTestKit();

@@ -11,7 +11,7 @@ public class RelayFailureAnalyzer extends AbstractFailureAnalyzer<RelayConfigura
     protected FailureAnalysis analyze(Throwable rootFailure, RelayConfigurationException cause) {
         return new FailureAnalysis(
                 cause.getMessage(),
-                "Fix the listed relay.* properties (or trigger beans) and start again. Property reference: README.md.",
+                "Fix the listed relay.* properties (or trigger beans) and start again. Property reference: docs/configuration.md.",
                 cause);
     }
 }

@@ -22,7 +22,7 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * An operator's pause is followed through the notice on {@code K:wake} (the periodic re-read is only a backstop),
- * also when it is written by hand as the README describes; without the notice the re-read picks it up.
+ * also when it is written by hand as docs/operations.md describes; without the notice the re-read picks it up.
  */
 class FleetPauseTest {
 

@@ -46,7 +46,7 @@ class RedisAclTest {
     static final String RELAY_PASSWORD = "relay-Secret-0815";
     static final String PRODUCER_PASSWORD = "producer-Secret-1337";
 
-    /** The relay's rules (README "Scale-out, faults and security"): default source keys delayqueue:*. */
+    /** The relay's rules (docs/operations.md, "Redis: password, ACL user, TLS"): default source keys delayqueue:*. */
     static final String RELAY_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
             + " -@all +hello +ping +info +evalsha +eval +time +type +subscribe +unsubscribe +incrby +set"
             + " +hget +hset +hmget +hdel +hgetall +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore";
@@ -108,7 +108,8 @@ class RedisAclTest {
             props.put("spring.data.redis.port", PORT);
             props.put("spring.data.redis.username", "delay-relay");
             props.put("spring.data.redis.password", RELAY_PASSWORD);
-            // Keyspace notifications need CONFIG GET and PSUBSCRIBE, which these minimal rules leave out (README).
+            // Keyspace notifications need CONFIG GET and PSUBSCRIBE, which these minimal rules leave out
+            // (docs/operations.md).
             props.put("relay.wake.keyspace-events", "off");
             RelayTestKit.business(props, business, exchange, "due", "threads", 2);
             RelayTestKit.business(props, dead, exchange, "nobody-listens", "threads", 1);

@@ -12,7 +12,7 @@ public class ConfigCenterFailureAnalyzer extends AbstractFailureAnalyzer<ConfigC
                 cause.getMessage(),
                 "Start the Nacos server or fix NACOS_ADDR, NACOS_NAMESPACE, "
                         + "NACOS_DATA_ID, NACOS_GROUP; or set relay.nacos.optional=true to start on local configuration "
-                        + "(README: Hot reload, Nacos).",
+                        + "(docs/configuration.md: Nacos).",
                 cause);
     }
 }
