@@ -23,7 +23,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The documents a newcomer follows from the README stay connected: every relative link in README.md, docs/*.md,
  * contract/README.md and the READMEs under examples/ points at a file that exists, and every {@code #anchor} at a
  * heading (or an explicit {@code id}) of its target, named the way GitHub names heading anchors. Links inside code
- * are not links; web addresses are not checked (no network in the build).
+ * are not links; web addresses are not checked (no network in the build). The README's story and package map name
+ * classes and packages: each of them exists in the main sources, so a rename or a move updates the README too.
  */
 class DocsLinksTest {
 
@@ -32,6 +33,14 @@ class DocsLinksTest {
     private static final Pattern EXPLICIT_ID = Pattern.compile("<a\\s+(?:id|name)=\"([^\"]+)\"");
     private static final Pattern INLINE_CODE = Pattern.compile("`[^`]*`");
     private static final Pattern MARKDOWN_LINK = Pattern.compile("\\[([^\\]]*)\\]\\([^)]*\\)");
+
+    /** A code span naming a type: {@code ShardStore}, {@code PublishOutcome.Cause}, {@code engine.amqp.AmqpBatchPublisher}. */
+    private static final Pattern TYPE_NAME = Pattern.compile("`((?:[a-z]+\\.)*)([A-Z][a-z]\\w*)((?:\\.[A-Z]\\w*)?)`");
+    /** A row of the README's package table: {@code | `app.engine.amqp` | ...}. */
+    private static final Pattern PACKAGE_ROW =
+            Pattern.compile("^\\| `((?:app|api)(?:\\.[a-z]+)*)` \\|", Pattern.MULTILINE);
+    /** Types the README names that are not this project's. */
+    private static final Set<String> OTHER_PROJECTS = Set.of("RedisConnectionFactory");
 
     private final Path root = repositoryRoot();
     private final Map<Path, Set<String>> anchors = new HashMap<>();
@@ -81,6 +90,54 @@ class DocsLinksTest {
         }
         assertThat(expected).contains("docs/redis-contract.md", "docs/configuration.md", "docs/operations.md");
         assertThat(linked).containsAll(expected);
+    }
+
+    @Test
+    void everyClassAndPackageTheReadmeNamesExists() throws IOException {
+        Map<String, List<Path>> sources = new HashMap<>();
+        for (String module : List.of("relay-app", "relay-api")) {
+            try (Stream<Path> files = Files.walk(root.resolve(module + "/src/main/java"))) {
+                files.filter(f -> f.toString().endsWith(".java")).forEach(f -> sources.computeIfAbsent(
+                                f.getFileName().toString().replace(".java", ""), k -> new ArrayList<>())
+                        .add(f));
+            }
+        }
+        String readme = String.join("\n", prose(root.resolve("README.md")));
+        List<String> problems = new ArrayList<>();
+        int types = 0;
+        Matcher m = TYPE_NAME.matcher(readme);
+        while (m.find()) {
+            String packages = m.group(1);
+            String type = m.group(2);
+            String nested = m.group(3);
+            if (OTHER_PROJECTS.contains(type)) {
+                continue;
+            }
+            types++;
+            List<Path> files = sources.getOrDefault(type, List.of());
+            String path = "/" + packages.replace('.', '/') + type + ".java";
+            if (files.stream().noneMatch(f -> f.toString().endsWith(path))) {
+                problems.add(m.group() + ": no " + path.substring(1) + " in relay-app or relay-api");
+            } else if (!nested.isEmpty()
+                    && files.stream().noneMatch(f -> read(f).matches("(?s).*\\b(enum|record|class|interface) "
+                            + Pattern.quote(nested.substring(1)) + "\\b.*"))) {
+                problems.add(m.group() + ": " + type + " declares no " + nested.substring(1));
+            }
+        }
+        int packages = 0;
+        Matcher row = PACKAGE_ROW.matcher(readme);
+        while (row.find()) {
+            packages++;
+            String name = row.group(1);
+            String module = name.startsWith("app") ? "relay-app" : "relay-api";
+            Path dir = root.resolve(module + "/src/main/java/io/delayrelay/" + name.replace('.', '/'));
+            if (!Files.isRegularFile(dir.resolve("package-info.java"))) {
+                problems.add("package row " + name + ": no " + root.relativize(dir) + "/package-info.java");
+            }
+        }
+        assertThat(problems).isEmpty();
+        assertThat(types).as("types named").isGreaterThan(30);
+        assertThat(packages).as("package rows").isGreaterThanOrEqualTo(10);
     }
 
     @Test
@@ -148,6 +205,14 @@ class DocsLinksTest {
         return text.toLowerCase(Locale.ROOT)
                 .replaceAll("[^\\p{L}\\p{N} _-]", "")
                 .replace(' ', '-');
+    }
+
+    private static String read(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** The lines of a Markdown file outside fenced code blocks. */
