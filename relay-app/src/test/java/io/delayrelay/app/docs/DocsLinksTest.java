@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * contract/README.md and the READMEs under examples/ points at a file that exists, and every {@code #anchor} at a
  * heading (or an explicit {@code id}) of its target, named the way GitHub names heading anchors. Links inside code
  * are not links; web addresses are not checked (no network in the build). The README's story and package map name
- * classes and packages: each of them exists in the main sources, so a rename or a move updates the README too.
+ * classes (and a test) and packages: each of them exists, so a rename or a move updates the README too.
  */
 class DocsLinksTest {
 
@@ -95,8 +95,8 @@ class DocsLinksTest {
     @Test
     void everyClassAndPackageTheReadmeNamesExists() throws IOException {
         Map<String, List<Path>> sources = new HashMap<>();
-        for (String module : List.of("relay-app", "relay-api")) {
-            try (Stream<Path> files = Files.walk(root.resolve(module + "/src/main/java"))) {
+        for (String tree : List.of("relay-app/src/main", "relay-app/src/test", "relay-api/src/main")) {
+            try (Stream<Path> files = Files.walk(root.resolve(tree + "/java"))) {
                 files.filter(f -> f.toString().endsWith(".java")).forEach(f -> sources.computeIfAbsent(
                                 f.getFileName().toString().replace(".java", ""), k -> new ArrayList<>())
                         .add(f));
