@@ -1,4 +1,4 @@
 /**
- * Spring Boot auto-configuration of the producer client and its {@code delay-relay.producer.*} properties.
+ * Spring Boot auto-configuration of the producer client and its {@code relay.producer.*} properties.
  */
 package io.delayrelay.api.autoconfigure;
