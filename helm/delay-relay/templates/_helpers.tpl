@@ -41,9 +41,47 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* [registry/]repository, then @digest when set (it pins the image), else :tag (default: the appVersion). */}}
 {{- define "delay-relay.image" -}}
+{{- $repository := .Values.image.repository }}
+{{- with .Values.image.registry }}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository }}
+{{- end }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repository .Values.image.digest }}
+{{- else }}
 {{- /* toString: a tag written as a number (image.tag: 2) renders as that number */ -}}
-{{- printf "%s:%s" .Values.image.repository (toString (default .Chart.AppVersion .Values.image.tag)) }}
+{{- printf "%s:%s" $repository (toString (default .Chart.AppVersion .Values.image.tag)) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Secrets never come from values (S4): a token or password written into values would sit in the ConfigMap or the pod
+spec, readable with the "view" role. The schema refuses relay.ops.token(s); this catches the ways around it.
+*/}}
+{{- define "delay-relay.refusePlainSecrets" -}}
+{{- $relayOps := default (dict) (get (default (dict) .Values.relay) "ops") }}
+{{- range $key := list "token" "tokens" }}
+{{- if hasKey $relayOps $key }}
+{{- fail (printf "relay.ops.%s: an operator token must not be written into values (it would sit in the ConfigMap); put it in a Secret and set ops.existingSecret / ops.tokens" $key) }}
+{{- end }}
+{{- end }}
+{{- $extraRelay := default (dict) (get .Values.extraConfig "relay") }}
+{{- $extraOps := default (dict) (get $extraRelay "ops") }}
+{{- range $key := list "token" "tokens" }}
+{{- if hasKey $extraOps $key }}
+{{- fail (printf "extraConfig.relay.ops.%s: an operator token must not be written into values (it would sit in the ConfigMap); put it in a Secret and set ops.existingSecret / ops.tokens" $key) }}
+{{- end }}
+{{- end }}
+{{- if regexMatch "(?im)^\\s*[a-z0-9_.-]*password\\s*:" (toYaml .Values.extraConfig) }}
+{{- fail "extraConfig holds a password: it would sit in the ConfigMap. Put it in a Secret (redis.existingSecret, rabbitmq.existingSecret, nacos.existingSecret, or extraEnv with valueFrom.secretKeyRef)" }}
+{{- end }}
+{{- range .Values.extraEnv }}
+{{- $name := upper (toString .name) }}
+{{- if and (hasKey . "value") (or (hasPrefix "RELAY_OPS_TOKEN" $name) (contains "PASSWORD" $name)) }}
+{{- fail (printf "extraEnv %s has a plain value: take it from a Secret (valueFrom.secretKeyRef), e.g. ops.existingSecret / ops.tokens for operator tokens" .name) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* PromQL label matchers of this release's series (without braces). */}}
@@ -113,4 +151,18 @@ A Spring Boot duration ("30s", "2m", "500ms", "1h", "1d", or bare milliseconds) 
 {{/* The Grafana dashboard's uid: metrics.grafanaDashboard.uid, or the release's full name (Grafana allows 40 characters). */}}
 {{- define "delay-relay.dashboardUid" -}}
 {{- default (include "delay-relay.fullname" . | trunc 40 | trimSuffix "-") .Values.metrics.grafanaDashboard.uid }}
+{{- end }}
+
+{{/*
+An alert's runbook annotations from (list runbookBaseUrl anchor): always `runbook`, the section of the chart's
+README.md (shipped with the chart: helm show readme); runbook_url only when a base URL is set, so no alert links to
+a page that does not exist.
+*/}}
+{{- define "delay-relay.runbook" -}}
+{{- $base := index . 0 }}
+{{- $anchor := index . 1 }}
+runbook: "delay-relay chart README.md#{{ $anchor }}"
+{{- if $base }}
+runbook_url: "{{ trimSuffix "#" $base }}#{{ $anchor }}"
+{{- end }}
 {{- end }}

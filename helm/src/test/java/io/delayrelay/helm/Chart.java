@@ -48,6 +48,37 @@ final class Chart {
         return Manifests.parse(command.call());
     }
 
+    /** {@code helm template} with {@code --set} pairs (name, value, name, value, ...); fails as Helm does. */
+    static Manifests templateWith(String... pairs) {
+        var command = new Helm(DIR)
+                .template()
+                .withName(RELEASE)
+                .withNamespace(NAMESPACE)
+                .withKubeVersion(KUBE_VERSION);
+        for (int i = 0; i < pairs.length; i += 2) {
+            command = command.set(pairs[i], pairs[i + 1]);
+        }
+        return Manifests.parse(command.call());
+    }
+
+    /**
+     * The rendered NOTES.txt, as {@code helm install} prints it: a client-only dry-run install (no cluster), whose
+     * output is the release notes.
+     */
+    static String notes(Path valuesFile) {
+        var command = new Helm(DIR)
+                .install()
+                .withName(RELEASE)
+                .withNamespace(NAMESPACE)
+                .withKubeVersion(KUBE_VERSION)
+                .dryRun()
+                .clientOnly();
+        if (valuesFile != null) {
+            command = command.withValuesFile(valuesFile);
+        }
+        return command.call().getOutput();
+    }
+
     /**
      * helm-java's lint takes no values file, so the overlay is merged into a copy of the chart's values.yaml the way
      * Helm merges values (maps deeply, everything else replaced).

@@ -5,6 +5,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.marcnuri.helm.Helm;
 import io.delayrelay.helm.Chart.Manifests;
@@ -25,6 +27,56 @@ class ChartValuesTest {
                 Chart.template(values(dir, "image:\n  repository: registry.example.com/delay-relay\n  tag: 2\n"));
 
         assertThat(manifests.container().get("image")).isEqualTo("registry.example.com/delay-relay:2");
+    }
+
+    @Test
+    void imageComesFromARegistryAndADigestPinsIt(@TempDir Path dir) throws Exception {
+        String digest = "sha256:" + "0123456789abcdef".repeat(4);
+
+        assertThat(Chart.template(values(dir, "image:\n  registry: registry.example.com/\n  tag: 1.2.3\n"))
+                        .container()
+                        .get("image"))
+                .isEqualTo("registry.example.com/delay-relay:1.2.3");
+        assertThat(Chart.template(values(
+                                dir,
+                                "image:\n  registry: registry.example.com\n  tag: 1.2.3\n  digest: " + digest + "\n"))
+                        .container()
+                        .get("image"))
+                .isEqualTo("registry.example.com/delay-relay@" + digest);
+        assertThat(Chart.template(null).container().get("image")).isEqualTo("delay-relay:0.1.0");
+        assertThatThrownBy(() -> Chart.templateWith("image.digest", "latest")).hasMessageContaining("/image/digest");
+    }
+
+    @Test
+    void podSpecHasNoServiceLinksAndProbesTakeAnInitialDelay() {
+        Manifests manifests = Chart.templateWith("probes.readiness.initialDelaySeconds", "20");
+        Map<String, Object> podSpec = Nodes.map(Nodes.at(manifests.one("Deployment"), "spec", "template", "spec"));
+
+        // a Service named redis would otherwise set REDIS_PORT=tcp://..., which the image reads as a port
+        assertThat(podSpec).containsEntry("enableServiceLinks", false);
+        assertThat(Nodes.map(manifests.container().get("readinessProbe"))).containsEntry("initialDelaySeconds", 20);
+        assertThat(Nodes.map(manifests.container().get("livenessProbe"))).doesNotContainKey("initialDelaySeconds");
+    }
+
+    @Test
+    void schemaChecksDurationsSizesAndTheWakeMode() {
+        assertThatThrownBy(() -> Chart.templateWith("tmpSizeLimit", "256 MB")).hasMessageContaining("/tmpSizeLimit");
+        assertThatThrownBy(() -> Chart.templateWith("metrics.prometheusRule.for", "5 minutes"))
+                .hasMessageContaining("/metrics/prometheusRule/for");
+        assertThatThrownBy(() -> Chart.templateWith("metrics.prometheusRule.publishFailureWindow", "5"))
+                .hasMessageContaining("/metrics/prometheusRule/publishFailureWindow");
+        assertThatThrownBy(() -> Chart.templateWith("metrics.serviceMonitor.interval", "30"))
+                .hasMessageContaining("/metrics/serviceMonitor/interval");
+        assertThatThrownBy(() -> Chart.templateWith("relay.wake.keyspace-events", "on"))
+                .hasMessageContaining("/relay/wake/keyspace-events");
+        assertThatThrownBy(() -> Chart.templateWith("metrics.prometheusRule.runbookBaseUrl", "wiki/relay"))
+                .hasMessageContaining("/metrics/prometheusRule/runbookBaseUrl");
+        assertThat(Chart.templateWith(
+                                "tmpSizeLimit", "1Gi",
+                                "metrics.prometheusRule.for", "1h30m",
+                                "relay.wake.keyspace-events", "off")
+                        .applicationYaml())
+                .contains("keyspace-events: \"off\"");
     }
 
     @Test
@@ -110,6 +162,16 @@ class ChartValuesTest {
                                 && !e.startsWith("count"))
                 .isNotEmpty()
                 .allSatisfy(e -> assertThat(e).startsWith("max by"));
+        // several namespaces selected at once: businesses of the same name in two namespaces stay apart
+        for (String e : exprs) {
+            Matcher grouping = Pattern.compile("by \\(([^)]*)\\)").matcher(e);
+            int groupings = 0;
+            while (grouping.find()) {
+                groupings++;
+                assertThat(grouping.group(1)).as(e).contains("namespace");
+            }
+            assertThat(groupings).as(e).isPositive();
+        }
     }
 
     private static Path values(Path dir, String yaml) throws Exception {

@@ -7,7 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -51,22 +53,82 @@ class PrometheusRulesTest {
         assertThat(test.output()).contains("SUCCESS");
 
         String tests = Files.readString(TESTS, StandardCharsets.UTF_8);
-        assertThat(alerts).hasSize(9).allSatisfy(alert -> assertThat(tests)
+        assertThat(alerts).hasSize(11).allSatisfy(alert -> assertThat(tests)
                 .as("a unit test of %s", alert)
                 .contains("alertname: " + alert));
     }
 
     @Test
-    void allDownAlertOnlyWhenTheChartsServiceMonitorScrapes(@TempDir Path dir) throws Exception {
+    void allDownAlertLooksForAbsentSeriesOnlyWhenTheChartsServiceMonitorScrapes(@TempDir Path dir) throws Exception {
         Path values = dir.resolve("values.yaml");
         Files.writeString(values, "metrics:\n  prometheusRule:\n    enabled: true\n");
-        List<String> withoutMonitor = writeRules(Chart.template(values), dir.resolve("rules.yaml"));
+        Map<String, Map<String, Object>> withoutMonitor = rules(Chart.template(values));
         Files.writeString(
                 values, "metrics:\n  prometheusRule:\n    enabled: true\n  serviceMonitor:\n    enabled: true\n");
-        List<String> withMonitor = writeRules(Chart.template(values), dir.resolve("rules.yaml"));
+        Map<String, Map<String, Object>> withMonitor = rules(Chart.template(values));
 
-        assertThat(withoutMonitor).doesNotContain("DelayRelayAllDown").contains("DelayRelayDown");
-        assertThat(withMonitor).contains("DelayRelayAllDown");
+        String up = "up{job=\"relay-delay-relay\", namespace=\"delayed\"}";
+        // without this chart's ServiceMonitor nothing may scrape the job: absent() would always fire
+        assertThat(withoutMonitor.get("DelayRelayAllDown").get("expr"))
+                .isEqualTo("sum by (job, namespace) (" + up + ") == 0");
+        assertThat(withMonitor.get("DelayRelayAllDown").get("expr"))
+                .isEqualTo("(sum by (job, namespace) (" + up + ") == 0) or absent(" + up + ")");
+        for (Map<String, Map<String, Object>> rules : List.of(withoutMonitor, withMonitor)) {
+            assertThat(Nodes.at(rules.get("DelayRelayDown"), "labels", "severity"))
+                    .isEqualTo("warning");
+            assertThat(Nodes.at(rules.get("DelayRelayAllDown"), "labels", "severity"))
+                    .isEqualTo("critical");
+        }
+    }
+
+    @Test
+    void withoutARunbookBaseUrlEveryAlertNamesItsReadmeSectionAndLinksNowhere(@TempDir Path dir) throws Exception {
+        Path values = Files.writeString(dir.resolve("values.yaml"), "metrics:\n  prometheusRule:\n    enabled: true\n");
+        Map<String, Map<String, Object>> rules = rules(Chart.template(values));
+        String readme = Files.readString(Chart.DIR.resolve("README.md"), StandardCharsets.UTF_8);
+
+        assertThat(rules).hasSize(11);
+        rules.forEach((alert, rule) -> {
+            Map<String, Object> annotations = Nodes.map(rule.get("annotations"));
+            assertThat(annotations)
+                    .as(alert)
+                    .containsEntry("runbook", "delay-relay chart README.md#" + alert.toLowerCase(Locale.ROOT))
+                    .doesNotContainKey("runbook_url");
+            // the anchor is a heading of the chart README's Runbooks section
+            assertThat(readme).as("runbook section of %s", alert).contains("\n#### " + alert + "\n");
+        });
+    }
+
+    @Test
+    void staleSampleThresholdIsThreeSampleIntervalsOfTheRelaysSetting(@TempDir Path dir) throws Exception {
+        Path values = Files.writeString(
+                dir.resolve("values.yaml"),
+                "metrics:\n  prometheusRule:\n    enabled: true\nrelay:\n  metrics:\n    sample-interval: 1m\n");
+
+        assertThat(rules(Chart.template(values))
+                        .get("DelayRelayBacklogSampleStale")
+                        .get("expr"))
+                .asString()
+                .endsWith(
+                        "delay_relay_backlog_sample_age_seconds{job=\"relay-delay-relay\", namespace=\"delayed\"}) > 180");
+        assertThat(rules(Chart.template(Chart.FULL_VALUES))
+                        .get("DelayRelayBacklogSampleStale")
+                        .get("expr"))
+                .asString()
+                .endsWith(") > 45");
+    }
+
+    /** The PrometheusRule's alerting rules by alert name. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Map<String, Object>> rules(Manifests manifests) {
+        Map<String, Map<String, Object>> rules = new LinkedHashMap<>();
+        for (Object group : Nodes.list(Nodes.at(manifests.one("PrometheusRule"), "spec", "groups"))) {
+            for (Object rule : Nodes.list(((Map<String, Object>) group).get("rules"))) {
+                Map<String, Object> r = (Map<String, Object>) rule;
+                rules.put((String) r.get("alert"), r);
+            }
+        }
+        return rules;
     }
 
     /** Writes the PrometheusRule's groups as a Prometheus rule file; returns the alert names. */

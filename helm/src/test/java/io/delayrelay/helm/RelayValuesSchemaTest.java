@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -26,6 +27,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * configuration processor's output in the relay-app and relay-api jars, plus their additional metadata): one
  * source for the README's property tables, the IDE and the chart. When a property is added, regenerate it:
  * {@code ./mvnw -B verify -pl helm -am -Dtest=RelayValuesSchemaTest -Drelay.schema.write=true}.
+ *
+ * <p>Two deliberate departures from the metadata: operator tokens ({@link #SECRETS}) are refused, because values
+ * end up in the ConfigMap, readable with the {@code view} role (they come from Secrets: {@code ops.existingSecret},
+ * {@code ops.tokens}); and an enum-typed property lists its constants, since Spring binds them case-insensitively
+ * but a typo only shows at start.
  */
 class RelayValuesSchemaTest {
 
@@ -33,6 +39,8 @@ class RelayValuesSchemaTest {
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final String DURATION = "^([0-9]+(ns|us|ms|s|m|h|d)?|[Pp][0-9A-Za-z.]+)$";
     private static final String BUSINESS_NAME = "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$";
+    /** Properties that hold operator tokens: never in values (S4), whether or not the metadata lists them. */
+    static final List<String> SECRETS = List.of("relay.ops.token", "relay.ops.tokens");
 
     @Test
     @SuppressWarnings("unchecked")
@@ -144,8 +152,10 @@ class RelayValuesSchemaTest {
         }
         Map<String, Object> relay = object();
         Map<String, Object> business = object();
+        SECRETS.forEach(name -> byName.putIfAbsent(name, Map.of("name", name, "type", "java.lang.String")));
         byName.forEach((name, property) -> {
-            Map<String, Object> schema = propertySchema(property, hints.get(name));
+            Map<String, Object> schema =
+                    SECRETS.contains(name) ? refused(name) : propertySchema(property, hints.get(name));
             if (name.startsWith("relay.defaults.")) {
                 String key = name.substring("relay.defaults.".length());
                 withRange(schema, BusinessSpecResolver.INTEGER_RANGES.get(key));
@@ -179,6 +189,41 @@ class RelayValuesSchemaTest {
         }
     }
 
+    /** A schema no value satisfies, so Helm's error names the property; the description says where it goes. */
+    private static Map<String, Object> refused(String name) {
+        Map<String, Object> schema = new LinkedHashMap<>();
+        // no value passes but this sentence, which Helm quotes in its error; templates fail on it too
+        schema.put("const", "never in values: put the token in a Secret named by ops.existingSecret or ops.tokens");
+        schema.put(
+                "description",
+                name + " must not be set in values (it would sit in the ConfigMap, readable with the view role).");
+        return schema;
+    }
+
+    /** The constants of an enum-typed property in lower case (Spring binds them case-insensitively); null if none. */
+    private static List<String> enumConstants(String type) {
+        String name = type;
+        while (true) {
+            try {
+                Class<?> candidate = Class.forName(name, false, RelayValuesSchemaTest.class.getClassLoader());
+                if (!candidate.isEnum()) {
+                    return null;
+                }
+                List<String> constants = new ArrayList<>();
+                for (Object constant : candidate.getEnumConstants()) {
+                    constants.add(((Enum<?>) constant).name().toLowerCase(Locale.ROOT));
+                }
+                return constants;
+            } catch (ClassNotFoundException e) {
+                int dot = name.lastIndexOf('.');
+                if (dot < 0) {
+                    return null;
+                }
+                name = name.substring(0, dot) + '$' + name.substring(dot + 1);
+            }
+        }
+    }
+
     private static Map<String, Object> propertySchema(Map<String, Object> property, List<String> hint) {
         Map<String, Object> schema = new LinkedHashMap<>();
         String type = String.valueOf(property.get("type"));
@@ -200,8 +245,11 @@ class RelayValuesSchemaTest {
                 }
             }
         }
+        List<String> constants = enumConstants(type);
         if (hint != null && !hint.isEmpty()) {
             schema.put("enum", hint);
+        } else if (constants != null) {
+            schema.put("enum", constants);
         }
         Object description = property.get("description");
         if (description != null) {
