@@ -55,6 +55,32 @@ class DockerComposeConfigTest {
         assertThat(services.get("rabbitmq").get("hostname")).isEqualTo("rabbitmq");
     }
 
+    /**
+     * The demo runs with no Redis password, guest/guest, Nacos without authentication and a well-known operator token:
+     * every published port is bound to the loopback interface, so the demo is reachable from this machine only.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void everyPublishedPortIsBoundToLoopbackOnly() throws Exception {
+        Result result = compose("config");
+        assertThat(result.exitCode()).as(result.output()).isZero();
+
+        Map<String, Map<String, Object>> services = (Map<String, Map<String, Object>>)
+                new Yaml().<Map<String, Object>>load(result.output()).get("services");
+        int published = 0;
+        for (Map.Entry<String, Map<String, Object>> service : services.entrySet()) {
+            for (Object port : (List<Object>) service.getValue().getOrDefault("ports", List.of())) {
+                published++;
+                // docker-compose 1.x prints "127.0.0.1:6379:6379/tcp", Compose v2 the long form with host_ip
+                String hostIp = port instanceof Map<?, ?> map
+                        ? String.valueOf(map.get("host_ip"))
+                        : port.toString().substring(0, port.toString().indexOf(':'));
+                assertThat(hostIp).as("%s publishes %s", service.getKey(), port).isEqualTo("127.0.0.1");
+            }
+        }
+        assertThat(published).as("ports published by the demo").isEqualTo(8);
+    }
+
     private static Result compose(String... args) throws IOException, InterruptedException {
         Path binary = findOnPath("docker-compose");
         if (binary == null) {
