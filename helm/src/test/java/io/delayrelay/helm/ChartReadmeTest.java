@@ -17,6 +17,7 @@ class ChartReadmeTest {
     /** Values documented as one row rather than key by key. */
     static final Set<String> DOCUMENTED_WHOLE = Set.of(
             "resources",
+            "updateStrategy",
             "podSecurityContext",
             "securityContext",
             "probes.startup",

@@ -152,6 +152,10 @@ class RenderedManifestsTest {
 
         assertThat(at(term, "podAffinityTerm", "topologyKey")).isEqualTo("kubernetes.io/hostname");
         assertThat(at(DEFAULTS.one("Deployment"), "spec", "replicas")).isEqualTo(2);
+        // a new pod that never turns Ready (bad Secret, misspelt key) halts the rollout before an old pod goes
+        assertThat(at(DEFAULTS.one("Deployment"), "spec", "strategy"))
+                .isEqualTo(
+                        Map.of("type", "RollingUpdate", "rollingUpdate", Map.of("maxSurge", 1, "maxUnavailable", 0)));
         assertThat(at(DEFAULTS.one("PodDisruptionBudget"), "spec", "maxUnavailable"))
                 .isEqualTo(1);
         assertThat(at(FULL.one("PodDisruptionBudget"), "spec", "minAvailable")).isEqualTo(2);
