@@ -160,7 +160,7 @@ a page that does not exist.
 */}}
 {{- define "delay-relay.runbook" -}}
 {{- $base := index . 0 }}
-{{- $anchor := index . 1 }}
+{{- $anchor := index . 1 -}}
 runbook: "delay-relay chart README.md#{{ $anchor }}"
 {{- if $base }}
 runbook_url: "{{ trimSuffix "#" $base }}#{{ $anchor }}"
