@@ -56,7 +56,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-Secrets never come from values (S4): a token or password written into values would sit in the ConfigMap or the pod
+Secrets never come from values: a token or password written into values would sit in the ConfigMap or the pod
 spec, readable with the "view" role. The schema refuses relay.ops.token(s); this catches the ways around it.
 */}}
 {{- define "delay-relay.refusePlainSecrets" -}}
