@@ -16,6 +16,7 @@ import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.trigger.BusinessSpec;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
@@ -71,27 +72,32 @@ public class FleetPause implements SmartLifecycle, InitializingBean, DisposableB
                 relay.spec().paused(), operator.getOrDefault(relay.spec().name(), OperatorPause.NONE));
     }
 
-    /** Pauses the business on every instance (this one at once, the others when they hear the notice). */
-    public PauseState pause(BusinessRelay relay, String by) {
+    /**
+     * Pauses the business on every instance (this one at once, the others when they hear the notice); {@code by} (the operator) is stored with the pause, the audit line
+     * adds where the request came from.
+     */
+    public PauseState pause(BusinessRelay relay, String by, @Nullable String from) {
         OperatorPause stored = store.pause(relay.spec().keys(), by);
         operator.put(relay.spec().name(), stored);
         apply(relay);
         log.info(
-                "business={}: paused for every relay instance by {}",
+                "business={}: paused for every relay instance by {}{}",
                 relay.spec().name(),
-                by);
+                by,
+                from == null ? "" : " from " + from);
         return state(relay);
     }
 
-    /** Lifts the operator's pause on every instance. */
-    public PauseState resume(BusinessRelay relay, String by) {
+    /** Lifts the operator's pause on every instance; the audit line names the operator and the origin. */
+    public PauseState resume(BusinessRelay relay, String by, @Nullable String from) {
         store.resume(relay.spec().keys());
         operator.put(relay.spec().name(), OperatorPause.NONE);
         apply(relay);
         log.info(
-                "business={}: resumed for every relay instance by {}{}",
+                "business={}: resumed for every relay instance by {}{}{}",
                 relay.spec().name(),
                 by,
+                from == null ? "" : " from " + from,
                 relay.spec().paused() ? " (configuration still says paused: true)" : "");
         return state(relay);
     }

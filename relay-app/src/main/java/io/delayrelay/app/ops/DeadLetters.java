@@ -33,6 +33,9 @@ public class DeadLetters {
     /** How requeue.lua records attempts in a dead letter's reason. */
     private static final Pattern ATTEMPTS = Pattern.compile("\\(attempts: (\\d+)\\)");
 
+    /** How requeue.lua records the original due time (epoch ms) in a dead letter's reason. */
+    private static final Pattern ORIGINAL_DUE = Pattern.compile("\\(due: (-?[0-9.eE+]+)\\)");
+
     private static final RedisScript<Long> DEAD_LETTERS =
             LuaScripts.load("io/delayrelay/app/lua/dead-letters.lua", Long.class);
 
@@ -46,39 +49,38 @@ public class DeadLetters {
     public record DeadLetter(int shard, String member, String reason, long deadAtMs, Instant deadAt) {}
 
     /** A scheduled entry: where it is, what it is and when it falls due. */
-    public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {}
+    public record Entry(int shard, String member, long dueAtMs, Instant dueAt) {
+        /**
+         * An entry read with its score. A score is epoch ms by contract, but a foreign producer may write seconds
+         * or nanoseconds: any score is shown as it is (every long of ms fits an Instant), never a failure.
+         */
+        static Entry of(int shard, String member, Double score) {
+            long due = score == null || score.isNaN() ? 0 : score.longValue();
+            return new Entry(shard, member, due, Instant.ofEpochMilli(due));
+        }
+    }
 
     /** The oldest {@code limit} dead letters over shards 0..shards-1 (pass the scan width), oldest first. */
     public List<DeadLetter> list(BusinessSpec spec, int shards, int limit) {
-        return list(spec, shards, limit, null);
+        return list(spec, shards, limit, null, new ListingBudget()).items();
     }
 
     /**
      * The oldest {@code limit} dead letters over shards 0..shards-1 whose reason contains {@code reasonFilter}
-     * (case-insensitive; null: every reason), oldest first.
+     * (case-insensitive; null: every reason), oldest first, read within the budget.
      */
-    public List<DeadLetter> list(BusinessSpec spec, int shards, int limit, String reasonFilter) {
+    public ShardMerge.Found<DeadLetter> list(
+            BusinessSpec spec, int shards, int limit, String reasonFilter, ListingBudget budget) {
         String filter = reasonFilter == null || reasonFilter.isBlank() ? null : reasonFilter.toLowerCase(Locale.ROOT);
-        List<DeadLetter> all = new ArrayList<>();
-        for (int shard = 0; shard < shards; shard++) {
-            // a filter may skip many: read the shard's dead set in pages until enough matched
-            int before = all.size();
-            for (long from = 0; ; from += CHUNK) {
-                List<DeadLetter> page = page(spec.keys(), shard, from, filter == null ? limit : CHUNK);
-                for (DeadLetter d : page) {
-                    if (filter == null
-                            || (d.reason() != null
-                                    && d.reason().toLowerCase(Locale.ROOT).contains(filter))) {
-                        all.add(d);
-                    }
-                }
-                if (filter == null || page.size() < CHUNK || all.size() - before >= limit) {
-                    break;
-                }
-            }
-        }
-        all.sort(Comparator.comparingLong(DeadLetter::deadAtMs).thenComparing(DeadLetter::member));
-        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+        return ShardMerge.first(
+                shards,
+                limit,
+                (shard, from, count) -> page(spec.keys(), shard, from, count),
+                Comparator.comparingLong(DeadLetter::deadAtMs).thenComparing(DeadLetter::member),
+                d -> filter == null
+                        || (d.reason() != null && d.reason().toLowerCase(Locale.ROOT).contains(filter)),
+                d -> d.member() + (d.reason() == null ? "" : d.reason()),
+                budget);
     }
 
     private List<DeadLetter> page(DelayQueueKeys keys, int s, long from, int count) {
@@ -110,23 +112,44 @@ public class DeadLetters {
         return m.find() ? Integer.valueOf(m.group(1)) : null;
     }
 
-    /** The next {@code limit} entries to fall due over shards 0..shards-1 (pass the scan width), earliest first. */
-    public List<Entry> peek(BusinessSpec spec, int shards, int limit) {
-        DelayQueueKeys keys = spec.keys();
-        List<Entry> all = new ArrayList<>();
-        for (int shard = 0; shard < shards; shard++) {
-            int s = shard;
-            Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>)
-                    c -> c.zSetCommands().zRangeWithScores(bytes(keys.shard(s)), 0, limit - 1));
-            if (tuples != null) {
-                for (Tuple t : tuples) {
-                    long due = t.getScore().longValue();
-                    all.add(new Entry(s, text(t.getValue()), due, Instant.ofEpochMilli(due)));
-                }
-            }
+    /**
+     * When a dead letter was originally due (epoch ms), from its reason ("... (due: 1764000000000) (attempts: N)"),
+     * or null for a dead letter written by a relay that did not record it.
+     */
+    public static Long originalDueMs(String reason) {
+        if (reason == null) {
+            return null;
         }
-        all.sort(Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member));
-        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+        Matcher m = ORIGINAL_DUE.matcher(reason);
+        if (!m.find()) {
+            return null;
+        }
+        try {
+            return (long) Double.parseDouble(m.group(1));
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /** The next {@code limit} entries to fall due over shards 0..shards-1 (pass the scan width), earliest first. */
+    public ShardMerge.Found<Entry> peek(BusinessSpec spec, int shards, int limit, ListingBudget budget) {
+        DelayQueueKeys keys = spec.keys();
+        return ShardMerge.first(
+                shards,
+                limit,
+                (shard, from, count) -> {
+                    Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>) c ->
+                            c.zSetCommands().zRangeWithScores(bytes(keys.shard(shard)), from, from + count - 1));
+                    List<Entry> page = new ArrayList<>();
+                    if (tuples != null) {
+                        tuples.forEach(t -> page.add(Entry.of(shard, text(t.getValue()), t.getScore())));
+                    }
+                    return page;
+                },
+                Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member),
+                e -> true,
+                Entry::member,
+                budget);
     }
 
     /**

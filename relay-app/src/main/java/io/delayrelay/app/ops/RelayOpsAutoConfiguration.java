@@ -48,6 +48,13 @@ public class RelayOpsAutoConfiguration {
         return new RelayReadiness(engine, context, availability, properties.getReadinessCheckInterval());
     }
 
+    /** The operators (relay.ops.token, relay.ops.tokens.*): a token too short or shared stops start-up here. */
+    @Bean
+    @ConditionalOnMissingBean
+    public OperatorTokens relayOperatorTokens(RelayOpsProperties properties) {
+        return OperatorTokens.of(properties);
+    }
+
     @Bean
     @ConditionalOnMissingBean
     public DeadLetters relayDeadLetters(
@@ -92,20 +99,18 @@ public class RelayOpsAutoConfiguration {
                 @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
                 ObjectProvider<BacklogReader> backlog,
                 DeadLetters deadLetters,
-                RelayOpsProperties properties,
+                OperatorTokens operators,
                 ScheduledEntries scheduled,
                 ObjectProvider<MeterRegistry> meters,
                 FleetPause fleetPause,
                 InstanceHeartbeat heartbeat) {
-            return new RelayOpsEndpoint(
+            BusinessViews views = new BusinessViews(
                     engine,
                     backlog.getIfAvailable(() -> new BacklogReader(redis)),
-                    deadLetters,
-                    properties,
-                    scheduled,
-                    meters.getIfAvailable(),
                     fleetPause,
-                    heartbeat);
+                    heartbeat,
+                    meters.getIfAvailable());
+            return new RelayOpsEndpoint(engine, deadLetters, operators, scheduled, fleetPause, views);
         }
     }
 }

@@ -1,27 +1,27 @@
 package io.delayrelay.app.ops;
 
-import java.security.Principal;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Function;
 
 import io.delayrelay.app.engine.BusinessRelay;
-import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.fleet.FleetPause;
-import io.delayrelay.app.fleet.InstanceHeartbeat;
-import io.delayrelay.app.fleet.PauseState;
-import io.delayrelay.app.fleet.RelayInstance;
-import io.delayrelay.app.metrics.Backlog;
-import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.ops.DeadLetters.DeadLetter;
 import io.delayrelay.app.ops.DeadLetters.Entry;
+import io.delayrelay.app.ops.OpsViews.BusinessView;
+import io.delayrelay.app.ops.OpsViews.DeadLetterListing;
+import io.delayrelay.app.ops.OpsViews.DeadLetterView;
+import io.delayrelay.app.ops.OpsViews.Done;
+import io.delayrelay.app.ops.OpsViews.EntryListing;
+import io.delayrelay.app.ops.OpsViews.EntryView;
+import io.delayrelay.app.ops.OpsViews.Failure;
+import io.delayrelay.app.ops.OpsViews.Overview;
+import io.delayrelay.app.ops.RelayOpsTokenFilter.Operator;
+import io.delayrelay.app.ops.WriteSelection.Refused;
 import io.delayrelay.app.trigger.BusinessSpec;
-import io.micrometer.core.instrument.MeterRegistry;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,29 +37,29 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  * The {@code relay} actuator endpoint.
  * <pre>
  *   GET    /actuator/relay                          every business: config in force, shards, backlog, paused
- *   GET    /actuator/relay/{business}               one business
- *   GET    /actuator/relay/{business}/peek?limit=N[&amp;search=prefix]
+ *   GET    /actuator/relay/{business}               one business (its backlog read now)
+ *   GET    /actuator/relay/{business}/peek?limit=N[&amp;search=prefix]      operator only
  *                                                   the next N entries to fall due (default 20), or those whose
  *                                                   member (id) starts with the prefix
- *   GET    /actuator/relay/{business}/dead?limit=N[&amp;reason=text]
- *                                                   the oldest N dead letters with reason, attempts and time of
- *                                                   death (default 100), or those whose reason contains the text
- *   POST   /actuator/relay/{business}/pause         stop popping on every instance (in-flight batches finish);
- *                                                   body {"by": "..."} names the operator
+ *   GET    /actuator/relay/{business}/dead?limit=N[&amp;reason=text]       operator only
+ *                                                   the oldest N dead letters with reason, attempts, original due
+ *                                                   time and time of death (default 100)
+ *   POST   /actuator/relay/{business}/pause         stop popping on every instance; {"by": ".."} adds a note
  *   POST   /actuator/relay/{business}/resume        lift the operator's pause on every instance
- *   POST   /actuator/relay/{business}/replay        dead letters back into their shard, due now: body
+ *   POST   /actuator/relay/{business}/replay        dead letters back into their shard, due now: exactly one of
  *                                                   {"member": ".."}, {"members": "..\n.."} (one a line),
- *                                                   {"limit": N} (the oldest N) or nothing (all)
- *   POST   /actuator/relay/{business}/purge         delete dead letters (and their payloads), same body
+ *                                                   {"limit": N} (the oldest N) or {"all": true}
+ *   POST   /actuator/relay/{business}/purge         delete dead letters (and their payloads), same selectors
  *   POST   /actuator/relay/{business}/cancel        unschedule entries: {"member": ".."} or {"members": ".."}
  *   POST   /actuator/relay/{business}/deliver-now   make scheduled entries due now: same body
- *   DELETE /actuator/relay/{business}/dead[?member=...]  purge dead letters (and their payloads)
+ *   DELETE /actuator/relay/{business}/dead?member=..|?all=true   purge dead letters (and their payloads)
  * </pre>
- * Payload previews (of entries scheduled by id) are part of the answers only for requests with the operator token.
- * Writes need the operator token ({@code relay.ops.token}) in the {@value RelayOpsProperties#TOKEN_HEADER} header;
- * without a configured token they are disabled (403). Errors are JSON {@code {"status":..,"error":".."}}.
- * <p>
- * Longer than 300 lines because it still builds its JSON views as maps by hand; they become small view records.
+ * For producers that {@code ZADD} the message itself, a member <em>is</em> the message body: so listings, like
+ * writes, need an operator's token ({@link OperatorTokens}, 401 without; 403 while none is configured), and only
+ * the counts of the overview are open. Unknown fields are refused before this class sees them
+ * ({@link RelayOpsRequestCheck}); a selector is never implied ({@link WriteSelection}). Each write logs one audit
+ * line naming the operator, the origin and the members by reference ({@link AuditRef}). Listings are bounded
+ * ({@link ListingBudget}). Errors are JSON {@code {"status":..,"error":".."}}.
  */
 @Endpoint(id = "relay")
 public class RelayOpsEndpoint {
@@ -67,55 +67,46 @@ public class RelayOpsEndpoint {
     private static final Logger log = LoggerFactory.getLogger(RelayOpsEndpoint.class);
     static final int DEFAULT_PEEK = 20;
     static final int DEFAULT_DEAD = 100;
-    static final int MAX_LIMIT = 10_000;
-    /** Members named in one write's log line; more are counted. */
-    static final int LOGGED_MEMBERS = 5;
+    /** Most entries or dead letters one listing or one "oldest N" write takes. */
+    static final int MAX_LIMIT = 1_000;
+    /** Longest note a pause may carry ({@code by}); it is stored in K:meta and shown to every operator. */
+    static final int MAX_BY = 64;
 
     private final RelayEngine engine;
-    private final BacklogReader backlog;
     private final DeadLetters deadLetters;
-    private final RelayOpsProperties properties;
+    private final OperatorTokens operators;
     private final ScheduledEntries scheduled;
-    private final @Nullable LocalThroughput throughput;
     private final FleetPause fleetPause;
-    private final InstanceHeartbeat heartbeat;
+    private final BusinessViews views;
 
-    public RelayOpsEndpoint(
+    RelayOpsEndpoint(
             RelayEngine engine,
-            BacklogReader backlog,
             DeadLetters deadLetters,
-            RelayOpsProperties properties,
+            OperatorTokens operators,
             ScheduledEntries scheduled,
-            @Nullable MeterRegistry meters,
             FleetPause fleetPause,
-            InstanceHeartbeat heartbeat) {
+            BusinessViews views) {
         this.engine = engine;
-        this.backlog = backlog;
         this.deadLetters = deadLetters;
-        this.properties = properties;
+        this.operators = operators;
         this.scheduled = scheduled;
-        this.throughput = meters == null ? null : new LocalThroughput(meters);
         this.fleetPause = fleetPause;
-        this.heartbeat = heartbeat;
+        this.views = views;
     }
 
     @ReadOperation
-    public Map<String, Object> businesses() {
-        Map<String, Object> businesses = new LinkedHashMap<>();
+    public Overview businesses() {
+        Map<String, BusinessView> businesses = new LinkedHashMap<>();
         for (BusinessRelay relay : engine.relays().values()) {
-            businesses.put(relay.spec().name(), view(relay));
+            businesses.put(relay.spec().name(), views.view(relay, true));
         }
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("running", engine.isRunning());
-        body.put("writeEnabled", properties.hasToken());
-        body.put("businesses", businesses);
-        return body;
+        return new Overview(engine.isRunning(), operators.any(), businesses);
     }
 
     @ReadOperation
     public WebEndpointResponse<Object> business(@Selector String business) {
         BusinessRelay relay = engine.relays().get(business);
-        return relay == null ? unknown(business) : ok(view(relay));
+        return relay == null ? unknown(business) : ok(views.view(relay, false));
     }
 
     @ReadOperation
@@ -126,54 +117,39 @@ public class RelayOpsEndpoint {
             @Nullable Integer limit,
             @Nullable String search,
             @Nullable String reason) {
-        BusinessRelay relay = engine.relays().get(business);
-        if (relay == null) {
-            return unknown(business);
-        }
-        if (!validLimit(limit)) {
-            return badLimit(limit);
-        }
-        boolean bodies = isOperator(security);
-        BusinessSpec spec = relay.spec();
-        int width = scanWidth(relay);
-        return switch (what) {
-            case "peek" -> {
-                int n = limit == null ? DEFAULT_PEEK : limit;
-                List<Entry> entries = search == null || search.isEmpty()
-                        ? deadLetters.peek(spec, width, n)
-                        : scheduled.search(spec, width, search, n);
-                yield ok(listing(
-                        spec,
-                        "entries",
-                        bodies,
-                        entries.stream().map(e -> entryView(e)).toList(),
-                        bodies
-                                ? previews(
-                                        spec,
-                                        entries.stream()
-                                                .map(e -> Map.entry(e.shard(), e.member()))
-                                                .toList())
-                                : Map.of()));
+        return asOperator(security, business, true, relay -> {
+            if (limit != null && (limit < 1 || limit > MAX_LIMIT)) {
+                return error(400, "limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
             }
-            case "dead" -> {
-                List<DeadLetter> dead = deadLetters.list(spec, width, limit == null ? DEFAULT_DEAD : limit, reason);
-                yield ok(listing(
-                        spec,
-                        "deadLetters",
-                        bodies,
-                        dead.stream().map(d -> deadView(d)).toList(),
-                        bodies
-                                ? previews(
-                                        spec,
-                                        dead.stream()
-                                                .map(d -> Map.entry(d.shard(), d.member()))
-                                                .toList())
-                                : Map.of()));
-            }
-            default -> error(
-                    WebEndpointResponse.STATUS_NOT_FOUND,
-                    "no such view '" + what + "' of business '" + business + "': use peek or dead");
-        };
+            BusinessSpec spec = relay.spec();
+            int width = relay.state().scanWidth();
+            ListingBudget budget = new ListingBudget();
+            return switch (what) {
+                case "peek" -> {
+                    int n = limit == null ? DEFAULT_PEEK : limit;
+                    ShardMerge.Found<Entry> found = search == null || search.isEmpty()
+                            ? deadLetters.peek(spec, width, n, budget)
+                            : scheduled.search(spec, width, search, n, budget);
+                    Map<String, String> previews = previews(spec, found.items(), Entry::shard, Entry::member);
+                    List<EntryView> entries = found.items().stream()
+                            .map(e -> EntryView.of(e, previews.get(ScheduledEntries.previewKey(e.shard(), e.member()))))
+                            .toList();
+                    yield ok(new EntryListing(business, entries.size(), true, found.partial(), entries));
+                }
+                case "dead" -> {
+                    ShardMerge.Found<DeadLetter> found =
+                            deadLetters.list(spec, width, limit == null ? DEFAULT_DEAD : limit, reason, budget);
+                    Map<String, String> previews =
+                            previews(spec, found.items(), DeadLetter::shard, DeadLetter::member);
+                    List<DeadLetterView> dead = found.items().stream()
+                            .map(d -> DeadLetterView.of(
+                                    d, previews.get(ScheduledEntries.previewKey(d.shard(), d.member()))))
+                            .toList();
+                    yield ok(new DeadLetterListing(business, dead.size(), true, found.partial(), dead));
+                }
+                default -> error(404, "no such view '" + what + "' of business '" + business + "': use peek or dead");
+            };
+        });
     }
 
     @WriteOperation
@@ -184,304 +160,152 @@ public class RelayOpsEndpoint {
             @Nullable String member,
             @Nullable String members,
             @Nullable Integer limit,
+            @Nullable Boolean all,
             @Nullable String by) {
-        return asOperator(security, business, relay -> {
+        return asOperator(security, business, false, relay -> {
             BusinessSpec spec = relay.spec();
-            int width = scanWidth(relay);
-            String origin = operator(security);
-            List<String> named = named(member, members);
-            if (!validLimit(limit)) {
-                return badLimit(limit);
+            int width = relay.state().scanWidth();
+            Operator operator = operator(security);
+            if (by != null && !action.equals("pause")) {
+                throw new Refused("\"by\" is a note for pause only");
             }
             return switch (action) {
                 case "pause", "resume" -> {
-                    // the name stored with a fleet-wide pause: the operator's own, else where the request came from
-                    String who = by == null || by.isBlank()
-                            ? origin + " via ops endpoint of "
-                                    + heartbeat.self().id()
-                            : by;
-                    if (action.equals("pause")) {
-                        fleetPause.pause(relay, who);
-                    } else {
-                        fleetPause.resume(relay, who);
+                    if (member != null || members != null || limit != null || all != null) {
+                        throw new Refused(action + " acts on the whole business: it takes no selector");
                     }
-                    yield ok(view(relay)); // FleetPause logs it, naming who
+                    if (by != null && by.length() > MAX_BY) {
+                        throw new Refused("\"by\" is at most " + MAX_BY + " characters, was " + by.length());
+                    }
+                    // stored with the pause, shown to every operator: the operator's name, with their note
+                    String who = by == null || by.isBlank() ? operator.name() : operator.name() + " (" + by.strip() + ")";
+                    if (action.equals("pause")) {
+                        fleetPause.pause(relay, who, operator.origin());
+                    } else {
+                        fleetPause.resume(relay, who, operator.origin());
+                    }
+                    yield ok(views.view(relay, false)); // FleetPause logs it, naming who and from where
                 }
-                case "replay" -> {
-                    long n = named.isEmpty()
-                            ? (limit == null
-                                    ? deadLetters.replay(spec, width, (String) null)
-                                    : deadLetters.replayOldest(spec, width, limit))
-                            : deadLetters.replay(spec, width, named);
+                case "replay", "purge" -> {
+                    WriteSelection selection =
+                            WriteSelection.deadLetters(action, member, members, limit, all, MAX_LIMIT);
+                    boolean replay = action.equals("replay");
+                    long n = deadLetters(spec, width, selection, replay);
                     log.info(
-                            "business={}: {} dead letter(s) replayed ({}) by {}",
+                            "business={}: {} dead letter(s) {} ({}) by {}",
                             business,
                             n,
-                            selection(named, limit),
-                            origin);
-                    yield ok(result(business, "replayed", n));
-                }
-                case "purge" -> {
-                    long n = named.isEmpty()
-                            ? (limit == null
-                                    ? deadLetters.purge(spec, width, (String) null)
-                                    : deadLetters.purgeOldest(spec, width, limit))
-                            : deadLetters.purge(spec, width, named);
-                    log.info(
-                            "business={}: {} dead letter(s) purged ({}) by {}",
-                            business,
-                            n,
-                            selection(named, limit),
-                            origin);
-                    yield ok(result(business, "purged", n));
+                            replay ? "replayed" : "purged",
+                            selection.describe(),
+                            operator);
+                    yield ok(replay ? Done.replayed(business, n) : Done.purged(business, n));
                 }
                 case "cancel", "deliver-now" -> {
-                    if (named.isEmpty()) {
-                        yield error(
-                                WebEndpointResponse.STATUS_BAD_REQUEST,
-                                action + " needs \"member\" or \"members\" in the body");
-                    }
+                    WriteSelection selection = WriteSelection.entries(action, member, members, limit, all);
                     boolean cancel = action.equals("cancel");
-                    long n = cancel ? scheduled.cancel(spec, width, named) : scheduled.deliverNow(spec, width, named);
+                    long n = cancel
+                            ? scheduled.cancel(spec, width, selection.members())
+                            : scheduled.deliverNow(spec, width, selection.members());
                     log.info(
                             "business={}: {} scheduled entr(y/ies) {} ({}) by {}",
                             business,
                             n,
                             cancel ? "cancelled" : "made due now",
-                            selection(named, null),
-                            origin);
-                    yield ok(result(business, cancel ? "cancelled" : "dueNow", n));
+                            selection.describe(),
+                            operator);
+                    yield ok(cancel ? Done.cancelled(business, n) : Done.dueNow(business, n));
                 }
                 default -> error(
-                        WebEndpointResponse.STATUS_NOT_FOUND,
-                        "no such action '" + action + "': use pause, resume, replay, purge, cancel or deliver-now");
+                        404, "no such action '" + action + "': use pause, resume, replay, purge, cancel or deliver-now");
             };
         });
     }
 
     @DeleteOperation
     public WebEndpointResponse<Object> delete(
-            SecurityContext security, @Selector String business, @Selector String what, @Nullable String member) {
-        return asOperator(security, business, relay -> {
+            SecurityContext security,
+            @Selector String business,
+            @Selector String what,
+            @Nullable String member,
+            @Nullable Boolean all) {
+        return asOperator(security, business, false, relay -> {
             if (!what.equals("dead")) {
-                return error(WebEndpointResponse.STATUS_NOT_FOUND, "nothing to delete at '" + what + "': use dead");
+                return error(404, "nothing to delete at '" + what + "': use dead");
             }
-            long n = deadLetters.purge(relay.spec(), scanWidth(relay), member);
+            WriteSelection selection = WriteSelection.deadLetters("purge", member, null, null, all, MAX_LIMIT);
+            long n = deadLetters(relay.spec(), relay.state().scanWidth(), selection, false);
             log.info(
                     "business={}: {} dead letter(s) purged ({}) by {}",
                     business,
                     n,
-                    selection(named(member, null), null),
+                    selection.describe(),
                     operator(security));
-            return ok(result(business, "purged", n));
+            return ok(Done.purged(business, n));
         });
     }
 
-    /** Runs a write operation on a known business for an operator; refuses (401/403) or answers 404 otherwise. */
-    private WebEndpointResponse<Object> asOperator(
-            SecurityContext security, String business, Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
-        WebEndpointResponse<Object> refused = refuseUnlessOperator(security);
-        if (refused != null) {
-            return refused;
+    private long deadLetters(BusinessSpec spec, int width, WriteSelection selection, boolean replay) {
+        if (selection.all()) {
+            return replay ? deadLetters.replay(spec, width, (String) null) : deadLetters.purge(spec, width, (String) null);
         }
-        BusinessRelay relay = engine.relays().get(business);
-        return relay == null ? unknown(business) : operation.apply(relay);
-    }
-
-    private WebEndpointResponse<Object> refuseUnlessOperator(SecurityContext security) {
-        if (!properties.hasToken()) {
-            return error(403, "relay write operations are disabled: set relay.ops.token to enable them");
+        if (selection.limit() != null) {
+            return replay
+                    ? deadLetters.replayOldest(spec, width, selection.limit())
+                    : deadLetters.purgeOldest(spec, width, selection.limit());
         }
-        if (!isOperator(security)) {
-            return error(
-                    401,
-                    "relay write operations need the operator token in the " + RelayOpsProperties.TOKEN_HEADER
-                            + " header");
-        }
-        return null;
-    }
-
-    /** Shards the relay scans: its shard count, more while retired shards drain. */
-    private static int scanWidth(BusinessRelay relay) {
-        return relay.state().scanWidth();
-    }
-
-    private static boolean isOperator(SecurityContext security) {
-        return security != null && security.isUserInRole(RelayOpsTokenFilter.ROLE);
-    }
-
-    /** Who did a write, for its log line: the operator's origin (see {@link RelayOpsTokenFilter}). */
-    private static String operator(SecurityContext security) {
-        Principal principal = security == null ? null : security.getPrincipal();
-        return principal == null ? "an operator" : principal.getName();
+        return replay
+                ? deadLetters.replay(spec, width, selection.members())
+                : deadLetters.purge(spec, width, selection.members());
     }
 
     /**
-     * The member and members of a write's body, without duplicates. {@code members} holds one member per line:
-     * actuator reads a write's JSON body as text values, so a JSON array cannot be passed.
+     * Runs an operation on a known business for an operator: 403 while no operator token is configured, 401 without
+     * a right one, 404 for an unknown business, 400 for a {@link Refused} request.
      */
-    private static List<String> named(@Nullable String member, @Nullable String members) {
-        Set<String> named = new LinkedHashSet<>();
-        if (member != null) {
-            named.add(member);
+    private WebEndpointResponse<Object> asOperator(
+            SecurityContext security,
+            String business,
+            boolean listing,
+            Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
+        String what = listing ? "relay listings" : "relay write operations";
+        if (!operators.any()) {
+            return error(
+                    403,
+                    what + " are disabled" + (listing ? " (they show message bodies)" : "")
+                            + ": set relay.ops.token or relay.ops.tokens.<name> to enable them");
         }
-        if (members != null) {
-            members.lines().filter(m -> !m.isEmpty()).forEach(named::add);
+        if (security == null || !security.isUserInRole(RelayOpsTokenFilter.ROLE)) {
+            return error(
+                    401,
+                    what + (listing ? " show message bodies and" : "") + " need an operator token in the "
+                            + RelayOpsProperties.TOKEN_HEADER + " header");
         }
-        return List.copyOf(named);
-    }
-
-    /** What a write chose, for its log line: a few members, the oldest N, or all. */
-    private static String selection(List<String> named, @Nullable Integer limit) {
-        if (!named.isEmpty()) {
-            return named.size() <= LOGGED_MEMBERS
-                    ? "members " + named
-                    : named.size() + " members, first " + named.subList(0, LOGGED_MEMBERS);
+        BusinessRelay relay = engine.relays().get(business);
+        if (relay == null) {
+            return unknown(business);
         }
-        return limit == null ? "all" : "oldest " + limit;
+        try {
+            return operation.apply(relay);
+        } catch (Refused e) {
+            return error(400, e.getMessage());
+        }
     }
 
-    private static Map<String, Object> entryView(Entry e) {
-        Map<String, Object> view = new LinkedHashMap<>();
-        view.put("shard", e.shard());
-        view.put("member", e.member());
-        view.put("dueAtMs", e.dueAtMs());
-        view.put("dueAt", e.dueAt());
-        return view;
+    private static Operator operator(SecurityContext security) {
+        return security.getPrincipal() instanceof Operator o ? o : new Operator("an operator", "unknown origin");
     }
 
-    private static Map<String, Object> deadView(DeadLetter d) {
-        Map<String, Object> view = new LinkedHashMap<>();
-        view.put("shard", d.shard());
-        view.put("member", d.member());
-        view.put("reason", d.reason());
-        view.put("attempts", DeadLetters.attempts(d.reason()));
-        view.put("deadAtMs", d.deadAtMs());
-        view.put("deadAt", d.deadAt());
-        return view;
-    }
-
-    /** Payload previews keyed by {@link ScheduledEntries#previewKey}. */
-    private Map<String, String> previews(BusinessSpec spec, List<Map.Entry<Integer, String>> members) {
+    /** Payload previews of the listed items, keyed by {@link ScheduledEntries#previewKey}. */
+    private <T> Map<String, String> previews(
+            BusinessSpec spec, List<T> items, Function<T, Integer> shard, Function<T, String> member) {
         Map<Integer, List<String>> byShard = new LinkedHashMap<>();
-        members.forEach(
-                m -> byShard.computeIfAbsent(m.getKey(), k -> new ArrayList<>()).add(m.getValue()));
+        items.forEach(i -> byShard.computeIfAbsent(shard.apply(i), k -> new ArrayList<>())
+                .add(member.apply(i)));
         return scheduled.previews(spec, byShard);
     }
 
-    private Map<String, Object> view(BusinessRelay relay) {
-        BusinessSpec spec = relay.spec();
-        BusinessState state = relay.state();
-        Map<String, Object> config = new LinkedHashMap<>();
-        config.put("sourceKey", spec.keys().sourceKey());
-        config.put("exchange", spec.exchange());
-        config.put("routingKey", spec.routingKey());
-        config.put("exchangeType", spec.exchangeType());
-        config.put("declareExchange", spec.declareExchange());
-        config.put("threads", spec.threads());
-        config.put("threadNamePrefix", spec.threadNamePrefix());
-        config.put("batchSize", spec.batchSize());
-        config.put("batchBytes", spec.batchBytes());
-        config.put("maxIdle", spec.maxIdle().toString());
-        config.put("lease", spec.lease().toString());
-        config.put("maxAttempts", spec.maxAttempts());
-        config.put("retryDelay", spec.retryDelay().toString());
-        config.put("retryDelayMax", spec.retryDelayMax().toString());
-        config.put("publishTimeout", spec.publishTimeout().toString());
-        Map<String, Object> view = new LinkedHashMap<>();
-        view.put("name", spec.name());
-        view.put("running", engine.isRunning());
-        PauseState pause = fleetPause.state(relay);
-        view.put("paused", state.paused());
-        Map<String, Object> pauseView = new LinkedHashMap<>();
-        pauseView.put("config", pause.config());
-        pauseView.put("operator", state.operatorPaused());
-        pauseView.put("by", pause.operator().by());
-        pauseView.put("at", pause.operator().at());
-        view.put("pause", pauseView);
-        view.put("shards", spec.shards());
-        view.put("drainShards", state.scanWidth());
-        view.put("config", config);
-        if (throughput != null) {
-            view.put("local", throughput.read(spec.name()));
-        }
-        try {
-            Backlog b = backlog.read(spec, state.scanWidth());
-            Map<String, Object> figures = new LinkedHashMap<>();
-            figures.put("due", b.due());
-            figures.put("scheduled", b.scheduled());
-            figures.put("inflight", b.inflight());
-            figures.put("dead", b.dead());
-            figures.put("oldestOverdueMs", b.oldestOverdueMs());
-            view.put("backlog", figures);
-        } catch (RuntimeException e) {
-            view.put(
-                    "backlog",
-                    Map.of("error", "Redis unavailable: " + e.getClass().getSimpleName()));
-        }
-        try {
-            view.put(
-                    "instances",
-                    heartbeat.live(spec.keys()).stream()
-                            .map(RelayOpsEndpoint::instance)
-                            .toList());
-        } catch (RuntimeException e) {
-            view.put("instances", List.of());
-        }
-        return view;
-    }
-
-    private static Map<String, Object> instance(RelayInstance i) {
-        Map<String, Object> view = new LinkedHashMap<>();
-        view.put("id", i.id());
-        view.put("host", i.host());
-        view.put("version", i.version());
-        view.put("startedAt", i.startedAt());
-        view.put("lastSeen", i.lastSeen());
-        return view;
-    }
-
-    /**
-     * A listing of entries or dead letters; with {@code bodies} (operator requests) each item carries the
-     * {@code payload} preview stored under its member (null for entries whose member is the message).
-     */
-    private static Map<String, Object> listing(
-            BusinessSpec spec,
-            String field,
-            boolean bodies,
-            List<Map<String, Object>> items,
-            Map<String, String> previews) {
-        if (bodies) {
-            items.forEach(
-                    i -> i.put("payload", previews.get(ScheduledEntries.previewKey((Integer) i.get("shard"), (String)
-                            i.get("member")))));
-        }
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("business", spec.name());
-        body.put("count", items.size());
-        body.put("bodies", bodies);
-        body.put(field, items);
-        return body;
-    }
-
-    private static Map<String, Object> result(String business, String what, long n) {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("business", business);
-        body.put(what, n);
-        return body;
-    }
-
-    private static boolean validLimit(Integer limit) {
-        return limit == null || (limit > 0 && limit <= MAX_LIMIT);
-    }
-
-    private static WebEndpointResponse<Object> badLimit(Integer limit) {
-        return error(
-                WebEndpointResponse.STATUS_BAD_REQUEST, "limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
-    }
-
     private static WebEndpointResponse<Object> unknown(String business) {
-        return error(WebEndpointResponse.STATUS_NOT_FOUND, "unknown business '" + business + "'");
+        return error(404, "unknown business '" + business + "'");
     }
 
     private static WebEndpointResponse<Object> ok(Object body) {
@@ -489,9 +313,6 @@ public class RelayOpsEndpoint {
     }
 
     private static WebEndpointResponse<Object> error(int status, String message) {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("status", status);
-        body.put("error", message);
-        return new WebEndpointResponse<>(body, status);
+        return new WebEndpointResponse<>(new Failure(status, message), status);
     }
 }

@@ -11,6 +11,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.boot.web.servlet.ServletRegistrationBean;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.Ordered;
 import org.springframework.core.env.Environment;
 
 /**
@@ -24,11 +25,23 @@ import org.springframework.core.env.Environment;
 public class RelayOpsManagementContextConfiguration {
 
     @Bean
-    public FilterRegistrationBean<RelayOpsTokenFilter> relayOpsTokenFilter(
-            ObjectProvider<RelayOpsProperties> properties) {
+    public FilterRegistrationBean<RelayOpsTokenFilter> relayOpsTokenFilter(ObjectProvider<OperatorTokens> operators) {
         FilterRegistrationBean<RelayOpsTokenFilter> registration =
-                new FilterRegistrationBean<>(new RelayOpsTokenFilter(properties.getObject()));
+                new FilterRegistrationBean<>(new RelayOpsTokenFilter(operators.getObject()));
         registration.setName("relayOpsTokenFilter");
+        registration.setOrder(Ordered.LOWEST_PRECEDENCE - 20);
+        return registration;
+    }
+
+    /** Refuses relay endpoint writes with unknown fields (after the token filter, which logs refused tokens). */
+    @Bean
+    public FilterRegistrationBean<RelayOpsRequestCheck> relayOpsRequestCheck(Environment environment) {
+        String basePath = environment.getProperty("management.endpoints.web.base-path", "/actuator");
+        FilterRegistrationBean<RelayOpsRequestCheck> registration =
+                new FilterRegistrationBean<>(new RelayOpsRequestCheck());
+        registration.addUrlPatterns(basePath + "/relay/*");
+        registration.setName("relayOpsRequestCheck");
+        registration.setOrder(Ordered.LOWEST_PRECEDENCE - 10);
         return registration;
     }
 

@@ -1,10 +1,15 @@
 package io.delayrelay.app.ops;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
-/** Ops endpoint settings: {@code relay.ops.*}. */
+/**
+ * Ops endpoint settings: {@code relay.ops.*}. The tokens are checked and trimmed by {@link OperatorTokens} (at
+ * start-up), never here: a binder only copies text.
+ */
 @ConfigurationProperties("relay.ops")
 public class RelayOpsProperties {
 
@@ -18,10 +23,18 @@ public class RelayOpsProperties {
     public static final Duration DEFAULT_READINESS_CHECK_INTERVAL = Duration.ofSeconds(1);
 
     /**
-     * Token that write operations of the relay endpoint (pause, resume, replay, purge) require in the
-     * X-Relay-Token header. Unset or blank: write operations are disabled (403).
+     * Token of the operator named "default": the relay endpoint's listings (which show message bodies) and its write
+     * operations (pause, resume, replay, purge, cancel, deliver-now) need it, or one of relay.ops.tokens, in the
+     * X-Relay-Token header. At least 16 characters; surrounding whitespace (a Secret file's trailing newline) is
+     * ignored. No token at all: listings and writes are disabled (403).
      */
     private String token;
+
+    /**
+     * Named operator tokens, name -> token (e.g. relay.ops.tokens.alice, RELAY_OPS_TOKENS_ALICE from a Secret): the
+     * audit line of each write names the operator whose token was presented. Same rules as relay.ops.token.
+     */
+    private Map<String, String> tokens = new LinkedHashMap<>();
 
     /** How often readiness checks that the relay's workers run. */
     private Duration readinessCheckInterval = DEFAULT_READINESS_CHECK_INTERVAL;
@@ -43,8 +56,18 @@ public class RelayOpsProperties {
         this.token = token;
     }
 
+    public Map<String, String> getTokens() {
+        return tokens;
+    }
+
+    public void setTokens(Map<String, String> tokens) {
+        this.tokens = tokens;
+    }
+
+    /** Whether any operator token is configured (listings and writes are enabled). */
     public boolean hasToken() {
-        return token != null && !token.isBlank();
+        return (token != null && !token.isBlank())
+                || tokens.values().stream().anyMatch(t -> t != null && !t.isBlank());
     }
 
     public Duration getReadinessCheckInterval() {
@@ -73,7 +96,8 @@ public class RelayOpsProperties {
 
     @Override
     public String toString() {
-        return "RelayOpsProperties[token=" + (hasToken() ? "******" : "<none>") + ", readinessCheckInterval="
+        return "RelayOpsProperties[token=" + (token != null && !token.isBlank() ? "******" : "<none>") + ", tokens="
+                + tokens.keySet() + ", readinessCheckInterval="
                 + readinessCheckInterval + ", deadTrimInterval=" + deadTrimInterval + ", consoleEnabled="
                 + consoleEnabled + "]";
     }

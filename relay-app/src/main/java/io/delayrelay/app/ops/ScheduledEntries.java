@@ -1,7 +1,6 @@
 package io.delayrelay.app.ops;
 
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -13,11 +12,8 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
-import org.springframework.data.redis.connection.zset.Tuple;
-import org.springframework.data.redis.core.Cursor;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
-import org.springframework.data.redis.core.ScanOptions;
 import org.springframework.data.redis.core.script.RedisScript;
 
 /**
@@ -34,6 +30,9 @@ public class ScheduledEntries {
 
     private static final RedisScript<Long> ENTRIES = LuaScripts.load("io/delayrelay/app/lua/entries.lua", Long.class);
 
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> ZSCAN = LuaScripts.load("io/delayrelay/app/lua/zscan.lua", List.class);
+
     private final RedisTemplate<byte[], byte[]> redis;
 
     public ScheduledEntries(RedisTemplate<byte[], byte[]> redis) {
@@ -42,32 +41,40 @@ public class ScheduledEntries {
 
     /**
      * Up to {@code limit} scheduled entries whose member starts with {@code prefix} (an id is its own prefix),
-     * over shards 0..shards-1 (pass the scan width), earliest due first.
+     * over shards 0..shards-1 (pass the scan width), earliest due first. ZSCAN visits entries in no order, so a
+     * search stops at {@code limit} matches or at the budget's bound, whichever comes first (then: partial).
      */
-    public List<Entry> search(BusinessSpec spec, int shards, String prefix, int limit) {
+    public ShardMerge.Found<Entry> search(
+            BusinessSpec spec, int shards, String prefix, int limit, ListingBudget budget) {
         byte[] pattern = DelayQueueKeys.bytes(globEscape(prefix) + "*");
-        List<Entry> all = new ArrayList<>();
-        for (int shard = 0; shard < shards; shard++) {
-            int s = shard;
-            byte[] key = DelayQueueKeys.bytes(spec.keys().shard(s));
-            all.addAll(redis.execute((RedisCallback<List<Entry>>) c -> {
-                List<Entry> found = new ArrayList<>();
-                ScanOptions options = ScanOptions.scanOptions()
-                        .match(pattern)
-                        .count(SCAN_COUNT)
-                        .build();
-                try (Cursor<Tuple> cursor = c.zSetCommands().zScan(key, options)) {
-                    while (cursor.hasNext() && found.size() < limit) {
-                        Tuple t = cursor.next();
-                        long due = t.getScore().longValue();
-                        found.add(new Entry(s, text(t.getValue()), due, Instant.ofEpochMilli(due)));
-                    }
+        byte[] count = DelayQueueKeys.bytes(Integer.toString(SCAN_COUNT));
+        List<Entry> found = new ArrayList<>();
+        boolean partial = false;
+        shards:
+        for (int shard = 0; shard < shards && found.size() < limit; shard++) {
+            List<byte[]> key = List.of(DelayQueueKeys.bytes(spec.keys().shard(shard)));
+            byte[] cursor = DelayQueueKeys.bytes("0");
+            do {
+                if (!budget.left()) {
+                    partial = true;
+                    break shards;
                 }
-                return found;
-            }));
+                List<?> step = redis.execute(ZSCAN, key, cursor, pattern, count);
+                if (step == null || step.isEmpty()) {
+                    break;
+                }
+                cursor = (byte[]) step.get(0);
+                // a step's COUNT is a hint: the entries it visited are at least the ones it returned
+                budget.read(Math.max(SCAN_COUNT, (step.size() - 1) / 2));
+                for (int i = 1; i + 1 < step.size() && found.size() < limit; i += 2) {
+                    Entry e = Entry.of(shard, text((byte[]) step.get(i)), Double.valueOf(text((byte[]) step.get(i + 1))));
+                    budget.hold(e.member());
+                    found.add(e);
+                }
+            } while (found.size() < limit && !text(cursor).equals("0"));
         }
-        all.sort(Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member));
-        return all.size() > limit ? List.copyOf(all.subList(0, limit)) : all;
+        found.sort(Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member));
+        return new ShardMerge.Found<>(found, partial);
     }
 
     /** Removes the members from shards 0..shards-1 (a member in flight is still delivered). Returns how many. */

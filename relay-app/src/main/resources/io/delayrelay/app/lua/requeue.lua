@@ -15,6 +15,8 @@
 -- ARGV[5] reason
 -- ARGV[6] limit for 'expired'
 -- ARGV[7] lease token for 'members' and 'release'
+-- A dead letter's reason reads "<ARGV[5]> (due: <original due, epoch ms>) (attempts: <failed>)"; the due part is
+-- left out for a delivery record written without one.
 -- The payload is never touched: a retry and a dead letter both still need it.
 -- Returns {requeued, deadCount, dead1, dead2, ...}
 local t = redis.call('TIME')
@@ -84,7 +86,10 @@ for _, w in ipairs(work) do
     redis.call('ZREM', KEYS[1], m)
     redis.call('HDEL', KEYS[2], m)
     redis.call('ZADD', KEYS[3], string.format('%d', now), m)
-    redis.call('HSET', KEYS[4], m, ARGV[5] .. ' (attempts: ' .. failed .. ')')
+    -- the reason keeps the original due time (epoch ms), which the delivery record held until now
+    local due = ''
+    if origin ~= '' then due = ' (due: ' .. origin .. ')' end
+    redis.call('HSET', KEYS[4], m, ARGV[5] .. due .. ' (attempts: ' .. failed .. ')')
     dead[#dead + 1] = m
   else
     local delay = base

@@ -85,7 +85,8 @@ class ExpiredLeaseTakeBackTest {
             assertThat(new String(
                             c.hashCommands().hGet(bytes(spec.keys().deadReasons(0)), bytes(MEMBER)),
                             java.nio.charset.StandardCharsets.UTF_8))
-                    .isEqualTo("lease expired (attempts: 1)");
+                    .as("the reason keeps the original due time")
+                    .matches("lease expired \\(due: [0-9]{13}\\) \\(attempts: 1\\)");
         }
         assertThat(f.inflight(spec)).isZero();
         assertThat(publisher.published).isEmpty();

@@ -1,0 +1,180 @@
+package io.delayrelay.app.ops;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import io.delayrelay.app.fleet.PauseState;
+import io.delayrelay.app.fleet.RelayInstance;
+import io.delayrelay.app.metrics.Backlog;
+import io.delayrelay.app.ops.DeadLetters.DeadLetter;
+import io.delayrelay.app.ops.DeadLetters.Entry;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * What the {@code relay} endpoint answers, as records: the JSON shape is the record's, in one place, and the
+ * console reads exactly these fields. Listings carry {@link AuditRef#of a member's reference} next to the member,
+ * the same reference the audit lines print in place of the member.
+ */
+final class OpsViews {
+
+    private OpsViews() {}
+
+    /** An error answer: {@code {"status": 400, "error": "..."}}. */
+    record Failure(int status, String error) {}
+
+    /** {@code GET /actuator/relay}: every business. */
+    record Overview(boolean running, boolean writeEnabled, Map<String, BusinessView> businesses) {}
+
+    /** One business: configuration in force, pause, shards, backlog and live instances. */
+    record BusinessView(
+            String name,
+            boolean running,
+            boolean paused,
+            PauseView pause,
+            int shards,
+            int drainShards,
+            ConfigView config,
+            @Nullable Map<String, Object> local,
+            Object backlog,
+            List<InstanceView> instances) {}
+
+    /** Why a business is paused: configuration, an operator (who and when, epoch ms). */
+    record PauseView(boolean config, boolean operator, @Nullable String by, @Nullable Long at) {
+        static PauseView of(PauseState pause, boolean operatorPaused) {
+            return new PauseView(
+                    pause.config(), operatorPaused, pause.operator().by(), pause.operator().at());
+        }
+    }
+
+    /** A business's settings in force. */
+    record ConfigView(
+            String sourceKey,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int threads,
+            String threadNamePrefix,
+            int batchSize,
+            long batchBytes,
+            String maxIdle,
+            String lease,
+            int maxAttempts,
+            String retryDelay,
+            String retryDelayMax,
+            String publishTimeout) {
+        static ConfigView of(BusinessSpec spec) {
+            return new ConfigView(
+                    spec.keys().sourceKey(),
+                    spec.exchange(),
+                    spec.routingKey(),
+                    spec.exchangeType(),
+                    spec.declareExchange(),
+                    spec.threads(),
+                    spec.threadNamePrefix(),
+                    spec.batchSize(),
+                    spec.batchBytes(),
+                    spec.maxIdle().toString(),
+                    spec.lease().toString(),
+                    spec.maxAttempts(),
+                    spec.retryDelay().toString(),
+                    spec.retryDelayMax().toString(),
+                    spec.publishTimeout().toString());
+        }
+    }
+
+    /**
+     * A backlog reading: counts, how overdue the oldest due entry is, when it was read (Redis time, epoch ms), and
+     * whether it is the fleet's shared sample ({@code K:backlog}) or was read just now.
+     */
+    record BacklogView(
+            long due, long scheduled, long inflight, long dead, long oldestOverdueMs, long atMs, String source) {
+        static BacklogView of(Backlog b, String source) {
+            return new BacklogView(
+                    b.due(), b.scheduled(), b.inflight(), b.dead(), b.oldestOverdueMs(), b.atMs(), source);
+        }
+    }
+
+    /** The backlog could not be read. */
+    record BacklogError(String error) {}
+
+    /** A live relay instance. */
+    record InstanceView(String id, String host, String version, long startedAt, long lastSeen) {
+        static InstanceView of(RelayInstance i) {
+            return new InstanceView(i.id(), i.host(), i.version(), i.startedAt(), i.lastSeen());
+        }
+    }
+
+    /** A scheduled entry; {@code payload} is the preview of what is stored under its id (null: the member is the message). */
+    record EntryView(int shard, String ref, String member, long dueAtMs, Instant dueAt, @Nullable String payload) {
+        static EntryView of(Entry e, @Nullable String payload) {
+            return new EntryView(e.shard(), AuditRef.of(e.member()), e.member(), e.dueAtMs(), e.dueAt(), payload);
+        }
+    }
+
+    /** A dead letter: why, after how many attempts, when it was originally due and when it died. */
+    record DeadLetterView(
+            int shard,
+            String ref,
+            String member,
+            @Nullable String reason,
+            @Nullable Integer attempts,
+            @Nullable Long originalDueMs,
+            @Nullable Instant originalDueAt,
+            long deadAtMs,
+            Instant deadAt,
+            @Nullable String payload) {
+        static DeadLetterView of(DeadLetter d, @Nullable String payload) {
+            Long due = DeadLetters.originalDueMs(d.reason());
+            return new DeadLetterView(
+                    d.shard(),
+                    AuditRef.of(d.member()),
+                    d.member(),
+                    d.reason(),
+                    DeadLetters.attempts(d.reason()),
+                    due,
+                    due == null ? null : Instant.ofEpochMilli(due),
+                    d.deadAtMs(),
+                    d.deadAt(),
+                    payload);
+        }
+    }
+
+    /**
+     * The next scheduled entries. {@code partial}: the search or listing stopped at its bound (entries read, bytes
+     * or time) before it had looked at everything; narrow the search.
+     */
+    record EntryListing(String business, int count, boolean bodies, boolean partial, List<EntryView> entries) {}
+
+    /** The oldest dead letters; {@code partial} as in {@link EntryListing}. */
+    record DeadLetterListing(
+            String business, int count, boolean bodies, boolean partial, List<DeadLetterView> deadLetters) {}
+
+    /** What a write did: one of the counts is set. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    record Done(
+            String business,
+            @Nullable Long replayed,
+            @Nullable Long purged,
+            @Nullable Long cancelled,
+            @Nullable Long dueNow) {
+        static Done replayed(String business, long n) {
+            return new Done(business, n, null, null, null);
+        }
+
+        static Done purged(String business, long n) {
+            return new Done(business, null, n, null, null);
+        }
+
+        static Done cancelled(String business, long n) {
+            return new Done(business, null, null, n, null);
+        }
+
+        static Done dueNow(String business, long n) {
+            return new Done(business, null, null, null, n);
+        }
+    }
+}

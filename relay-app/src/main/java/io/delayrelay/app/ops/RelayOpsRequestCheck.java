@@ -1,0 +1,180 @@
+package io.delayrelay.app.ops;
+
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import org.springframework.web.filter.OncePerRequestFilter;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Refuses relay endpoint writes that name a field the endpoint does not know. Actuator binds a write's JSON body to
+ * the operation's parameters and drops every other key, so a misspelt selector ({@code {"id":"order-42"}},
+ * {@code ?memberId=}) used to arrive as "no selector", which meant "every dead letter". Here such a request gets
+ * 400 naming the field before the endpoint sees it. The body is read once, at most {@value #MAX_BODY_BYTES} bytes
+ * (413 beyond), and handed on unchanged.
+ */
+public class RelayOpsRequestCheck extends OncePerRequestFilter {
+
+    /** Fields a write's JSON body may hold. */
+    static final Set<String> WRITE_FIELDS = Set.of("member", "members", "limit", "all", "by");
+
+    /** Query parameters a {@code DELETE} may carry. */
+    static final Set<String> DELETE_PARAMETERS = Set.of("member", "all");
+
+    /** Largest write body read. */
+    static final int MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    @Override
+    protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+            throws ServletException, IOException {
+        switch (request.getMethod()) {
+            case "POST" -> checkBody(request, response, chain);
+            case "DELETE" -> {
+                List<String> unknown = new ArrayList<>(request.getParameterMap().keySet());
+                unknown.removeAll(DELETE_PARAMETERS);
+                if (unknown.isEmpty()) {
+                    chain.doFilter(request, response);
+                } else {
+                    refuse(response, 400, "unknown parameter '" + unknown.get(0) + "': use member or all=true");
+                }
+            }
+            default -> chain.doFilter(request, response);
+        }
+    }
+
+    private static void checkBody(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+            throws IOException, ServletException {
+        byte[] body = request.getInputStream().readNBytes(MAX_BODY_BYTES + 1);
+        if (body.length > MAX_BODY_BYTES) {
+            refuse(response, 413, "a relay write body is at most " + MAX_BODY_BYTES + " bytes");
+            return;
+        }
+        for (String parameter : request.getParameterMap().keySet()) {
+            if (!WRITE_FIELDS.contains(parameter)) {
+                refuse(
+                        response,
+                        400,
+                        "unknown parameter '" + parameter + "': a relay write takes member, members, limit, all or by");
+                return;
+            }
+        }
+        if (body.length > 0) {
+            JsonNode json;
+            try {
+                json = JSON.readTree(body);
+            } catch (JacksonException e) {
+                refuse(response, 400, "a relay write body is a JSON object: " + e.getOriginalMessage());
+                return;
+            }
+            if (json != null && !json.isMissingNode()) {
+                if (!json.isObject()) {
+                    refuse(response, 400, "a relay write body is a JSON object, was " + json.getNodeType());
+                    return;
+                }
+                for (String field : json.propertyNames()) {
+                    if (!WRITE_FIELDS.contains(field)) {
+                        refuse(
+                                response,
+                                400,
+                                "unknown field '" + field + "': a relay write takes member, members, limit, all"
+                                        + " or by");
+                        return;
+                    }
+                }
+                JsonNode all = json.get("all");
+                if (all != null && !all.isBoolean()) {
+                    refuse(response, 400, "\"all\" is true or false, was " + all);
+                    return;
+                }
+            }
+        }
+        chain.doFilter(new ReadAgain(request, body), response);
+    }
+
+    private static void refuse(HttpServletResponse response, int status, String message) throws IOException {
+        response.setStatus(status);
+        response.setContentType("application/json");
+        response.setCharacterEncoding("UTF-8");
+        byte[] body = JSON.writeValueAsBytes(new OpsViews.Failure(status, message));
+        response.setContentLength(body.length);
+        response.getOutputStream().write(body);
+    }
+
+    /** The request with its body, already read, served again. */
+    private static final class ReadAgain extends HttpServletRequestWrapper {
+        private final byte[] body;
+
+        ReadAgain(HttpServletRequest request, byte[] body) {
+            super(request);
+            this.body = body;
+        }
+
+        @Override
+        public ServletInputStream getInputStream() {
+            InputStream in = new ByteArrayInputStream(body);
+            return new ServletInputStream() {
+                @Override
+                public int read() throws IOException {
+                    return in.read();
+                }
+
+                @Override
+                public int read(byte[] b, int off, int len) throws IOException {
+                    return in.read(b, off, len);
+                }
+
+                @Override
+                public boolean isFinished() {
+                    try {
+                        return in.available() == 0;
+                    } catch (IOException e) {
+                        return true;
+                    }
+                }
+
+                @Override
+                public boolean isReady() {
+                    return true;
+                }
+
+                @Override
+                public void setReadListener(ReadListener listener) {
+                    throw new UnsupportedOperationException("synchronous reads only");
+                }
+            };
+        }
+
+        @Override
+        public BufferedReader getReader() {
+            return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), StandardCharsets.UTF_8));
+        }
+
+        @Override
+        public int getContentLength() {
+            return body.length;
+        }
+
+        @Override
+        public long getContentLengthLong() {
+            return body.length;
+        }
+    }
+}
