@@ -248,7 +248,9 @@ public class MicrometerRelayEvents implements RelayEvents {
                         .register(registry);
             }
             for (PublishOutcome.Cause cause : PublishOutcome.Cause.values()) {
-                if (cause != PublishOutcome.Cause.NONE) {
+                // an unroutable message is dead-lettered at once (dead_lettered_total{reason="unroutable"}), never
+                // counted as a publish failure: a series for it would stay 0 forever
+                if (cause != PublishOutcome.Cause.NONE && cause != PublishOutcome.Cause.UNROUTABLE) {
                     Counter.builder(RelayMeterNames.PUBLISH_FAILURES)
                             .tag(TAG_BUSINESS, business)
                             .tag(RelayMeterNames.TAG_CAUSE, cause.tag())

@@ -36,9 +36,8 @@ final class AuditRef {
 
     /** {@code members [#3f2a91c0 (12 B), ...]}, at most {@link #LOGGED_MEMBERS} of them, then a count. */
     static String members(List<String> members) {
-        List<String> shown = members.stream().limit(LOGGED_MEMBERS).map(AuditRef::describe).toList();
-        return members.size() <= LOGGED_MEMBERS
-                ? "members " + shown
-                : members.size() + " members, first " + shown;
+        List<String> shown =
+                members.stream().limit(LOGGED_MEMBERS).map(AuditRef::describe).toList();
+        return members.size() <= LOGGED_MEMBERS ? "members " + shown : members.size() + " members, first " + shown;
     }
 }

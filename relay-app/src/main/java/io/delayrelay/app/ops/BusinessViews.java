@@ -72,9 +72,7 @@ final class BusinessViews {
     private Object backlog(BusinessSpec spec, int width, boolean shared) {
         try {
             Backlog sample = shared ? backlog.shared(spec.keys()) : null;
-            return sample != null
-                    ? BacklogView.of(sample, SHARED)
-                    : BacklogView.of(backlog.read(spec, width), READ);
+            return sample != null ? BacklogView.of(sample, SHARED) : BacklogView.of(backlog.read(spec, width), READ);
         } catch (RuntimeException e) {
             return new BacklogError("Redis unavailable: " + e.getClass().getSimpleName());
         }

@@ -78,7 +78,8 @@ public class DeadLetters {
                 (shard, from, count) -> page(spec.keys(), shard, from, count),
                 Comparator.comparingLong(DeadLetter::deadAtMs).thenComparing(DeadLetter::member),
                 d -> filter == null
-                        || (d.reason() != null && d.reason().toLowerCase(Locale.ROOT).contains(filter)),
+                        || (d.reason() != null
+                                && d.reason().toLowerCase(Locale.ROOT).contains(filter)),
                 d -> d.member() + (d.reason() == null ? "" : d.reason()),
                 budget);
     }
@@ -138,8 +139,8 @@ public class DeadLetters {
                 shards,
                 limit,
                 (shard, from, count) -> {
-                    Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>) c ->
-                            c.zSetCommands().zRangeWithScores(bytes(keys.shard(shard)), from, from + count - 1));
+                    Set<Tuple> tuples = redis.execute((RedisCallback<Set<Tuple>>)
+                            c -> c.zSetCommands().zRangeWithScores(bytes(keys.shard(shard)), from, from + count - 1));
                     List<Entry> page = new ArrayList<>();
                     if (tuples != null) {
                         tuples.forEach(t -> page.add(Entry.of(shard, text(t.getValue()), t.getScore())));

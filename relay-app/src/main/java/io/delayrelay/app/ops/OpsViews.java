@@ -45,7 +45,10 @@ final class OpsViews {
     record PauseView(boolean config, boolean operator, @Nullable String by, @Nullable Long at) {
         static PauseView of(PauseState pause, boolean operatorPaused) {
             return new PauseView(
-                    pause.config(), operatorPaused, pause.operator().by(), pause.operator().at());
+                    pause.config(),
+                    operatorPaused,
+                    pause.operator().by(),
+                    pause.operator().at());
         }
     }
 

@@ -139,8 +139,7 @@ public class RelayOpsEndpoint {
                 case "dead" -> {
                     ShardMerge.Found<DeadLetter> found =
                             deadLetters.list(spec, width, limit == null ? DEFAULT_DEAD : limit, reason, budget);
-                    Map<String, String> previews =
-                            previews(spec, found.items(), DeadLetter::shard, DeadLetter::member);
+                    Map<String, String> previews = previews(spec, found.items(), DeadLetter::shard, DeadLetter::member);
                     List<DeadLetterView> dead = found.items().stream()
                             .map(d -> DeadLetterView.of(
                                     d, previews.get(ScheduledEntries.previewKey(d.shard(), d.member()))))
@@ -178,7 +177,8 @@ public class RelayOpsEndpoint {
                         throw new Refused("\"by\" is at most " + MAX_BY + " characters, was " + by.length());
                     }
                     // stored with the pause, shown to every operator: the operator's name, with their note
-                    String who = by == null || by.isBlank() ? operator.name() : operator.name() + " (" + by.strip() + ")";
+                    String who =
+                            by == null || by.isBlank() ? operator.name() : operator.name() + " (" + by.strip() + ")";
                     if (action.equals("pause")) {
                         fleetPause.pause(relay, who, operator.origin());
                     } else {
@@ -216,7 +216,8 @@ public class RelayOpsEndpoint {
                     yield ok(cancel ? Done.cancelled(business, n) : Done.dueNow(business, n));
                 }
                 default -> error(
-                        404, "no such action '" + action + "': use pause, resume, replay, purge, cancel or deliver-now");
+                        404,
+                        "no such action '" + action + "': use pause, resume, replay, purge, cancel or deliver-now");
             };
         });
     }
@@ -246,7 +247,9 @@ public class RelayOpsEndpoint {
 
     private long deadLetters(BusinessSpec spec, int width, WriteSelection selection, boolean replay) {
         if (selection.all()) {
-            return replay ? deadLetters.replay(spec, width, (String) null) : deadLetters.purge(spec, width, (String) null);
+            return replay
+                    ? deadLetters.replay(spec, width, (String) null)
+                    : deadLetters.purge(spec, width, (String) null);
         }
         if (selection.limit() != null) {
             return replay
@@ -299,8 +302,8 @@ public class RelayOpsEndpoint {
     private <T> Map<String, String> previews(
             BusinessSpec spec, List<T> items, Function<T, Integer> shard, Function<T, String> member) {
         Map<Integer, List<String>> byShard = new LinkedHashMap<>();
-        items.forEach(i -> byShard.computeIfAbsent(shard.apply(i), k -> new ArrayList<>())
-                .add(member.apply(i)));
+        items.forEach(i ->
+                byShard.computeIfAbsent(shard.apply(i), k -> new ArrayList<>()).add(member.apply(i)));
         return scheduled.previews(spec, byShard);
     }
 

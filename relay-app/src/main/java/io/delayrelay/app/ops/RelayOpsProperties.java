@@ -66,8 +66,7 @@ public class RelayOpsProperties {
 
     /** Whether any operator token is configured (listings and writes are enabled). */
     public boolean hasToken() {
-        return (token != null && !token.isBlank())
-                || tokens.values().stream().anyMatch(t -> t != null && !t.isBlank());
+        return (token != null && !token.isBlank()) || tokens.values().stream().anyMatch(t -> t != null && !t.isBlank());
     }
 
     public Duration getReadinessCheckInterval() {

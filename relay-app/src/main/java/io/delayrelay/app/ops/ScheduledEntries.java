@@ -67,7 +67,8 @@ public class ScheduledEntries {
                 // a step's COUNT is a hint: the entries it visited are at least the ones it returned
                 budget.read(Math.max(SCAN_COUNT, (step.size() - 1) / 2));
                 for (int i = 1; i + 1 < step.size() && found.size() < limit; i += 2) {
-                    Entry e = Entry.of(shard, text((byte[]) step.get(i)), Double.valueOf(text((byte[]) step.get(i + 1))));
+                    Entry e =
+                            Entry.of(shard, text((byte[]) step.get(i)), Double.valueOf(text((byte[]) step.get(i + 1))));
                     budget.hold(e.member());
                     found.add(e);
                 }

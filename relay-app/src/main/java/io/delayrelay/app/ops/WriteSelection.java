@@ -92,8 +92,7 @@ record WriteSelection(List<String> members, @Nullable Integer limit, boolean all
 
     private static List<String> checked(List<String> named) {
         if (named.size() > MAX_MEMBERS) {
-            throw new Refused("members names " + named.size() + " members; at most " + MAX_MEMBERS
-                    + " per request");
+            throw new Refused("members names " + named.size() + " members; at most " + MAX_MEMBERS + " per request");
         }
         return named;
     }

@@ -3,6 +3,7 @@ package io.delayrelay.app.ops;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -20,8 +21,13 @@ import tools.jackson.databind.json.JsonMapper;
 /** A relay started as a servlet web app on random ports, and an HTTP client for its management port. */
 final class WebRelay implements AutoCloseable {
 
-    /** An HTTP answer: status, body text and the body parsed as JSON (null when it is not JSON). */
-    record Answer(int status, String text, JsonNode json) {}
+    /** An HTTP answer: status, body text, the body parsed as JSON (null when it is not JSON) and the headers. */
+    record Answer(int status, String text, JsonNode json, HttpHeaders headers) {
+        /** A header's first value, or null. */
+        String header(String name) {
+            return headers.firstValue(name).orElse(null);
+        }
+    }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
     private final HttpClient http =
@@ -80,7 +86,7 @@ final class WebRelay implements AutoCloseable {
             } catch (RuntimeException notJson) {
                 // prometheus text and the like
             }
-            return new Answer(response.statusCode(), response.body(), json);
+            return new Answer(response.statusCode(), response.body(), json, response.headers());
         } catch (IOException e) {
             throw new IllegalStateException(e);
         } catch (InterruptedException e) {
