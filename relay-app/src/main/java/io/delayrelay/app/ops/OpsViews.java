@@ -25,8 +25,13 @@ final class OpsViews {
     /** An error answer: {@code {"status": 400, "error": "..."}}. */
     record Failure(int status, String error) {}
 
-    /** {@code GET /actuator/relay}: every business. */
-    record Overview(boolean running, boolean writeEnabled, Map<String, BusinessView> businesses) {}
+    /**
+     * {@code GET /actuator/relay}: every business. {@code writeEnabled}: an operator token is configured (listings
+     * and writes are possible); {@code operator}: the name of the operator whose token the request carried, else
+     * null.
+     */
+    record Overview(
+            boolean running, boolean writeEnabled, @Nullable String operator, Map<String, BusinessView> businesses) {}
 
     /** One business: configuration in force, pause, shards, backlog and live instances. */
     record BusinessView(

@@ -95,12 +95,13 @@ public class RelayOpsEndpoint {
     }
 
     @ReadOperation
-    public Overview businesses() {
+    public Overview businesses(SecurityContext security) {
         Map<String, BusinessView> businesses = new LinkedHashMap<>();
         for (BusinessRelay relay : engine.relays().values()) {
             businesses.put(relay.spec().name(), views.view(relay, true));
         }
-        return new Overview(engine.isRunning(), operators.any(), businesses);
+        String operator = security != null && security.getPrincipal() instanceof Operator o ? o.name() : null;
+        return new Overview(engine.isRunning(), operators.any(), operator, businesses);
     }
 
     @ReadOperation

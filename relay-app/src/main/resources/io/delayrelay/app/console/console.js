@@ -1,5 +1,8 @@
 // delay-relay console: plain JS over the relay actuator endpoint. Data is always put in the page as text
 // (textContent), never as HTML. The ops token lives in sessionStorage: entered once per browser session.
+// Listings show message bodies (a plain-ZADD member is the message), so they need the token as writes do; every
+// write asks first in an in-page dialog that names how many entries it touches (window.confirm is easy to click
+// through and cannot require typing the business name before "purge all").
 'use strict';
 
 const API = document.querySelector('meta[name="relay-endpoint"]').content;
@@ -86,11 +89,13 @@ function localTime(d) {
 }
 
 // a dead letter's reason without the attempt count, which has its own column
-function bareReason(reason) { return (reason || '').replace(/\s*\(attempts: \d+\)$/, ''); }
+function bareReason(reason) { return (reason || '').replace(/(\s*\(due: [^)]*\))?\s*\(attempts: \d+\)$/, ''); }
 
 function when(ms) {
   if (ms === undefined || ms === null) return el('span', { class: 'muted' }, '—');
   const d = new Date(ms);
+  // a foreign producer may score in seconds or nanoseconds: show the raw score, never break the table
+  if (!Number.isFinite(d.getTime())) return el('span', { class: 'muted', title: 'not a time in epoch ms' }, 'score ' + String(ms));
   const delta = ms - Date.now();
   const relative = Math.abs(delta) < 1000 ? 'now' : delta > 0 ? 'in ' + duration(delta) : duration(-delta) + ' ago';
   return el('span', { title: d.toISOString() }, localTime(d), el('div', { class: 'sub' }, relative));
@@ -108,6 +113,12 @@ function renderToken() {
   $('#token-form').hidden = has;
   $('#token-state').hidden = !has;
   $('#token-forget').hidden = !has;
+  if (!has) $('#token-state').textContent = 'operator';
+}
+
+// the overview names the operator whose token this tab holds
+function renderOperator(name) {
+  if (name && token()) $('#token-state').textContent = 'operator: ' + name;
 }
 
 $('#token-form').addEventListener('submit', (e) => {
@@ -172,7 +183,7 @@ function stateCell(b) {
     if (operator || !b.paused) {
       td.appendChild(el('button', {
         class: 'write gap',
-        onclick: () => act(b.name, operator ? 'resume' : 'pause', undefined, (operator ? 'Resume ' : 'Pause ') + b.name + '?'),
+        onclick: () => act(b.name, operator ? 'resume' : 'pause', undefined, { question: (operator ? 'Resume ' : 'Pause ') + b.name + ' on every relay instance?' }),
       }, operator ? 'Resume' : 'Pause'));
     }
   }
@@ -225,8 +236,9 @@ function renderOverview(data) {
 
   renderBusinessSelects(businesses.map((b) => b.name));
   renderInstances(businesses);
+  renderOperator(data.operator);
   $('#footer').textContent = 'Updated ' + localTime(new Date()) +
-    (data.writeEnabled ? '' : ' · write operations are disabled on this relay (no relay.ops.token)');
+    (data.writeEnabled ? '' : ' · listings and writes are disabled on this relay (no operator token configured)');
 }
 
 function renderBusinessSelects(names) {
@@ -274,6 +286,21 @@ function selected(table) {
   return $$('#' + table + ' tbody input[type=checkbox]:checked').map((c) => c.value);
 }
 
+// a listing refused (401: no token in this tab, 403: none configured on the relay) says why, in place of rows
+function lockedRow(e, colspan) {
+  const text = e.status === 403
+    ? 'Listings are disabled on this relay: no operator token is configured (they show message bodies).'
+    : 'Entries and dead letters show message bodies: unlock with an operator token to see them.';
+  return el('tr', {}, el('td', { colspan, class: 'empty locked-listing' }, text));
+}
+
+// a member with its reference (the one audit log lines print instead of the member)
+function memberCell(item) {
+  return el('td', { class: 'member' }, item.member, item.ref ? el('div', { class: 'sub' }, item.ref) : null);
+}
+
+function plural(n, one, many) { return fmt.format(n) + ' ' + (n === 1 ? one : many); }
+
 // a table shows the answer to the latest request only: an earlier, slower answer must not overwrite it
 const latest = { scheduled: 0, dead: 0 };
 
@@ -289,18 +316,20 @@ async function loadScheduled() {
     if (request !== latest.scheduled) return;
     const rows = data.entries.map((e) => el('tr', { 'data-member': e.member },
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: e.member, class: 'write', 'aria-label': 'select' })),
-      el('td', { class: 'member' }, e.member),
+      memberCell(e),
       el('td', { class: 'num' }, String(e.shard)),
       el('td', { class: 'when' }, when(e.dueAtMs)),
       payloadCell(e, data.bodies),
       el('td', { class: 'actions' },
-        el('button', { class: 'write', onclick: () => act(business, 'deliver-now', { member: e.member }, null, loadScheduled) }, 'Deliver now'),
+        el('button', { class: 'write', onclick: () => act(business, 'deliver-now', { member: e.member }, { question: 'Deliver 1 entry of ' + business + ' now, before it is due?', detail: e.member }, loadScheduled) }, 'Deliver now'),
         ' ',
-        el('button', { class: 'write danger', onclick: () => act(business, 'cancel', { member: e.member }, 'Cancel ' + e.member + '?', loadScheduled) }, 'Cancel'))));
+        el('button', { class: 'write danger', onclick: () => act(business, 'cancel', { member: e.member }, { question: 'Cancel 1 entry of ' + business + '? It will not be delivered.', detail: e.member }, loadScheduled) }, 'Cancel'))));
+    if (data.partial) rows.push(partialRow(6));
     $('#scheduled tbody').replaceChildren(...(rows.length ? rows
       : [el('tr', {}, el('td', { colspan: 6, class: 'empty' }, search ? 'Nothing scheduled matches "' + search + '".' : 'Nothing scheduled.'))]));
   } catch (e) {
-    notify('Cannot read scheduled entries: ' + e.message, true);
+    if (e.status === 401 || e.status === 403) $('#scheduled tbody').replaceChildren(lockedRow(e, 6));
+    else notify('Cannot read scheduled entries: ' + e.message, true);
   }
 }
 
@@ -308,12 +337,18 @@ $('#scheduled-form').addEventListener('submit', (e) => { e.preventDefault(); loa
 $('#scheduled-business').addEventListener('change', loadScheduled);
 $('#scheduled-now-selected').addEventListener('click', () => {
   const members = selected('scheduled');
-  if (members.length) act($('#scheduled-business').value, 'deliver-now', { members: members.join('\n') }, null, loadScheduled);
+  const business = $('#scheduled-business').value;
+  if (members.length) act(business, 'deliver-now', { members: members.join('\n') }, { question: 'Deliver ' + plural(members.length, 'entry', 'entries') + ' of ' + business + ' now, before they are due?' }, loadScheduled);
 });
 $('#scheduled-cancel-selected').addEventListener('click', () => {
   const members = selected('scheduled');
-  if (members.length) act($('#scheduled-business').value, 'cancel', { members: members.join('\n') }, 'Cancel ' + members.length + ' entries?', loadScheduled);
+  const business = $('#scheduled-business').value;
+  if (members.length) act(business, 'cancel', { members: members.join('\n') }, { question: 'Cancel ' + plural(members.length, 'entry', 'entries') + ' of ' + business + '? They will not be delivered.' }, loadScheduled);
 });
+
+function partialRow(colspan) {
+  return el('tr', {}, el('td', { colspan, class: 'empty' }, 'Partial: the relay stopped reading at its bound (entries, bytes or time). Narrow the search.'));
+}
 
 // ---------- dead letters ----------
 
@@ -330,20 +365,22 @@ async function loadDead() {
     if (!reason) renderReasons(data.deadLetters);
     const rows = data.deadLetters.map((d) => el('tr', { 'data-member': d.member },
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: d.member, class: 'write', 'aria-label': 'select' })),
-      el('td', { class: 'member' }, d.member),
+      memberCell(d),
       el('td', {}, bareReason(d.reason) || '—'),
       el('td', { class: 'num' }, d.attempts === null || d.attempts === undefined ? '—' : String(d.attempts)),
       el('td', { class: 'when' }, when(d.originalDueMs)),
       el('td', { class: 'when' }, when(d.deadAtMs)),
       payloadCell(d, data.bodies),
       el('td', { class: 'actions' },
-        el('button', { class: 'write', onclick: () => act(business, 'replay', { member: d.member }, null, loadDead) }, 'Replay'),
+        el('button', { class: 'write', onclick: () => act(business, 'replay', { member: d.member }, { question: 'Replay 1 dead letter of ' + business + '? It is delivered again now.', detail: d.member }, loadDead) }, 'Replay'),
         ' ',
-        el('button', { class: 'write danger', onclick: () => act(business, 'purge', { member: d.member }, 'Purge ' + d.member + ' for good?', loadDead) }, 'Purge'))));
+        el('button', { class: 'write danger', onclick: () => act(business, 'purge', { member: d.member }, { question: 'Purge 1 dead letter of ' + business + ' for good?', detail: d.member }, loadDead) }, 'Purge'))));
+    if (data.partial) rows.push(partialRow(8));
     $('#dead tbody').replaceChildren(...(rows.length ? rows
       : [el('tr', {}, el('td', { colspan: 8, class: 'empty' }, 'No dead letters' + (reason ? ' with reason "' + reason + '"' : '') + '.'))]));
   } catch (e) {
-    notify('Cannot read dead letters: ' + e.message, true);
+    if (e.status === 401 || e.status === 403) $('#dead tbody').replaceChildren(lockedRow(e, 8));
+    else notify('Cannot read dead letters: ' + e.message, true);
   }
 }
 
@@ -358,29 +395,67 @@ function renderReasons(letters) {
 $('#dead-form').addEventListener('submit', (e) => { e.preventDefault(); loadDead(); });
 $('#dead-business').addEventListener('change', () => { $('#dead-reason').value = ''; loadDead(); });
 $('#dead-reason').addEventListener('change', loadDead);
+// dead letters of a business as the overview last counted them
+function deadCount(business) {
+  const b = state.overview && state.overview.businesses ? state.overview.businesses[business] : null;
+  return b && b.backlog && typeof b.backlog.dead === 'number' ? b.backlog.dead : null;
+}
+
 $('#dead-replay-selected').addEventListener('click', () => {
   const members = selected('dead');
-  if (members.length) act($('#dead-business').value, 'replay', { members: members.join('\n') }, null, loadDead);
+  const business = $('#dead-business').value;
+  if (members.length) act(business, 'replay', { members: members.join('\n') }, { question: 'Replay ' + plural(members.length, 'dead letter', 'dead letters') + ' of ' + business + '? They are delivered again now.' }, loadDead);
 });
 $('#dead-replay-oldest').addEventListener('click', () => {
   const limit = parseInt($('#dead-replay-limit').value, 10);
-  if (limit > 0) act($('#dead-business').value, 'replay', { limit }, 'Replay the oldest ' + limit + ' dead letters?', loadDead);
+  const business = $('#dead-business').value;
+  const dead = deadCount(business);
+  const n = dead === null ? limit : Math.min(limit, dead);
+  if (limit > 0) act(business, 'replay', { limit }, { question: 'Replay the oldest ' + plural(n, 'dead letter', 'dead letters') + ' of ' + business + '? They are delivered again now.' }, loadDead);
 });
 $('#dead-purge-selected').addEventListener('click', () => {
   const members = selected('dead');
-  if (members.length) act($('#dead-business').value, 'purge', { members: members.join('\n') }, 'Purge ' + members.length + ' dead letters for good?', loadDead);
+  const business = $('#dead-business').value;
+  if (members.length) act(business, 'purge', { members: members.join('\n') }, { question: 'Purge ' + plural(members.length, 'dead letter', 'dead letters') + ' of ' + business + ' for good?' }, loadDead);
 });
 $('#dead-purge-all').addEventListener('click', () => {
   const business = $('#dead-business').value;
-  act(business, 'purge', {}, 'Purge EVERY dead letter of ' + business + ' for good?', loadDead);
+  const dead = deadCount(business);
+  act(business, 'purge', { all: true }, {
+    question: 'Purge ALL ' + (dead === null ? '' : plural(dead, 'dead letter', 'dead letters') + ' ') + 'of ' + business + ' for good? Their payloads are deleted; this cannot be undone.',
+    typed: business,
+  }, loadDead);
 });
 
 // ---------- writes ----------
 
 const DONE = { replayed: 'replayed', purged: 'purged', cancelled: 'cancelled', dueNow: 'made due now' };
 
+// asks in the page's dialog; resolves true when confirmed. ask.typed: the text to type before Confirm is enabled.
+function ask(what) {
+  const dialog = $('#confirm');
+  const input = $('#confirm-typed');
+  const ok = $('#confirm-ok');
+  $('#confirm-question').textContent = what.question;
+  $('#confirm-detail').textContent = what.detail || '';
+  $('#confirm-detail').hidden = !what.detail;
+  $('#confirm-typed-label').hidden = !what.typed;
+  $('#confirm-typed-name').textContent = what.typed || '';
+  input.value = '';
+  ok.disabled = !!what.typed;
+  input.oninput = () => { ok.disabled = input.value !== what.typed; };
+  return new Promise((resolve) => {
+    const done = (answer) => { dialog.close(); resolve(answer); };
+    ok.onclick = () => done(true);
+    $('#confirm-cancel').onclick = () => done(false);
+    dialog.oncancel = (e) => { e.preventDefault(); done(false); };
+    dialog.showModal();
+    (what.typed ? input : $('#confirm-cancel')).focus();
+  });
+}
+
 async function act(business, action, body, question, after) {
-  if (question && !window.confirm(question)) return;
+  if (question && !(await ask(question))) return;
   try {
     const result = await call('POST', '/' + encodeURIComponent(business) + '/' + action, body === undefined ? {} : body);
     const key = Object.keys(DONE).find((k) => result && result[k] !== undefined);

@@ -12,17 +12,22 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
+import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.support.ui.Select;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.RedisConnection;
 import tools.jackson.databind.JsonNode;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,12 +35,21 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * The operator console in a real headless chromium against the real Redis and RabbitMQ: its figures are the
- * endpoint's, bodies stay hidden until the token is entered, and a dead letter replayed from the page arrives in a
- * real queue. Screenshots land in target/ (docs/console.png is one of them).
+ * endpoint's; without a token no entry and no body is in the page; every write asks first in the page's dialog,
+ * naming the count (purge all wants the business name typed); a dead letter replayed from the page arrives in a
+ * real queue and the audit line names the operator whose token the page holds; a hostile member stays text and a
+ * nanosecond score does not break the Scheduled tab. Screenshots land in target/console (docs/console.png is one).
  */
+@ExtendWith(OutputCaptureExtension.class)
 class ConsoleBrowserTest {
 
     private static final String TOKEN = "console-ops-token";
+    private static final String ALICE = "alice-console-token-42";
+    /** A member a producer could write: text in the page, never markup. */
+    private static final String HOSTILE = "<img src=x onerror=\"window.__pwned=1\">";
+    /** A score in nanoseconds: out of the range of a JavaScript Date. */
+    private static final long NANOSECOND_SCORE = 1_764_000_000_000_000_000L;
+
     private static final Path SCREENSHOTS = Path.of("target", "console");
     private static final Duration PAGE_WAIT = Duration.ofSeconds(20);
     /** Columns of the overview table. */
@@ -63,7 +77,7 @@ class ConsoleBrowserTest {
     }
 
     @Test
-    void showsTheEndpointsFiguresAndReplaysADeadLetterIntoARealQueue() throws Exception {
+    void showsTheEndpointsFiguresAndReplaysADeadLetterIntoARealQueue(CapturedOutput output) throws Exception {
         String orders = kit.business("orders");
         String ordersExchange = kit.exchange("orders");
         String reminders = kit.business("reminders");
@@ -83,6 +97,14 @@ class ConsoleBrowserTest {
                     orderJson(2000 + i, "cancel-unpaid"),
                     Instant.ofEpochMilli(now + i * 7 * 60_000L));
         }
+        producer.schedule(orders, HOSTILE, Instant.ofEpochMilli(now + 3_600_000L));
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands()
+                    .zAdd(
+                            DelayQueueKeys.forBusiness(orders).shard(0).getBytes(StandardCharsets.UTF_8),
+                            NANOSECOND_SCORE,
+                            "scored-in-nanoseconds".getBytes(StandardCharsets.UTF_8));
+        }
         // reminders: paused, so due entries wait
         for (int i = 1; i <= 5; i++) {
             producer.schedule(
@@ -95,6 +117,7 @@ class ConsoleBrowserTest {
         RelayTestKit.business(properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true);
         RelayTestKit.business(properties, invoices, invoicesExchange, "invoice.due", "shards", 4);
         properties.put("relay.ops.token", TOKEN);
+        properties.put("relay.ops.tokens.alice", ALICE);
         properties.put("relay.metrics.sample-interval", "200ms");
         relay = new WebRelay(properties);
         await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(orders, "dead") == 3);
@@ -122,7 +145,7 @@ class ConsoleBrowserTest {
             });
         }
         assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("3");
-        assertThat(overviewCells(browser, orders).get(SCHEDULED)).isEqualTo("12");
+        assertThat(overviewCells(browser, orders).get(SCHEDULED)).isEqualTo("14");
         assertThat(overviewCells(browser, reminders).get(DUE)).isEqualTo("5");
         assertThat(overviewCells(browser, invoices).get(SHARDS)).isEqualTo("4");
         // relayed per minute: the page diffs its readings of the relay's counters (one every 5 s)
@@ -138,36 +161,56 @@ class ConsoleBrowserTest {
                         .isNotEqualTo("0"));
         screenshot(browser, "console-overview.png");
 
-        // without the token: dead letters listed, bodies hidden, no write buttons
+        // without the token: no entry, no member, no body in the page; the tables say why
         browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
         new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
-                                .size()
-                        == 3);
-        WebElement locked = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"));
-        assertThat(locked.getText())
-                .contains("unroutable")
-                .contains("unlock with the ops token")
-                .doesNotContain("order 101");
-        assertThat(locked.findElements(By.tagName("button"))).allMatch(b -> !b.isDisplayed());
+        await().atMost(PAGE_WAIT).until(() -> !browser.findElements(By.cssSelector("#dead tbody td.locked-listing"))
+                .isEmpty());
+        assertThat(browser.findElement(By.cssSelector("#dead tbody")).getText())
+                .isEqualTo("Entries and dead letters show message bodies: unlock with an operator token to see them.");
+        assertThat(browser.findElements(By.cssSelector("#dead tbody tr[data-member]")))
+                .isEmpty();
+        assertThat(browser.getPageSource())
+                .doesNotContain("order-1001")
+                .doesNotContain("order 101")
+                .doesNotContain("cancel-unpaid");
+        screenshot(browser, "console-locked.png");
 
-        // token once per session: bodies and writes appear
-        browser.findElement(By.id("token-input")).sendKeys(TOKEN);
+        // token once per session: entries, bodies and writes appear; the page names the operator
+        browser.findElement(By.id("token-input")).sendKeys(ALICE);
         browser.findElement(By.id("token-save")).click();
         await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"))
-                        .getText()
-                        .contains("\"order\":101"));
+                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member='order-1001']")).stream()
+                        .anyMatch(r -> r.getText().contains("\"order\":101")));
         assertThat(browser.executeScript("return sessionStorage.getItem('delay-relay-ops-token')"))
-                .isEqualTo(TOKEN);
+                .isEqualTo(ALICE);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElement(By.id("token-state")).getText().equals("operator: alice"));
         WebElement deadRow = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-1001']"));
         assertThat(deadRow.findElements(By.tagName("td")).get(3).getText()).isEqualTo("1");
+        assertThat(deadRow.findElements(By.tagName("td")).get(4).getText())
+                .as("original due: the time it was scheduled for, not the time it died")
+                .isNotEqualTo("—")
+                .isNotEmpty();
+        assertThat(deadRow.findElements(By.tagName("td")).get(1).getText()).contains(AuditRef.of("order-1001"));
         screenshot(browser, "console-dead-letters.png");
 
-        // replay one from the page: it arrives in a real queue, the others stay dead
+        // replay one from the page: the dialog asks first; cancelled, nothing happens
         BlockingQueue<Received> ordersQueue = kit.consume(kit.queue(ordersExchange, "order.due"));
         deadRow.findElement(By.xpath(".//button[text()='Replay']")).click();
+        WebElement dialog = browser.findElement(By.id("confirm"));
+        await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
+        assertThat(browser.findElement(By.id("confirm-question")).getText())
+                .isEqualTo("Replay 1 dead letter of " + orders + "? It is delivered again now.");
+        browser.findElement(By.id("confirm-cancel")).click();
+        await().atMost(PAGE_WAIT).until(() -> !dialog.isDisplayed());
+        assertThat(RelayTestKit.collect(ordersQueue, 1, Duration.ofMillis(700), Duration.ZERO))
+                .isEmpty();
+        assertThat(kit.countAll(orders, "dead")).isEqualTo(3);
+        // confirmed: it arrives in a real queue, the others stay dead, the audit line names alice
+        deadRow.findElement(By.xpath(".//button[text()='Replay']")).click();
+        await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
+        browser.findElement(By.id("confirm-ok")).click();
         List<Received> replayed = RelayTestKit.collect(ordersQueue, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
         assertThat(replayed)
                 .extracting(Received::text)
@@ -177,16 +220,33 @@ class ConsoleBrowserTest {
                                 .size()
                         == 2);
         assertThat(browser.findElement(By.id("notice")).getText()).contains("1 replayed");
-        assertThat(relay.get("/actuator/relay/" + orders + "/dead")
+        assertThat(relay.get("/actuator/relay/" + orders + "/dead", TOKEN)
                         .json()
                         .get("count")
                         .asInt())
                 .isEqualTo(2);
+        assertThat(output.getOut())
+                .contains("business=" + orders + ": 1 dead letter(s) replayed (members [" + AuditRef.of("order-1001")
+                        + " (10 B)]) by alice from 127.0.0.1");
 
-        // scheduled: search by id prefix, bodies shown with the token
+        // scheduled: a hostile member is text, a nanosecond score is shown as a score, the tab still works
         browser.findElement(By.cssSelector("#tabs button[data-tab='scheduled']"))
                 .click();
         new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(orders);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
+                                .size()
+                        == 14);
+        assertThat(browser.findElements(By.cssSelector("#scheduled tbody td.member")))
+                .anyMatch(td -> td.getText().startsWith(HOSTILE));
+        assertThat(browser.findElements(By.cssSelector("#scheduled tbody img"))).isEmpty();
+        assertThat(browser.executeScript("return window.__pwned === undefined")).isEqualTo(true);
+        assertThat(browser.findElement(By.cssSelector("#scheduled tbody tr[data-member='scored-in-nanoseconds']"))
+                        .getText())
+                .contains("score 1764000000000000000");
+        screenshot(browser, "console-scheduled-hostile.png");
+
+        // scheduled: search by id prefix, bodies shown with the token
         browser.findElement(By.id("scheduled-search")).sendKeys("order-202");
         browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
                 .click();
@@ -215,7 +275,7 @@ class ConsoleBrowserTest {
                 .isEqualTo(200);
         await().atMost(PAGE_WAIT).untilAsserted(() -> {
             assertThat(stateButtons(browser, reminders)).containsExactly("Resume");
-            assertThat(overviewCells(browser, reminders).get(STATE)).startsWith("paused by console-test");
+            assertThat(overviewCells(browser, reminders).get(STATE)).startsWith("paused by default (console-test)");
         });
         assertThat(relay.post("/actuator/relay/" + reminders + "/resume", TOKEN, null)
                         .status())
@@ -225,6 +285,34 @@ class ConsoleBrowserTest {
             assertThat(overviewCells(browser, reminders).get(STATE)).isEqualTo("paused by configuration");
         });
         screenshot(browser, "console.png");
+
+        // purge all: the dialog names the count and wants the business name typed before it purges anything
+        browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
+        new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
+                                .size()
+                        == 2);
+        browser.findElement(By.id("dead-purge-all")).click();
+        await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
+        assertThat(browser.findElement(By.id("confirm-question")).getText())
+                .isEqualTo("Purge ALL 2 dead letters of " + orders
+                        + " for good? Their payloads are deleted; this cannot be undone.");
+        WebElement confirm = browser.findElement(By.id("confirm-ok"));
+        assertThat(confirm.isEnabled()).as("not before the name is typed").isFalse();
+        browser.findElement(By.id("confirm-typed")).sendKeys(orders.substring(0, orders.length() - 1));
+        assertThat(confirm.isEnabled()).isFalse();
+        screenshot(browser, "console-confirm-purge-all.png");
+        browser.findElement(By.id("confirm-typed")).sendKeys(orders.substring(orders.length() - 1));
+        assertThat(confirm.isEnabled()).isTrue();
+        assertThat(kit.countAll(orders, "dead"))
+                .as("nothing purged while asking")
+                .isEqualTo(2);
+        confirm.click();
+        await().atMost(PAGE_WAIT).until(() -> kit.countAll(orders, "dead") == 0);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElement(By.id("notice")).getText().contains("2 purged"));
+        assertThat(output.getOut()).contains("business=" + orders + ": 2 dead letter(s) purged (all) by alice from");
     }
 
     /** Texts of the buttons in a business's overview row, read in one script. */

@@ -78,14 +78,14 @@ class RelayOpsEndpointTest {
         assertThat(relay.get("/actuator/relay/" + business).json().get("name").asString())
                 .isEqualTo(business);
 
-        Answer peek = relay.get("/actuator/relay/" + business + "/peek?limit=2");
+        Answer peek = relay.get("/actuator/relay/" + business + "/peek?limit=2", TOKEN);
         assertThat(peek.status()).isEqualTo(200);
         assertThat(peek.json().get("count").asInt()).isEqualTo(2);
         assertThat(members(peek.json().get("entries"))).containsExactly("first", "second");
         assertThat(peek.json().get("entries").get(0).get("dueAtMs").asLong()).isEqualTo(now - 3_000);
         assertThat(peek.json().get("entries").get(0).get("shard").asInt())
                 .isEqualTo(ShardSelector.shardOf("first", 16));
-        assertThat(members(relay.get("/actuator/relay/" + business + "/peek")
+        assertThat(members(relay.get("/actuator/relay/" + business + "/peek", TOKEN)
                         .json()
                         .get("entries")))
                 .containsExactly("first", "second", "third", "later-1", "later-2");
@@ -93,13 +93,14 @@ class RelayOpsEndpointTest {
         Answer unknown = relay.get("/actuator/relay/no-such-business");
         assertThat(unknown.status()).isEqualTo(404);
         assertThat(unknown.json().get("error").asString()).isEqualTo("unknown business 'no-such-business'");
-        assertThat(relay.get("/actuator/relay/no-such-business/peek").status()).isEqualTo(404);
-        Answer badView = relay.get("/actuator/relay/" + business + "/nothing");
+        assertThat(relay.get("/actuator/relay/no-such-business/peek", TOKEN).status())
+                .isEqualTo(404);
+        Answer badView = relay.get("/actuator/relay/" + business + "/nothing", TOKEN);
         assertThat(badView.status()).isEqualTo(404);
         assertThat(badView.json().get("error").asString()).contains("use peek or dead");
-        Answer badLimit = relay.get("/actuator/relay/" + business + "/peek?limit=0");
+        Answer badLimit = relay.get("/actuator/relay/" + business + "/peek?limit=0", TOKEN);
         assertThat(badLimit.status()).isEqualTo(400);
-        assertThat(badLimit.json().get("error").asString()).isEqualTo("limit must be between 1 and 10000, was 0");
+        assertThat(badLimit.json().get("error").asString()).isEqualTo("limit must be between 1 and 1000, was 0");
     }
 
     @Test
@@ -153,8 +154,10 @@ class RelayOpsEndpointTest {
         Answer refused = relay.post("/actuator/relay/" + business + "/pause", TOKEN, null);
         assertThat(refused.status()).isEqualTo(403);
         assertThat(refused.json().get("error").asString())
-                .isEqualTo("relay write operations are disabled: set relay.ops.token to enable them");
-        assertThat(relay.delete("/actuator/relay/" + business + "/dead", TOKEN).status())
+                .isEqualTo("relay write operations are disabled: set relay.ops.token or relay.ops.tokens.<name> to"
+                        + " enable them");
+        assertThat(relay.delete("/actuator/relay/" + business + "/dead?all=true", TOKEN)
+                        .status())
                 .isEqualTo(403);
         assertThat(relay.context
                         .getBean(RelayEngine.class)
@@ -179,14 +182,15 @@ class RelayOpsEndpointTest {
 
         String deadPath = "/actuator/relay/" + business + "/dead";
         await().atMost(Duration.ofSeconds(10))
-                .until(() -> relay.get(deadPath).json().get("count").asInt() == 3);
-        JsonNode dead = relay.get(deadPath).json().get("deadLetters");
+                .until(() -> relay.get(deadPath, TOKEN).json().get("count").asInt() == 3);
+        JsonNode dead = relay.get(deadPath, TOKEN).json().get("deadLetters");
         assertThat(members(dead)).containsExactlyInAnyOrder("dead one", "dead two", "id-3");
         for (JsonNode letter : dead) {
             assertThat(letter.get("reason").asString()).startsWith("unroutable: 312 NO_ROUTE");
             assertThat(letter.get("deadAtMs").asLong()).isPositive();
         }
-        assertThat(relay.get(deadPath + "?limit=1").json().get("count").asInt()).isEqualTo(1);
+        assertThat(relay.get(deadPath + "?limit=1", TOKEN).json().get("count").asInt())
+                .isEqualTo(1);
 
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "later"));
         Answer one = relay.post("/actuator/relay/" + business + "/replay", TOKEN, "{\"member\":\"dead one\"}");
@@ -210,13 +214,13 @@ class RelayOpsEndpointTest {
             assertThat(c.zSetCommands().zScore(bytes(keys.dead(shard)), id)).isNull();
         }
 
-        Answer rest = relay.post("/actuator/relay/" + business + "/replay", TOKEN, null);
+        Answer rest = relay.post("/actuator/relay/" + business + "/replay", TOKEN, "{\"all\":true}");
         assertThat(rest.status()).isEqualTo(200);
         assertThat(rest.json().get("replayed").asLong()).isEqualTo(1);
         assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ofMillis(300)))
                 .extracting(Received::text)
                 .containsExactly("dead two");
-        assertThat(relay.get(deadPath).json().get("count").asInt()).isZero();
+        assertThat(relay.get(deadPath, TOKEN).json().get("count").asInt()).isZero();
         assertThat(kit.countAll(business, "dead")).isZero();
         assertThat(kit.countAll(business, "inflight")).isZero();
         assertThat(kit.scheduled(business)).isZero();
@@ -238,18 +242,29 @@ class RelayOpsEndpointTest {
         String base = "/actuator/relay/" + business;
 
         Answer anonymous = relay.get(base + "/peek?search=order-");
-        assertThat(anonymous.json().get("bodies").asBoolean()).isFalse();
-        assertThat(members(anonymous.json().get("entries")))
-                .containsExactly("order-1", "order-2", "order-3", "order-4");
-        assertThat(anonymous.json().get("entries").get(0).has("payload")).isFalse();
+        assertThat(anonymous.status())
+                .as("listings show bodies: operators only")
+                .isEqualTo(401);
+        assertThat(anonymous.text()).doesNotContain("order-1");
         Answer operator = relay.get(base + "/peek?search=order-&limit=2", TOKEN);
         assertThat(operator.json().get("bodies").asBoolean()).isTrue();
         assertThat(members(operator.json().get("entries"))).containsExactly("order-1", "order-2");
         assertThat(operator.json().get("entries").get(0).get("payload").asString())
                 .isEqualTo("{\"order\":1}");
-        assertThat(members(relay.get(base + "/peek?search=other").json().get("entries")))
+        assertThat(members(relay.get(base + "/peek?search=other", TOKEN).json().get("entries")))
                 .containsExactly("other-1");
-        assertThat(relay.get(base + "/peek?search=o*").json().get("count").asInt())
+        assertThat(relay.get(base + "/peek?search=other", TOKEN)
+                        .json()
+                        .get("entries")
+                        .get(0)
+                        .get("payload")
+                        .isNull())
+                .as("the member is the message: no preview of its own")
+                .isTrue();
+        assertThat(relay.get(base + "/peek?search=o*", TOKEN)
+                        .json()
+                        .get("count")
+                        .asInt())
                 .as("glob characters match literally")
                 .isZero();
 
@@ -259,7 +274,7 @@ class RelayOpsEndpointTest {
         Answer cancelled = relay.post(base + "/cancel", TOKEN, "{\"members\":\"order-3\\norder-4\\nnobody\"}");
         assertThat(cancelled.status()).isEqualTo(200);
         assertThat(cancelled.json().get("cancelled").asLong()).isEqualTo(2);
-        assertThat(members(relay.get(base + "/peek?search=order-").json().get("entries")))
+        assertThat(members(relay.get(base + "/peek?search=order-", TOKEN).json().get("entries")))
                 .containsExactly("order-1", "order-2");
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         try (RedisConnection c = kit.redis()) {
@@ -275,11 +290,11 @@ class RelayOpsEndpointTest {
                 .containsExactly("{\"order\":2}");
         assertThat(relay.post(base + "/deliver-now", TOKEN, "{}").status()).isEqualTo(400);
         assertThat(output.getOut())
-                .contains(
-                        "business=" + business
-                                + ": 2 scheduled entr(y/ies) cancelled (members [order-3, order-4, nobody]) by operator from 127.0.0.1")
-                .contains("business=" + business
-                        + ": 1 scheduled entr(y/ies) made due now (members [order-2]) by operator from 127.0.0.1");
+                .contains("business=" + business + ": 2 scheduled entr(y/ies) cancelled (members ["
+                        + AuditRef.describe("order-3") + ", " + AuditRef.describe("order-4") + ", "
+                        + AuditRef.describe("nobody") + "]) by default from 127.0.0.1")
+                .contains("business=" + business + ": 1 scheduled entr(y/ies) made due now (members ["
+                        + AuditRef.describe("order-2") + "]) by default from 127.0.0.1");
     }
 
     @Test
@@ -300,7 +315,7 @@ class RelayOpsEndpointTest {
                 .containsExactly("dead-1", "dead-2", "dead-3", "dead-4", "dead-5", "dead-6");
         assertThat(dead.get("deadLetters").get(0).get("attempts").asInt()).isEqualTo(1);
         assertThat(dead.get("deadLetters").get(0).get("payload").asString()).isEqualTo("body 1");
-        assertThat(relay.get(base + "/dead?reason=lease%20expired")
+        assertThat(relay.get(base + "/dead?reason=lease%20expired", TOKEN)
                         .json()
                         .get("count")
                         .asInt())
@@ -319,7 +334,8 @@ class RelayOpsEndpointTest {
                 .containsExactlyInAnyOrder("body 1", "body 3");
         Answer purged = relay.post(base + "/purge", TOKEN, "{\"limit\":1}");
         assertThat(purged.json().get("purged").asLong()).isEqualTo(1);
-        assertThat(members(relay.get(base + "/dead").json().get("deadLetters"))).containsExactly("dead-6");
+        assertThat(members(relay.get(base + "/dead", TOKEN).json().get("deadLetters")))
+                .containsExactly("dead-6");
         assertThat(relay.post(base + "/replay", TOKEN, "{\"limit\":0}").status())
                 .isEqualTo(400);
     }
