@@ -7,6 +7,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.PriorityQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
@@ -40,18 +41,21 @@ public class ScheduledEntries {
     }
 
     /**
-     * Up to {@code limit} scheduled entries whose member starts with {@code prefix} (an id is its own prefix),
-     * over shards 0..shards-1 (pass the scan width), earliest due first. ZSCAN visits entries in no order, so a
-     * search stops at {@code limit} matches or at the budget's bound, whichever comes first (then: partial).
+     * The {@code limit} earliest-due scheduled entries whose member starts with {@code prefix} (an id is its own
+     * prefix), over shards 0..shards-1 (pass the scan width), earliest due first. ZSCAN visits entries in no order:
+     * every shard is scanned, keeping only the {@code limit} earliest matches, until the budget's bound (then the
+     * answer is partial).
      */
     public ShardMerge.Found<Entry> search(
             BusinessSpec spec, int shards, String prefix, int limit, ListingBudget budget) {
         byte[] pattern = DelayQueueKeys.bytes(globEscape(prefix) + "*");
         byte[] count = DelayQueueKeys.bytes(Integer.toString(SCAN_COUNT));
-        List<Entry> found = new ArrayList<>();
+        Comparator<Entry> order = Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member);
+        // the latest kept match on top: it is the one a better match replaces
+        PriorityQueue<Entry> kept = new PriorityQueue<>(order.reversed());
         boolean partial = false;
         shards:
-        for (int shard = 0; shard < shards && found.size() < limit; shard++) {
+        for (int shard = 0; shard < shards; shard++) {
             List<byte[]> key = List.of(DelayQueueKeys.bytes(spec.keys().shard(shard)));
             byte[] cursor = DelayQueueKeys.bytes("0");
             do {
@@ -66,15 +70,21 @@ public class ScheduledEntries {
                 cursor = (byte[]) step.get(0);
                 // a step's COUNT is a hint: the entries it visited are at least the ones it returned
                 budget.read(Math.max(SCAN_COUNT, (step.size() - 1) / 2));
-                for (int i = 1; i + 1 < step.size() && found.size() < limit; i += 2) {
+                for (int i = 1; i + 1 < step.size(); i += 2) {
                     Entry e =
                             Entry.of(shard, text((byte[]) step.get(i)), Double.valueOf(text((byte[]) step.get(i + 1))));
-                    budget.hold(e.member());
-                    found.add(e);
+                    if (kept.size() < limit) {
+                        kept.add(e);
+                        budget.hold(e.member());
+                    } else if (order.compare(e, kept.peek()) < 0) {
+                        kept.poll();
+                        kept.add(e);
+                    }
                 }
-            } while (found.size() < limit && !text(cursor).equals("0"));
+            } while (!text(cursor).equals("0"));
         }
-        found.sort(Comparator.comparingLong(Entry::dueAtMs).thenComparing(Entry::member));
+        List<Entry> found = new ArrayList<>(kept);
+        found.sort(order);
         return new ShardMerge.Found<>(found, partial);
     }
 
