@@ -177,6 +177,19 @@ public class DeadLetters {
         return members(spec, shards, members, "purge");
     }
 
+    /** Replays ({@code replay}) or purges the dead letters a write selected. Returns how many. */
+    public long act(BusinessSpec spec, int shards, WriteSelection selection, boolean replay) {
+        if (selection.all()) {
+            return replay ? replay(spec, shards, (String) null) : purge(spec, shards, (String) null);
+        }
+        if (selection.limit() != null) {
+            return replay
+                    ? replayOldest(spec, shards, selection.limit())
+                    : purgeOldest(spec, shards, selection.limit());
+        }
+        return replay ? replay(spec, shards, selection.members()) : purge(spec, shards, selection.members());
+    }
+
     /** Replays the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
     public long replayOldest(BusinessSpec spec, int shards, int limit) {
         return replay(

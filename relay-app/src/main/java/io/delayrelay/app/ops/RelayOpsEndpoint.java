@@ -1,6 +1,5 @@
 package io.delayrelay.app.ops;
 
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -131,7 +130,7 @@ public class RelayOpsEndpoint {
                     ShardMerge.Found<Entry> found = search == null || search.isEmpty()
                             ? deadLetters.peek(spec, width, n, budget)
                             : scheduled.search(spec, width, search, n, budget);
-                    Map<String, String> previews = previews(spec, found.items(), Entry::shard, Entry::member);
+                    Map<String, String> previews = scheduled.previews(spec, found.items(), Entry::shard, Entry::member);
                     List<EntryView> entries = found.items().stream()
                             .map(e -> EntryView.of(e, previews.get(ScheduledEntries.previewKey(e.shard(), e.member()))))
                             .toList();
@@ -140,7 +139,8 @@ public class RelayOpsEndpoint {
                 case "dead" -> {
                     ShardMerge.Found<DeadLetter> found =
                             deadLetters.list(spec, width, limit == null ? DEFAULT_DEAD : limit, reason, budget);
-                    Map<String, String> previews = previews(spec, found.items(), DeadLetter::shard, DeadLetter::member);
+                    Map<String, String> previews =
+                            scheduled.previews(spec, found.items(), DeadLetter::shard, DeadLetter::member);
                     List<DeadLetterView> dead = found.items().stream()
                             .map(d -> DeadLetterView.of(
                                     d, previews.get(ScheduledEntries.previewKey(d.shard(), d.member()))))
@@ -191,7 +191,7 @@ public class RelayOpsEndpoint {
                     WriteSelection selection =
                             WriteSelection.deadLetters(action, member, members, limit, all, MAX_LIMIT);
                     boolean replay = action.equals("replay");
-                    long n = deadLetters(spec, width, selection, replay);
+                    long n = deadLetters.act(spec, width, selection, replay);
                     log.info(
                             "business={}: {} dead letter(s) {} ({}) by {}",
                             business,
@@ -235,7 +235,7 @@ public class RelayOpsEndpoint {
                 return error(404, "nothing to delete at '" + what + "': use dead");
             }
             WriteSelection selection = WriteSelection.deadLetters("purge", member, null, null, all, MAX_LIMIT);
-            long n = deadLetters(relay.spec(), relay.state().scanWidth(), selection, false);
+            long n = deadLetters.act(relay.spec(), relay.state().scanWidth(), selection, false);
             log.info(
                     "business={}: {} dead letter(s) purged ({}) by {}",
                     business,
@@ -244,22 +244,6 @@ public class RelayOpsEndpoint {
                     operator(security));
             return ok(Done.purged(business, n));
         });
-    }
-
-    private long deadLetters(BusinessSpec spec, int width, WriteSelection selection, boolean replay) {
-        if (selection.all()) {
-            return replay
-                    ? deadLetters.replay(spec, width, (String) null)
-                    : deadLetters.purge(spec, width, (String) null);
-        }
-        if (selection.limit() != null) {
-            return replay
-                    ? deadLetters.replayOldest(spec, width, selection.limit())
-                    : deadLetters.purgeOldest(spec, width, selection.limit());
-        }
-        return replay
-                ? deadLetters.replay(spec, width, selection.members())
-                : deadLetters.purge(spec, width, selection.members());
     }
 
     /**
@@ -297,15 +281,6 @@ public class RelayOpsEndpoint {
 
     private static Operator operator(SecurityContext security) {
         return security.getPrincipal() instanceof Operator o ? o : new Operator("an operator", "unknown origin");
-    }
-
-    /** Payload previews of the listed items, keyed by {@link ScheduledEntries#previewKey}. */
-    private <T> Map<String, String> previews(
-            BusinessSpec spec, List<T> items, Function<T, Integer> shard, Function<T, String> member) {
-        Map<Integer, List<String>> byShard = new LinkedHashMap<>();
-        items.forEach(i ->
-                byShard.computeIfAbsent(shard.apply(i), k -> new ArrayList<>()).add(member.apply(i)));
-        return scheduled.previews(spec, byShard);
     }
 
     private static WebEndpointResponse<Object> unknown(String business) {

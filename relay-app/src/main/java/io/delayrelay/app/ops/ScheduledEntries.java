@@ -5,9 +5,11 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
+import java.util.function.Function;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
@@ -118,6 +120,15 @@ public class ScheduledEntries {
             }
         });
         return previews;
+    }
+
+    /** Previews of the payloads stored under listed items' members, keyed by {@link #previewKey}. */
+    <T> Map<String, String> previews(
+            BusinessSpec spec, List<T> items, Function<T, Integer> shard, Function<T, String> member) {
+        Map<Integer, List<String>> byShard = new LinkedHashMap<>();
+        items.forEach(i ->
+                byShard.computeIfAbsent(shard.apply(i), k -> new ArrayList<>()).add(member.apply(i)));
+        return previews(spec, byShard);
     }
 
     /** Key of {@link #previews}' map. */

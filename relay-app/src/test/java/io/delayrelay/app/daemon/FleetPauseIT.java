@@ -27,7 +27,7 @@ import static org.awaitility.Awaitility.await;
  */
 class FleetPauseIT {
 
-    private static final String TOKEN = "fleet-it-token";
+    private static final String TOKEN = "fleet-it-token-0123456789";
     private static final Duration MAX_IDLE = Duration.ofMillis(200);
     private static final Duration START = Duration.ofSeconds(150);
     /** The backstop re-read of K:meta: far longer than any wait of this test, so the pushed notice is asserted. */
@@ -128,7 +128,8 @@ class FleetPauseIT {
                 .pollInterval(Duration.ofMillis(50))
                 .until(() -> view(opsB, business).get("paused").asBoolean());
         // When b applied it, from its log line (the HTTP round trips of this test are slower than the follow itself)
-        long followMs = loggedAt(b, "business=" + business + ": paused for every instance by fleet-it") - pausedAt;
+        long followMs =
+                loggedAt(b, "business=" + business + ": paused for every instance by default (fleet-it)") - pausedAt;
         System.out.printf(
                 "FIGURE fleet pause: instance b paused %d ms after a stored the pause (notice; re-read every %d s)%n",
                 followMs, RECHECK.toSeconds());
@@ -138,7 +139,7 @@ class FleetPauseIT {
         JsonNode pause = view(opsB, business).get("pause");
         assertThat(pause.get("operator").asBoolean()).isTrue();
         assertThat(pause.get("config").asBoolean()).isFalse();
-        assertThat(pause.get("by").asString()).isEqualTo("fleet-it");
+        assertThat(pause.get("by").asString()).isEqualTo("default (fleet-it)");
         assertThat(pause.get("at").asLong()).isPositive();
 
         for (int i = 0; i < 20; i++) {

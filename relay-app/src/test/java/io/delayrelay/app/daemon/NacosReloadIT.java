@@ -40,7 +40,7 @@ import static org.awaitility.Awaitility.await;
 class NacosReloadIT {
 
     private static final String GROUP = "DELAY_RELAY_IT";
-    private static final String TOKEN = "nacos-it-token";
+    private static final String TOKEN = "nacos-it-token-0123456789";
     private static final Duration START = Duration.ofSeconds(150);
 
     private final RelayTestKit kit = new RelayTestKit();
