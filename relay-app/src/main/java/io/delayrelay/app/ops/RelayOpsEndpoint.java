@@ -166,8 +166,8 @@ public class RelayOpsEndpoint {
             BusinessSpec spec = relay.spec();
             int width = relay.state().scanWidth();
             Operator operator = operator(security);
-            if (by != null && !action.equals("pause")) {
-                throw new Refused("\"by\" is a note for pause only");
+            if (by != null && !action.equals("pause") && !action.equals("resume")) {
+                throw new Refused("\"by\" is a note for pause and resume only");
             }
             return switch (action) {
                 case "pause", "resume" -> {

@@ -286,6 +286,9 @@ class RelayOpsSafetyTest {
         Answer longBy = relay.post(base + "/pause", ALICE, "{\"by\":\"" + "x".repeat(65) + "\"}");
         assertThat(longBy.status()).isEqualTo(400);
         assertThat(longBy.json().get("error").asString()).isEqualTo("\"by\" is at most 64 characters, was 65");
+        Answer byOnCancel = relay.post(base + "/cancel", ALICE, "{\"member\":\"m1\",\"by\":\"bob\"}");
+        assertThat(byOnCancel.status()).isEqualTo(400);
+        assertThat(byOnCancel.json().get("error").asString()).isEqualTo("\"by\" is a note for pause and resume only");
         assertThat(relay.get("/actuator/relay/" + business).json().get("paused").asBoolean())
                 .isFalse();
     }
