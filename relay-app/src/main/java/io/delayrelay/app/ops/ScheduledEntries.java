@@ -15,7 +15,6 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
-import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -28,10 +27,16 @@ public class ScheduledEntries {
     /** Characters of a payload preview; the console shows a preview, not whole messages. */
     static final int PREVIEW_CHARS = 240;
 
+    /** Bytes of a payload read for a preview: enough for {@link #PREVIEW_CHARS} characters of UTF-8 and a mark. */
+    static final int PREVIEW_BYTES = PREVIEW_CHARS * 4 + 4;
+
     /** Entries a search reads per ZSCAN step. */
     private static final int SCAN_COUNT = 500;
 
     private static final RedisScript<Long> ENTRIES = LuaScripts.load("io/delayrelay/app/lua/entries.lua", Long.class);
+
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> PREVIEWS = LuaScripts.load("io/delayrelay/app/lua/previews.lua", List.class);
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> ZSCAN = LuaScripts.load("io/delayrelay/app/lua/zscan.lua", List.class);
@@ -106,16 +111,19 @@ public class ScheduledEntries {
      */
     public Map<String, String> previews(BusinessSpec spec, Map<Integer, List<String>> membersByShard) {
         Map<String, String> previews = new HashMap<>();
+        byte[] maxBytes = DelayQueueKeys.bytes(Integer.toString(PREVIEW_BYTES));
         membersByShard.forEach((shard, members) -> {
             if (members.isEmpty()) {
                 return;
             }
-            byte[][] fields = members.stream().map(DelayQueueKeys::bytes).toArray(byte[][]::new);
-            List<byte[]> values = redis.execute((RedisCallback<List<byte[]>>)
-                    c -> c.hashCommands().hMGet(DelayQueueKeys.bytes(spec.keys().payloads(shard)), fields));
-            for (int i = 0; values != null && i < members.size(); i++) {
-                if (values.get(i) != null) {
-                    previews.put(previewKey(shard, members.get(i)), preview(values.get(i)));
+            List<Object> args = new ArrayList<>(members.size() + 1);
+            args.add(maxBytes);
+            members.forEach(m -> args.add(DelayQueueKeys.bytes(m)));
+            List<?> values = redis.execute(
+                    PREVIEWS, List.of(DelayQueueKeys.bytes(spec.keys().payloads(shard))), args.toArray());
+            for (int i = 0; values != null && i < Math.min(values.size(), members.size()); i++) {
+                if (values.get(i) instanceof byte[] head) {
+                    previews.put(previewKey(shard, members.get(i)), preview(head));
                 }
             }
         });

@@ -122,6 +122,17 @@ class RelayOpsSafetyTest {
         WebRelay relay =
                 start(RelayTestKit.business(kit.baseProperties(), business, kit.exchange("s2"), "due", "shards", 1));
         String base = "/actuator/relay/" + business;
+        // a 4 MB payload under an id, due first: its preview is 240 characters, read as at most 964 bytes
+        kit.producer()
+                .scheduleById(
+                        business,
+                        "big",
+                        "é".repeat(2 * 1024 * 1024).getBytes(StandardCharsets.UTF_8),
+                        Instant.ofEpochMilli(now + 1_800_000));
+        JsonNode big =
+                relay.get(base + "/peek?limit=1", ALICE).json().get("entries").get(0);
+        assertThat(big.get("member").asString()).isEqualTo("big");
+        assertThat(big.get("payload").asString()).isEqualTo("é".repeat(240) + "…");
 
         Answer tooMany = relay.get(base + "/peek?limit=10000", ALICE);
         assertThat(tooMany.status()).isEqualTo(400);
@@ -129,7 +140,7 @@ class RelayOpsSafetyTest {
         Answer most = relay.get(base + "/peek?limit=1000", ALICE);
         assertThat(most.json().get("count").asInt()).isEqualTo(1000);
         assertThat(most.json().get("partial").asBoolean()).isFalse();
-        assertThat(most.json().get("entries").get(999).get("member").asString()).isEqualTo("entry-999");
+        assertThat(most.json().get("entries").get(999).get("member").asString()).isEqualTo("entry-998");
 
         long started = System.nanoTime();
         Answer nothing = relay.get(base + "/peek?search=no-such-prefix", ALICE);
