@@ -40,7 +40,7 @@ final class OpsViews {
             boolean paused,
             PauseView pause,
             int shards,
-            int drainShards,
+            int scanWidth,
             ConfigView config,
             @Nullable Map<String, Object> local,
             Object backlog,

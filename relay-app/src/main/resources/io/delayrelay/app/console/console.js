@@ -206,7 +206,7 @@ function renderOverview(data) {
     total.perMinute += r.perMinute || 0;
     total.oldest = Math.max(total.oldest, backlog.oldestOverdueMs || 0);
     const instances = Array.isArray(b.instances) ? b.instances.length : null;
-    const draining = b.drainShards > b.shards ? b.shards + ' / ' + b.drainShards : String(b.shards);
+    const draining = b.scanWidth > b.shards ? b.shards + ' / ' + b.scanWidth : String(b.shards);
     return el('tr', { 'data-business': b.name },
       el('td', {}, el('strong', {}, b.name), el('div', { class: 'sub' }, b.config.exchange + ' → ' + b.config.routingKey)),
       stateCell(b),
@@ -218,7 +218,7 @@ function renderOverview(data) {
       backlog.error ? null : el('td', { class: 'num' }, backlog.oldestOverdueMs ? duration(backlog.oldestOverdueMs) : '—'),
       el('td', { class: 'num' }, r.perMinute === null ? '—' : fmt.format(Math.round(r.perMinute))),
       el('td', { class: 'num' }, r.p99 || '—'),
-      el('td', { class: 'num', title: b.drainShards > b.shards ? 'retired shards still draining' : '' }, draining),
+      el('td', { class: 'num', title: b.scanWidth > b.shards ? 'retired shards still draining' : '' }, draining),
       el('td', { class: 'num' }, instances === null ? '—' : String(instances)));
   });
   const body = $('#overview tbody');

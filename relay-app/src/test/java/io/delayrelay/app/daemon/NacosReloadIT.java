@@ -156,7 +156,7 @@ class NacosReloadIT {
             c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(6)), due + 600_000, DelayQueueKeys.bytes("far"));
         }
         double toTwo = publishAndTime(business, exchange, 2);
-        assertThat(opsA.get("/actuator/relay/" + business).get("drainShards").asInt())
+        assertThat(opsA.get("/actuator/relay/" + business).get("scanWidth").asInt())
                 .as("retired shards still scanned")
                 .isEqualTo(8);
 
@@ -187,16 +187,14 @@ class NacosReloadIT {
         RelayProcess b = start("b-old-config", old, managementB);
         OpsClient opsB = new OpsClient(managementB, TOKEN);
         awaitStarted(b, opsB);
-        int width = opsB.get("/actuator/relay/" + business).get("drainShards").asInt();
+        int width = opsB.get("/actuator/relay/" + business).get("scanWidth").asInt();
         System.out.printf("FIGURE nacos reload: instance with the old local config (4) scans %d shards%n", width);
         assertThat(width)
                 .as("the old instance scans the union of 4 and the still draining 8")
                 .isEqualTo(8);
         await().atMost(Duration.ofSeconds(10))
-                .until(() -> opsA.get("/actuator/relay/" + business)
-                                .get("drainShards")
-                                .asInt()
-                        == 8);
+                .until(() ->
+                        opsA.get("/actuator/relay/" + business).get("scanWidth").asInt() == 8);
         assertThat(kit.scheduled(business))
                 .as("the far entry is still there, nothing orphaned")
                 .isEqualTo(1);

@@ -61,7 +61,7 @@ class RelayOpsEndpointTest {
         JsonNode view = all.json().get("businesses").get(business);
         assertThat(view.get("paused").asBoolean()).isTrue();
         assertThat(view.get("shards").asInt()).isEqualTo(16);
-        assertThat(view.get("drainShards").asInt()).isEqualTo(16);
+        assertThat(view.get("scanWidth").asInt()).isEqualTo(16);
         assertThat(view.get("config").get("exchange").asString()).isEqualTo(exchange);
         assertThat(view.get("config").get("routingKey").asString()).isEqualTo("due");
         assertThat(view.get("config").get("threads").asInt()).isEqualTo(3);
