@@ -9,20 +9,23 @@ Usage: scripts/faults.sh [--help] [-Dtest=ClassName ...]
 Builds relay-app through the reactor (relay-api from this work tree, never from ~/.m2; the exec jar is what the
 kill -9 and node-loss scenarios start as a separate JVM), then runs the tests tagged "faults"
 (./mvnw test -Pfaults -pl relay-app -am) and prints relay-app/target/faults/figures.txt: sent, delivered,
-duplicates, lost and max lag per scenario. Extra arguments go to Maven (e.g. -Dtest=BadEntriesTest).
+duplicates, lost, early and max lag per scenario. Every scenario asserts lost = 0, early = 0 (relayed-at >= due-at,
+Redis time) and duplicates within the bound its figures line names. `./mvnw verify` (scripts/test.sh, CI) runs the
+same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesTest).
 
   1 kill -9 of a relay JVM mid-drain of 200,000 messages, restart   (KillNineMidDrainTest)
-  2 RabbitMQ stopped for 30 s (rabbitmqctl stop_app/start_app)      (BrokerOutageTest)  -- stops the local broker!
-  3 Redis (own redis-server with AOF on port 6390) kill -9 + restart (RedisRestartTest)
+  2 RabbitMQ stopped for 30 s (rabbitmqctl stop_app/start_app)      (BrokerOutageTest)
+    (a RabbitMQ node of the test's own on a free port, under relay-app/target/faults/rabbit-outage-*)
+  3 Redis (own redis-server, AOF, free port) kill -9 + restart      (RedisRestartTest)
   4 nacks (x-overflow=reject-publish) and confirm timeouts            (NacksAndConfirmTimeoutsTest)
   5 bad entries written by other programs                            (BadEntriesTest)
   6 a RabbitMQ cluster node stopped mid-drain of 100,000 messages     (RabbitNodeLossTest)
-    (3 nodes from scripts/rabbit-cluster.sh on 5681-5683, quorum queue; the cluster is stopped afterwards)
+    (3 nodes from scripts/rabbit-cluster.sh on free ports, quorum queue; the cluster is stopped afterwards)
   7 20,000 ids by id + re-schedules while the relay JVM is killed -9
     twice and restarted: latest payload of every id, stable ids       (ChurnKillNineTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server, rabbitmqctl and
-rabbitmq-server. Takes about 8-12 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the
+rabbitmq-server. It never stops the shared servers. Takes about 8-12 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the
 cluster nodes' logs: relay-app/target/faults/rabbit-cluster/.
 USAGE
 }

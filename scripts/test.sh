@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test against real Redis and RabbitMQ: starts the local services when needed, then ./mvnw verify.
+# Runs every test, the fault suite included, against real Redis and RabbitMQ: starts the local services when
+# needed, then ./mvnw verify (unit and server tests, then after packaging the fault suite and the *IT tests).
 set -euo pipefail
 
 usage() {
@@ -7,8 +8,18 @@ usage() {
 Usage: scripts/test.sh [extra Maven arguments]
 
 Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/services.sh up), then runs
-./mvnw -B verify. For ReadmeRecipesTest (runs the producers of examples/producers/) it also installs Python's
-redis package (Debian python3-redis, when root) and runs `npm ci` in examples/producers. The tests talk to the real
+./mvnw -B verify, which runs in this order:
+  1. every module's tests except the fault suite (surefire, test phase; about 4 minutes);
+  2. after packaging, relay-app's fault suite (tests tagged "faults": kill -9 mid-drain, broker and Redis outages,
+     a RabbitMQ node loss, nacks and confirm timeouts, bad entries, churn, message ids across redeliveries;
+     8-12 minutes on 2 cores). It stops only servers of its own (a private RabbitMQ node, a private redis-server,
+     a 3-node RabbitMQ cluster on free ports), never the shared ones; figures in relay-app/target/faults/;
+  3. the *IT tests (failsafe), which start the exec jar just built.
+The whole run takes about 15-20 minutes on 2 cores. -Drelay.faults.skip=true leaves step 2 out (a quick local
+run; CI never sets it); scripts/faults.sh runs step 2 alone. Nothing is skipped silently: a missing server or tool
+fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest (runs the
+producers of examples/producers/) it also installs Python's redis package (Debian python3-redis, when root) and
+runs `npm ci` in examples/producers. The tests talk to the real
 servers (REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override where); with neither local servers nor Docker they
 fail with a message saying how to start them.
 Example: scripts/test.sh -pl relay-app -Dtest=DeliveryTimingTest

@@ -25,7 +25,7 @@ import static org.awaitility.Awaitility.await;
 /**
  * Keyspace notifications as the wake source: an entry written by a plain ZADD (no relay-api wake-up) is picked up
  * without polling when Redis has them on, and by polling at max-idle when it has not. Each test runs its own
- * redis-server (the shared one's notify-keyspace-events belong to everybody) on a port of 18310-18319.
+ * redis-server (the shared one's notify-keyspace-events belong to everybody) on a free port.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class KeyspaceWakeTest {
@@ -43,7 +43,7 @@ class KeyspaceWakeTest {
 
     @Test
     void aPlainZaddEntryIsPickedUpWithoutPollingWhenNotificationsAreOn(CapturedOutput output) throws Exception {
-        startRedis(18310, "Kz");
+        startRedis("Kz");
         Fixture f = startRelay("ksnotify", "relay.wake.safety-sweep", "10m");
         await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
 
@@ -67,7 +67,7 @@ class KeyspaceWakeTest {
      */
     @Test
     void aWriteOfAFutureEntryIsPeekedAtNotPoppedAndItLeavesWhenDue(CapturedOutput output) throws Exception {
-        startRedis(18313, "Kz");
+        startRedis("Kz");
         Fixture f = startRelay("kspeek", "relay.wake.safety-sweep", "10m");
         await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
         awaitStartUpSweepOver();
@@ -105,7 +105,7 @@ class KeyspaceWakeTest {
      */
     @Test
     void aNackedDeliveryIsRetriedAfterTheRetryDelayWithoutASweep(CapturedOutput output) throws Exception {
-        startRedis(18314, "Kz");
+        startRedis("Kz");
         String business = kit.business("ksretry");
         String exchange = kit.exchange("ksretry");
         String queue = "test.ksretry.bounded." + business;
@@ -171,7 +171,7 @@ class KeyspaceWakeTest {
     @Test
     void withNotificationsOffAPlainZaddEntryIsPickedUpByPollingAndOneWarningSaysWhatToConfigure(CapturedOutput output)
             throws Exception {
-        startRedis(18311, "");
+        startRedis("");
         Fixture f = startRelay("kspoll", "relay.businesses.%s.max-idle", "200ms");
 
         zadd(f.keys.shard(5), "polled", redisNow());
@@ -192,7 +192,7 @@ class KeyspaceWakeTest {
      */
     @Test
     void aMalformedWakeUpSweepsEveryShard() throws Exception {
-        startRedis(18315, "");
+        startRedis("");
         Fixture f = startRelay("ksbadwake");
         awaitStartUpSweepOver();
 
@@ -207,7 +207,7 @@ class KeyspaceWakeTest {
 
     @Test
     void whenAllowedTheRelaySetsTheNotificationFlagsItNeeds(CapturedOutput output) throws Exception {
-        startRedis(18312, "");
+        startRedis("");
         Fixture f = startRelay("ksconfig", "relay.wake.configure-redis", "true", "relay.wake.safety-sweep", "10m");
         await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
         assertThat(config()).contains("K").contains("z");
@@ -235,8 +235,8 @@ class KeyspaceWakeTest {
         return new Fixture(DelayQueueKeys.forBusiness(business), received);
     }
 
-    private void startRedis(int port, String notify) throws Exception {
-        redis = PrivateRedis.start(port, notify);
+    private void startRedis(String notify) throws Exception {
+        redis = PrivateRedis.start(notify);
     }
 
     private long redisNow() {

@@ -13,6 +13,7 @@ import java.util.stream.Stream;
 import java.util.zip.ZipEntry;
 
 import io.delayrelay.app.faults.RelayProcess;
+import io.delayrelay.app.support.FreePort;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

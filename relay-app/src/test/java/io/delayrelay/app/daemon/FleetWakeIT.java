@@ -49,7 +49,7 @@ class FleetWakeIT {
 
     @Test
     void plainZaddEntriesOnEveryShardAreEachDeliveredOnceAndOnTimeByTwoInstances() throws Exception {
-        redis = PrivateRedis.start(FreePort.next(), "Kz");
+        redis = PrivateRedis.start("Kz");
         String business = kit.business("fleetwake");
         String exchange = kit.exchange("fleetwake");
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));

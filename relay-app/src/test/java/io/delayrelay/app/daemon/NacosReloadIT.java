@@ -13,6 +13,7 @@ import java.util.concurrent.BlockingQueue;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
 import io.delayrelay.app.faults.RelayProcess;
+import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,7 +20,7 @@ import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
-import io.delayrelay.app.faults.FaultFigures.Figures;
+import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
@@ -90,12 +91,18 @@ class BadEntriesTest {
             }
         }
         long due = kit.redisNowMs() + 1_000;
+        Map<String, Long> dueByBody = new HashMap<>();
         for (int i = 0; i < fine.size(); i++) {
             kit.producer().schedule(business, fine.get(i), Instant.ofEpochMilli(due + i * 10L));
+            dueByBody.put(fine.get(i), due + i * 10L);
         }
+        List<String> expected = new ArrayList<>(fine);
+        bad.values().forEach(member -> expected.add(new String(member, StandardCharsets.UTF_8)));
 
-        List<Received> all =
-                RelayTestKit.collect(queue, fine.size() + bad.size(), Duration.ofSeconds(20), Duration.ofMillis(500));
+        Deliveries.Report report = Deliveries.expect(expected)
+                .scheduledDue(dueByBody)
+                .await(new Deliveries.Inbox(queue), Duration.ofSeconds(20));
+        List<Received> all = report.all();
         for (Map.Entry<String, byte[]> entry : bad.entrySet()) {
             assertThat(all.stream()
                             .filter(r -> Arrays.equals(r.body(), entry.getValue()))
@@ -105,19 +112,21 @@ class BadEntriesTest {
         }
         List<Received> fineReceived =
                 all.stream().filter(r -> r.text().startsWith("fine-")).toList();
-        Figures f = FaultFigures.of(
+        Deliveries.Report fineReport =
+                Deliveries.expect(fine).scheduledDue(dueByBody).measure(fineReceived);
+        FaultFigures.of(
                 "5 bad entries (other shards' lag)",
-                fine,
-                fineReceived,
+                fineReport,
                 String.format(
                         "foreignDeliveredByteExact=%d/%d quarantinedShards=%s wrongTypeShard=%d",
                         all.size() - fineReceived.size(),
                         bad.size(),
                         relay(context, business).quarantinedShards(),
                         wrongTypeShard));
-        assertThat(f.lost()).as("lost").isZero();
-        assertThat(f.duplicates()).isZero();
-        assertThat(f.maxLagMs()).as("max lag of entries in the other shards").isLessThan(1_000);
+        report.assertClean();
+        assertThat(fineReport.maxLagMs())
+                .as("max lag of entries in the other shards")
+                .isLessThan(1_000);
         assertThat(all).hasSize(fine.size() + bad.size());
         assertThat(relay(context, business).quarantinedShards()).containsExactly(wrongTypeShard);
         assertThat(relay(context, business).liveWorkers()).isEqualTo(2);

@@ -11,8 +11,8 @@ import java.util.Set;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.ShardSelector;
-import io.delayrelay.app.faults.FaultFigures.Collector;
-import io.delayrelay.app.faults.FaultFigures.Figures;
+import io.delayrelay.app.support.Deliveries;
+import io.delayrelay.app.support.Deliveries.Inbox;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
@@ -49,7 +49,7 @@ class KillNineMidDrainTest {
     void killNineMidDrainLosesNothingAndDuplicatesAtMostTheInFlightWindow() throws Exception {
         String business = kit.business("kill9");
         String exchange = kit.exchange("kill9");
-        Collector received = new Collector(kit.consume(kit.queue(exchange, "due")));
+        Inbox received = new Inbox(kit.consume(kit.queue(exchange, "due")));
         List<String> sent = seed(business);
         Map<String, Object> props = relayProperties(business, exchange);
 
@@ -77,18 +77,19 @@ class KillNineMidDrainTest {
 
         long restarted = System.currentTimeMillis();
         try (RelayProcess second = RelayProcess.start("kill9-second", props)) {
-            received.awaitDistinct(MESSAGES, Duration.ofMinutes(5).toMillis(), 2_000);
+            Deliveries.Report report = Deliveries.expect(sent)
+                    .duplicatesAtMost(WINDOW, "in-flight window " + WINDOW + " x 1 kill -9")
+                    .quiet(Duration.ofSeconds(2))
+                    .await(received, Duration.ofMinutes(5));
             long drainMs = System.currentTimeMillis() - restarted;
             await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(business, "inflight") == 0);
-            Figures f = FaultFigures.of(
+            FaultFigures.of(
                     "1 kill -9 mid-drain (200k)",
-                    sent,
-                    received.drain(),
+                    report,
                     String.format(
                             "inFlightAtKill=%d deliveredAtKill=%d window=%d restartDrainMs=%d inflightAfter=%d",
                             inflightAtKill, deliveredAtKill, WINDOW, drainMs, kit.countAll(business, "inflight")));
-            assertThat(f.lost()).as("lost").isZero();
-            assertThat(f.duplicates()).as("duplicates").isLessThanOrEqualTo(WINDOW);
+            report.assertClean();
             assertThat(kit.scheduled(business)).isZero();
             assertThat(second.isAlive()).isTrue();
         }

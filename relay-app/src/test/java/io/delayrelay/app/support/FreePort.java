@@ -1,4 +1,4 @@
-package io.delayrelay.app.daemon;
+package io.delayrelay.app.support;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -8,11 +8,11 @@ import java.net.ServerSocket;
  * A port nothing listens on right now, chosen by the OS: these tests run in several work trees at once on one
  * machine, so fixed ports would collide.
  */
-final class FreePort {
+public final class FreePort {
 
     private FreePort() {}
 
-    static int next() {
+    public static int next() {
         try (ServerSocket socket = new ServerSocket(0)) {
             socket.setReuseAddress(true);
             return socket.getLocalPort();
