@@ -3,11 +3,11 @@ package io.delayrelay.app;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
@@ -35,17 +35,16 @@ class ExactlyOnceAcrossInstancesTest {
         }
         RedisDelayedMessageProducer producer = kit.producer();
         long due = kit.redisNowMs() + 500;
+        Map<String, Long> dueByBody = new HashMap<>();
         for (int i = 0; i < 10_000; i++) {
             producer.schedule(business, "msg-" + i, Instant.ofEpochMilli(due + (i % 1000)));
+            dueByBody.put("msg-" + i, due + (i % 1000));
         }
 
-        List<Received> all = RelayTestKit.collect(received, 10_000, Duration.ofSeconds(60), Duration.ofSeconds(1));
-        Map<String, Integer> deliveries = new HashMap<>();
-        all.forEach(r -> deliveries.merge(r.text(), 1, Integer::sum));
-        int total = all.size();
-        assertThat(total).as("deliveries").isEqualTo(10_000);
-        assertThat(deliveries).hasSize(10_000);
-        assertThat(deliveries.values()).allMatch(n -> n == 1);
+        Deliveries.expect(dueByBody.keySet())
+                .scheduledDue(dueByBody)
+                .quiet(Duration.ofSeconds(1))
+                .check(received, Duration.ofSeconds(60));
         assertThat(kit.scheduled(business)).isZero();
         assertThat(kit.countAll(business, "inflight")).isZero();
     }

@@ -4,7 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
@@ -12,6 +14,7 @@ import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
@@ -51,11 +54,15 @@ class WrongTypeShardTest {
             }
         }
         long due = kit.redisNowMs() + 500;
+        Map<String, Long> dueByBody = new HashMap<>();
         for (String message : messages) {
             kit.producer().schedule(business, message, Instant.ofEpochMilli(due));
+            dueByBody.put(message, due);
         }
-        List<Received> all = RelayTestKit.collect(received, 50, Duration.ofSeconds(5), Duration.ofMillis(200));
-        assertThat(all).extracting(Received::text).containsExactlyInAnyOrderElementsOf(messages);
+        List<Received> all = Deliveries.expect(messages)
+                .scheduledDue(dueByBody)
+                .check(received, Duration.ofSeconds(5))
+                .all();
         assertThat(all).allSatisfy(r -> assertThat(r.receivedAtMs() - r.header(RelayHeaders.DUE_AT))
                 .as("lag of %s", r.text())
                 .isLessThan(500));

@@ -3,6 +3,7 @@ package io.delayrelay.app.metrics;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -10,6 +11,8 @@ import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -42,12 +45,16 @@ class RelayMetricsTest {
         ConfigurableApplicationContext relay =
                 kit.startRelay(RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "threads", 2));
         RedisDelayedMessageProducer producer = kit.producer();
+        // due 2 s and more in the past: a lag the timer must show, not a figure near zero that anything would pass
+        long now = kit.redisNowMs();
+        List<String> sent = new ArrayList<>();
         for (int i = 0; i < 25; i++) {
-            producer.scheduleAfter(business, "m" + i, Duration.ZERO);
+            producer.schedule(business, "m" + i, Instant.ofEpochMilli(now - 2_000 - i * 10L));
+            sent.add("m" + i);
         }
 
-        List<Received> all = RelayTestKit.collect(received, 25, Duration.ofSeconds(10), Duration.ofMillis(300));
-        assertThat(all).hasSize(25);
+        List<Received> all =
+                Deliveries.expect(sent).check(received, Duration.ofSeconds(10)).all();
         MeterRegistry registry = relay.getBean(MeterRegistry.class);
         await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(registry.get(RelayMeterNames.RELAYED)
                         .tag(RelayMeterNames.TAG_BUSINESS, business)
@@ -58,7 +65,21 @@ class RelayMetricsTest {
                 .tag(RelayMeterNames.TAG_BUSINESS, business)
                 .timer();
         assertThat(lag.count()).isEqualTo(25);
-        assertThat(lag.max(TimeUnit.MILLISECONDS)).isGreaterThanOrEqualTo(0).isLessThan(10_000);
+        // the relay measures confirm time - due on Redis time: between pop - due and arrival - due
+        long popLag = all.stream()
+                .mapToLong(r -> r.header(RelayHeaders.RELAYED_AT) - r.header(RelayHeaders.DUE_AT))
+                .max()
+                .orElseThrow();
+        long arrivalLag = all.stream()
+                .mapToLong(r -> r.receivedAtMs() - r.header(RelayHeaders.DUE_AT))
+                .max()
+                .orElseThrow();
+        assertThat(popLag).as("max lag at the pop").isGreaterThanOrEqualTo(2_240);
+        assertThat(lag.max(TimeUnit.MILLISECONDS))
+                .as(
+                        "max lag recorded, between the max at the pop (%d ms) and at arrival (%d ms) + 100",
+                        popLag, arrivalLag)
+                .isBetween((double) popLag, arrivalLag + 100.0);
 
         String scrape = relay.getBean(PrometheusMeterRegistry.class).scrape();
         assertThat(scrape)

@@ -15,13 +15,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 class NacosPrecedenceTest {
 
     private static MapPropertySource source(String name, String shards) {
-        return new MapPropertySource(name, Map.of("relay.businesses.orders.shards", shards));
+        return new MapPropertySource(
+                name, Map.of("relay.businesses.orders.shards", shards, "relay.businesses.orders.threads", shards));
     }
 
     @Test
     void nacosValuesMoveAboveEveryConfigFileButStayBelowCommandLineAndEnvironment() {
         StandardEnvironment environment = new StandardEnvironment();
         MutablePropertySources sources = environment.getPropertySources();
+        // in place before apply(): the command line must still win afterwards (threads), Nacos only beats files
+        sources.addFirst(new MapPropertySource("commandLineArgs", Map.of("relay.businesses.orders.threads", "64")));
         sources.addLast(source(
                 "Config resource 'file [/config/application.yaml]' via location 'optional:file:/config/'", "16"));
         sources.addLast(source("DEFAULT_GROUP@delay-relay.yaml", "32"));
@@ -33,9 +36,15 @@ class NacosPrecedenceTest {
                 .isEqualTo("16");
         assertThat(NacosPrecedence.apply(environment, imports)).isEqualTo(1);
 
-        assertThat(environment.getProperty("relay.businesses.orders.shards")).isEqualTo("32");
+        assertThat(environment.getProperty("relay.businesses.orders.shards"))
+                .as("Nacos beats the config files")
+                .isEqualTo("32");
+        assertThat(environment.getProperty("relay.businesses.orders.threads"))
+                .as("the command line still beats Nacos")
+                .isEqualTo("64");
         assertThat(sources.stream().map(PropertySource::getName).toList())
                 .containsSubsequence(
+                        "commandLineArgs",
                         "systemProperties",
                         "systemEnvironment",
                         "DEFAULT_GROUP@delay-relay.yaml",
@@ -43,9 +52,6 @@ class NacosPrecedenceTest {
         assertThat(NacosPrecedence.apply(environment, imports))
                 .as("already in place")
                 .isZero();
-
-        sources.addFirst(new MapPropertySource("commandLineArgs", Map.of("relay.businesses.orders.shards", "64")));
-        assertThat(environment.getProperty("relay.businesses.orders.shards")).isEqualTo("64");
     }
 
     @Test
