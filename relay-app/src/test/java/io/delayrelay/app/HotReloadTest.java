@@ -227,7 +227,7 @@ class HotReloadTest {
             Files.writeString(file, business(name, exchange, "max-idle=100ms, paused=true"));
             refresh(context);
             long pausedAt = kit.redisNowMs();
-            Thread.sleep(1_500); // messages keep falling due while paused
+            Thread.sleep(3_000); // messages keep falling due while paused
             int whilePaused = sent.size();
             List<Received> beforeResume = new ArrayList<>();
             received.drainTo(beforeResume);
@@ -236,8 +236,9 @@ class HotReloadTest {
                     .max()
                     .orElseThrow();
             assertThat(lastRelayedAt)
-                    .as("last pop (Redis time) after the pause took effect, within max-idle 100 ms + 300 ms margin")
-                    .isLessThanOrEqualTo(pausedAt + 100 + 300);
+                    .as("last pop (Redis time) after the pause took effect: within max-idle 100 ms + 1 s margin for a "
+                            + "busy machine (unpaused, pops would go on for the 3 s watched)")
+                    .isLessThanOrEqualTo(pausedAt + 100 + 1_000);
             assertThat(kit.scheduled(name))
                     .as("entries that fell due while paused wait in Redis")
                     .isGreaterThan(100);

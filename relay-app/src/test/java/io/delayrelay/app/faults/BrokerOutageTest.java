@@ -112,7 +112,9 @@ class BrokerOutageTest {
                 "broker-outage-load");
 
         try (RelayProcess relay = RelayProcess.start("broker-outage", props)) {
-            await().atMost(Duration.ofSeconds(60)).until(() -> relay.started() || !relay.isAlive());
+            // a JVM start takes 20-60 s on a busy 2-core machine
+            await().atMost(Duration.ofMinutes(3)).until(() -> relay.started() || !relay.isAlive());
+            assertThat(relay.started()).as("relay started; see %s", relay.log()).isTrue();
             load.start();
             Thread.sleep(8_000);
             int beforeOutage = received.distinct();

@@ -44,7 +44,9 @@ final class FaultFigures {
                 report.lost(),
                 report.early(),
                 report.maxLagMs(),
-                (extra + " duplicateBound=" + report.duplicateBound().replace(' ', '_')).trim());
+                (extra + " unexpected=" + report.unexpected() + " maxLeadMs=" + report.maxLeadMs() + " duplicateBound="
+                                + report.duplicateBound().replace(' ', '_'))
+                        .trim());
         report(figures);
         return figures;
     }

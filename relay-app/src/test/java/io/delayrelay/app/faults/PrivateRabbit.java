@@ -24,7 +24,7 @@ import static org.awaitility.Awaitility.await;
  * break every other test and helper using it. Own node name, free AMQP and distribution ports, own cookie, config,
  * data and logs under {@code target/faults/rabbit-<node>/} (the logs stay after {@link #close()}). Started in the
  * foreground as a child of the test JVM, and only trusted once the broker answering on the port calls itself by
- * this node's name (the {@code cluster_name} server property, which defaults to the node name).
+ * this node's unique name (the {@code cluster_name} server property, which defaults to the node name).
  */
 final class PrivateRabbit implements AutoCloseable {
 
@@ -32,14 +32,16 @@ final class PrivateRabbit implements AutoCloseable {
     /** A fresh node boots in ~10 s on an idle machine; much longer under a shared build. */
     private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
 
+    private final String name;
     private final String node;
     private final int port;
     private final Path dir;
     private final Path bin;
     private final Process process;
 
-    private PrivateRabbit(String node, int port, Path dir, Path bin, Process process) {
-        this.node = node;
+    private PrivateRabbit(String name, int port, Path dir, Path bin, Process process) {
+        this.name = name;
+        this.node = name + "@localhost";
         this.port = port;
         this.dir = dir;
         this.bin = bin;
@@ -86,7 +88,7 @@ final class PrivateRabbit implements AutoCloseable {
         env.putAll(environment(node, port, dir));
         env.put("RABBITMQ_DIST_PORT", Integer.toString(distPort));
         env.put("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "+S 1:1 +A 4 -kernel inet_dist_use_interface {127,0,0,1}");
-        PrivateRabbit rabbit = new PrivateRabbit(node, port, dir, bin, builder.start());
+        PrivateRabbit rabbit = new PrivateRabbit(name, port, dir, bin, builder.start());
         try {
             rabbit.awaitUp();
         } catch (RuntimeException | Error e) {
@@ -150,8 +152,9 @@ final class PrivateRabbit implements AutoCloseable {
     /** True when the broker on this node's AMQP port is this node (not another process that took the port). */
     private boolean answersAsThisNode() throws Exception {
         try (Connection c = connect("private-rabbit-check")) {
+            // cluster_name defaults to the node name with the host's own name: "<name>@<hostname>"
             Object clusterName = c.getServerProperties().get("cluster_name");
-            if (clusterName == null || !clusterName.toString().equals(node)) {
+            if (clusterName == null || !clusterName.toString().startsWith(name + "@")) {
                 throw new IllegalStateException("port " + port + " is answered by RabbitMQ '" + clusterName
                         + "', not by the node this test started (" + node + ")");
             }

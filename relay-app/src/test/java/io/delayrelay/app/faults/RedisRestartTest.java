@@ -97,7 +97,9 @@ class RedisRestartTest {
                 "redis-restart-load");
 
         try (RelayProcess relay = RelayProcess.start("redis-restart", props)) {
-            await().atMost(Duration.ofSeconds(60)).until(() -> relay.started() || !relay.isAlive());
+            // a JVM start takes 20-60 s on a busy 2-core machine
+            await().atMost(Duration.ofMinutes(3)).until(() -> relay.started() || !relay.isAlive());
+            assertThat(relay.started()).as("relay started; see %s", relay.log()).isTrue();
             load.start();
             Thread.sleep(8_000);
             int beforeKill = received.distinct();
