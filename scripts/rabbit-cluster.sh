@@ -21,6 +21,8 @@ Usage: scripts/rabbit-cluster.sh up|down|status|stop-node NODE|start-node NODE|c
 Environment:
   RABBIT_CLUSTER_PORTS  space-separated AMQP ports, one node each (default "5681 5682 5683"; at least 3).
                         Node i is rc<i>@localhost; its Erlang distribution port is its AMQP port + 20000.
+  RABBIT_CLUSTER_NODE_PREFIX  node name prefix instead of "rc" (e.g. a test's unique prefix: node names are
+                        host-wide in epmd, so two clusters at once need different ones)
   RABBIT_CLUSTER_DIR    working directory (default ${TMPDIR:-/tmp}/delay-relay-rabbit-cluster)
   RABBIT_CLUSTER_ERL_ARGS  extra Erlang VM flags (default "+S 1:1 +A 4": one scheduler, small nodes)
   RABBIT_CLUSTER_LOGS_TO   'down' first copies each node's logs to this directory (the fault test sets it)
@@ -31,6 +33,7 @@ USAGE
 }
 
 PORTS=${RABBIT_CLUSTER_PORTS:-"5681 5682 5683"}
+PREFIX=${RABBIT_CLUSTER_NODE_PREFIX:-rc}
 DIR=${RABBIT_CLUSTER_DIR:-${TMPDIR:-/tmp}/delay-relay-rabbit-cluster}
 ERL_ARGS=${RABBIT_CLUSTER_ERL_ARGS:-"+S 1:1 +A 4"}
 HOST=127.0.0.1
@@ -54,7 +57,7 @@ node_name() { # port -> rc<index>
   local port i=0
   for port in $PORTS; do
     i=$((i + 1))
-    if [ "$port" = "$1" ]; then echo "rc$i"; return; fi
+    if [ "$port" = "$1" ]; then echo "$PREFIX$i"; return; fi
   done
   echo "rabbit-cluster: port $1 is not in RABBIT_CLUSTER_PORTS ($PORTS)" >&2
   exit 2

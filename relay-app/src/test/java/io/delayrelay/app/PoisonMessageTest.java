@@ -11,6 +11,7 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.metrics.RelayMeterNames;
+import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
@@ -93,7 +94,7 @@ class PoisonMessageTest {
     void aRoutingKeyOver255BytesIsDeadLetteredAtOnceWhileItsBatchMatesArrive() throws Exception {
         Fixture f = start("longkey", "long-routing-key", false);
 
-        assertThat(f.deliveredOnceEach("before", "after")).isTrue();
+        f.deliveredOnceEach("before", "after");
         String reason = f.awaitDeadReason(POISON);
         assertThat(reason)
                 .contains("routing key of 300 bytes exceeds AMQP's 255")
@@ -106,7 +107,7 @@ class PoisonMessageTest {
     void aTriggerThatThrowsForOneMessageDeadLettersItAfterMaxAttemptsWhileItsBatchMatesArrive() throws Exception {
         Fixture f = start("throws", "throws", false);
 
-        assertThat(f.deliveredOnceEach("before", "after")).isTrue();
+        f.deliveredOnceEach("before", "after");
         String reason = f.awaitDeadReason(POISON);
         assertThat(reason)
                 .contains("IllegalStateException: no template for this message")
@@ -123,7 +124,7 @@ class PoisonMessageTest {
         // be confirmed as itself (the relay moves to a fresh channel), not left waiting or acked in its stead.
         Fixture f = start("bigheader", "none", true);
 
-        assertThat(f.deliveredOnceEach("before", "after")).isTrue();
+        f.deliveredOnceEach("before", "after");
         String reason = f.awaitDeadReason(f.poisonMember);
         assertThat(reason).contains("Content headers exceeded max frame size").endsWith("(attempts: 1)");
         f.assertSettledWithoutWorkerErrors();
@@ -192,11 +193,12 @@ class PoisonMessageTest {
             this.keys = DelayQueueKeys.forBusiness(business);
         }
 
-        boolean deliveredOnceEach(String... texts) throws InterruptedException {
-            List<Received> all =
-                    RelayTestKit.collect(received, texts.length, Duration.ofSeconds(10), Duration.ofMillis(500));
+        /** Asserts each text arrived once, in this order, none early, nothing else. */
+        void deliveredOnceEach(String... texts) throws InterruptedException {
+            List<Received> all = Deliveries.expect(texts)
+                    .check(received, Duration.ofSeconds(10))
+                    .all();
             assertThat(all).extracting(Received::text).containsExactly(texts);
-            return true;
         }
 
         String awaitDeadReason(String member) {

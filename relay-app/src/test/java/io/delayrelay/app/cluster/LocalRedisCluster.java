@@ -2,7 +2,9 @@ package io.delayrelay.app.cluster;
 
 import java.io.File;
 import java.io.IOException;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -11,43 +13,104 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.faults.Shell;
+import io.delayrelay.app.support.FreePort;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.RedisClusterConnection;
 import org.springframework.data.redis.connection.RedisClusterNode;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
- * A real local Redis Cluster (3 masters on loopback) started and stopped through {@code scripts/redis-cluster.sh}.
- * Fails loudly when the script or redis-server is missing: never skips.
+ * A real local Redis Cluster (3 masters on loopback) started and stopped through {@code scripts/redis-cluster.sh},
+ * on free ports (each with its cluster bus port, + 10000, free too) and in a directory under target/ of its own, so
+ * two work trees never share one. After the script says it is up, each node must report the pid its own pid file
+ * holds ({@code INFO server} process_id): a port someone else answers on fails the test instead of passing against
+ * the wrong server. Fails loudly when the script or redis-server is missing: never skips.
  */
 final class LocalRedisCluster implements AutoCloseable {
 
-    static final List<Integer> PORTS = List.of(7101, 7102, 7103);
-
     private final File script;
+    private final List<Integer> ports;
+    private final File dir;
     private final LettuceConnectionFactory factory;
 
-    private LocalRedisCluster(File script) {
+    private LocalRedisCluster(File script, List<Integer> ports, File dir) {
         this.script = script;
+        this.ports = ports;
+        this.dir = dir;
         this.factory = new LettuceConnectionFactory(new RedisClusterConfiguration(nodes()));
         factory.afterPropertiesSet();
         factory.start();
     }
 
-    /** Runs {@code scripts/redis-cluster.sh up} and connects. */
+    /** Runs {@code scripts/redis-cluster.sh up} on free ports, checks every node is the one it started, connects. */
     static LocalRedisCluster up() {
         File script = findScript();
-        run(script, "up");
-        return new LocalRedisCluster(script);
+        List<Integer> ports = freePorts();
+        File dir = new File("target/redis-cluster-" + ports.get(0)).getAbsoluteFile();
+        LocalRedisCluster cluster = null;
+        try {
+            run(script, ports, dir, "up");
+            for (int port : ports) {
+                checkOwnServer(dir, port);
+            }
+            cluster = new LocalRedisCluster(script, ports, dir);
+            return cluster;
+        } finally {
+            if (cluster == null) {
+                run(script, ports, dir, "down");
+            }
+        }
+    }
+
+    /** Three free ports whose cluster bus ports (+ 10000) are free as well. */
+    private static List<Integer> freePorts() {
+        List<Integer> ports = new ArrayList<>();
+        while (ports.size() < 3) {
+            int port = FreePort.next();
+            if (port + 10000 <= 65535 && !ports.contains(port) && free(port + 10000)) {
+                ports.add(port);
+            }
+        }
+        return ports;
+    }
+
+    private static boolean free(int port) {
+        try (ServerSocket socket = new ServerSocket(port)) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** The node on {@code port} must be the redis-server whose pid the script's pid file for that port holds. */
+    private static void checkOwnServer(File dir, int port) {
+        try {
+            long pid = Long.parseLong(Files.readString(new File(dir, port + "/redis.pid").toPath())
+                    .trim());
+            String info = Shell.run(10, "redis-cli", "-h", "127.0.0.1", "-p", Integer.toString(port), "info", "server");
+            long answering = info.lines()
+                    .filter(l -> l.startsWith("process_id:"))
+                    .mapToLong(l ->
+                            Long.parseLong(l.substring("process_id:".length()).trim()))
+                    .findFirst()
+                    .orElse(-1);
+            if (answering != pid) {
+                throw new IllegalStateException("127.0.0.1:" + port + " is answered by pid " + answering
+                        + ", not by the cluster node this test started (pid " + pid + ")");
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("no pid file of the cluster node on port " + port + " in " + dir, e);
+        }
     }
 
     /** The value for {@code spring.data.redis.cluster.nodes}. */
-    static String nodesProperty() {
+    String nodesProperty() {
         return String.join(",", nodes());
     }
 
-    private static List<String> nodes() {
-        return PORTS.stream().map(p -> "127.0.0.1:" + p).toList();
+    private List<String> nodes() {
+        return ports.stream().map(p -> "127.0.0.1:" + p).toList();
     }
 
     LettuceConnectionFactory factory() {
@@ -112,7 +175,7 @@ final class LocalRedisCluster implements AutoCloseable {
         try {
             factory.destroy();
         } finally {
-            run(script, "down");
+            run(script, ports, dir, "down");
         }
     }
 
@@ -126,11 +189,15 @@ final class LocalRedisCluster implements AutoCloseable {
         throw new IllegalStateException("scripts/redis-cluster.sh not found from " + new File(".").getAbsolutePath());
     }
 
-    private static void run(File script, String command) {
+    private static void run(File script, List<Integer> ports, File dir, String command) {
         try {
-            Process p = new ProcessBuilder(script.getPath(), command)
-                    .redirectErrorStream(true)
-                    .start();
+            ProcessBuilder builder = new ProcessBuilder(script.getPath(), command).redirectErrorStream(true);
+            builder.environment()
+                    .put(
+                            "REDIS_CLUSTER_PORTS",
+                            String.join(" ", ports.stream().map(String::valueOf).toList()));
+            builder.environment().put("REDIS_CLUSTER_DIR", dir.getPath());
+            Process p = builder.start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 throw new IllegalStateException("'" + script + " " + command + "' failed (a Redis Cluster test needs "

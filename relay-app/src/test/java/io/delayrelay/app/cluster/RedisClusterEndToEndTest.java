@@ -66,7 +66,7 @@ class RedisClusterEndToEndTest {
         Map<String, Object> props = kit.baseProperties();
         props.remove("spring.data.redis.host");
         props.remove("spring.data.redis.port");
-        props.put("spring.data.redis.cluster.nodes", LocalRedisCluster.nodesProperty());
+        props.put("spring.data.redis.cluster.nodes", cluster.nodesProperty());
         RelayTestKit.business(props, once, onceExchange, "due", "shards", SHARDS, "threads", 2, "batch-size", 50);
         RelayTestKit.business(props, byId, byIdExchange, "due", "shards", SHARDS, "threads", 1);
         RelayTestKit.business(props, dead, deadExchange, "nobody-listens", "shards", SHARDS, "threads", 1);

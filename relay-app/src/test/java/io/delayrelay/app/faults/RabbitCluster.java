@@ -1,26 +1,32 @@
 package io.delayrelay.app.faults;
 
 import java.io.IOException;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import io.delayrelay.app.support.FreePort;
 
 /**
- * The throwaway 3-node RabbitMQ cluster of {@code scripts/rabbit-cluster.sh} (nodes rc1, rc2, rc3 on
- * 127.0.0.1:5681..5683, or the ports in RABBIT_CLUSTER_PORTS). Every operation goes through the script, so the test
- * and a person at a shell start, stop and inspect the nodes the same way. {@link #close()} takes the cluster down.
+ * The throwaway 3-node RabbitMQ cluster of {@code scripts/rabbit-cluster.sh}, on free AMQP ports (their distribution
+ * ports, + 20000, free too), with node names and a directory under target/ of this run's own: node names are
+ * host-wide (epmd), so two work trees running the fault suite at once need different ones. Each port must then be
+ * answered by a node of this run (the {@code cluster_name} server property defaults to a node name), so a port
+ * another broker answers on fails the test. Every operation goes through the script, so the test and a person at a shell
+ * start, stop and inspect the nodes the same way. {@link #close()} takes the cluster down.
  */
 final class RabbitCluster implements AutoCloseable {
 
     static final String HOST = "127.0.0.1";
-    private static final String DEFAULT_PORTS = "5681 5682 5683";
     /** Three fresh nodes start and join in ~30 s on an idle machine; much longer under a shared build. */
     private static final long UP_TIMEOUT_SECONDS = 300;
 
@@ -28,10 +34,14 @@ final class RabbitCluster implements AutoCloseable {
 
     private final Path script;
     private final List<Integer> ports;
+    private final String prefix;
+    private final Path dir;
 
-    private RabbitCluster(Path script, List<Integer> ports) {
+    private RabbitCluster(Path script, List<Integer> ports, String prefix, Path dir) {
         this.script = script;
         this.ports = ports;
+        this.prefix = prefix;
+        this.dir = dir;
     }
 
     /**
@@ -45,15 +55,21 @@ final class RabbitCluster implements AutoCloseable {
                 .orElseThrow(() -> new IllegalStateException("scripts/rabbit-cluster.sh not found from "
                         + Path.of("").toAbsolutePath()
                         + ": run the fault suite from the repository (scripts/faults.sh)"));
-        String env = System.getenv("RABBIT_CLUSTER_PORTS");
-        List<Integer> ports = Arrays.stream((env == null || env.isBlank() ? DEFAULT_PORTS : env)
-                        .trim()
-                        .split("\\s+"))
-                .map(Integer::valueOf)
-                .toList();
-        RabbitCluster cluster = new RabbitCluster(script, ports);
+        List<Integer> ports = new ArrayList<>();
+        while (ports.size() < 3) {
+            int port = FreePort.next();
+            if (port + 20000 <= 65535 && !ports.contains(port) && free(port + 20000)) {
+                ports.add(port);
+            }
+        }
+        String prefix = "rc" + ports.get(0) + "n";
+        Path dir = Path.of("target", "faults", "rabbit-cluster-" + prefix).toAbsolutePath();
+        RabbitCluster cluster = new RabbitCluster(script, ports, prefix, dir);
         try {
             cluster.run(UP_TIMEOUT_SECONDS, "up");
+            for (int i = 0; i < ports.size(); i++) {
+                cluster.checkOwnNode(i);
+            }
         } catch (RuntimeException e) {
             // Half-started nodes would make the next run refuse to start: take down whatever this run started.
             try {
@@ -66,12 +82,36 @@ final class RabbitCluster implements AutoCloseable {
         return cluster;
     }
 
-    /** Node name of the i-th port, as the script names it: rc1, rc2, ... */
+    private static boolean free(int port) {
+        try (ServerSocket socket = new ServerSocket(port)) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The broker on the i-th port must belong to this cluster: its cluster name (a node name of this run's unique
+     * prefix, by default the first node's or its own) shows it.
+     */
+    private void checkOwnNode(int index) {
+        try (Connection c = connect(index, "rabbit-cluster-check")) {
+            Object name = c.getServerProperties().get("cluster_name");
+            if (name == null || !name.toString().matches(Pattern.quote(prefix) + "[0-9]+@.*")) {
+                throw new IllegalStateException(HOST + ":" + port(index) + " is answered by RabbitMQ '" + name
+                        + "', not by a node of the cluster this test started (" + prefix + "1..)");
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot connect to node " + node(index), e);
+        }
+    }
+
+    /** Node name of the i-th port, as the script names it: {prefix}1, {prefix}2, ... */
     String node(int index) {
         if (index < 0 || index >= ports.size()) {
             throw new IllegalArgumentException("no node " + index + " in a cluster of " + ports.size());
         }
-        return "rc" + (index + 1);
+        return prefix + (index + 1);
     }
 
     int port(int index) {
@@ -127,15 +167,28 @@ final class RabbitCluster implements AutoCloseable {
     }
 
     private String run(long timeoutSeconds, String... args) {
-        String[] command =
-                Stream.concat(Stream.of(script.toString()), Arrays.stream(args)).toArray(String[]::new);
-        return Shell.run(timeoutSeconds, command);
+        return Shell.run(timeoutSeconds, command(args));
+    }
+
+    /** The script with this cluster's ports, node names and directory. */
+    private String[] command(String... args) {
+        Stream<String> env = Stream.of(
+                "env",
+                "RABBIT_CLUSTER_PORTS=" + ports.stream().map(String::valueOf).collect(Collectors.joining(" ")),
+                "RABBIT_CLUSTER_NODE_PREFIX=" + prefix,
+                "RABBIT_CLUSTER_DIR=" + dir);
+        return Stream.of(env, Stream.of(script.toString()), Arrays.stream(args))
+                .flatMap(s -> s)
+                .toArray(String[]::new);
     }
 
     /** Stops every node and deletes the cluster, keeping the nodes' logs in target/faults/rabbit-cluster. */
     @Override
     public void close() {
         Path logs = Path.of("target", "faults", "rabbit-cluster").toAbsolutePath();
-        Shell.run(NODE_TIMEOUT_SECONDS, "env", "RABBIT_CLUSTER_LOGS_TO=" + logs, script.toString(), "down");
+        String[] down = Stream.concat(
+                        Stream.of("env", "RABBIT_CLUSTER_LOGS_TO=" + logs), Arrays.stream(command("down")))
+                .toArray(String[]::new);
+        Shell.run(NODE_TIMEOUT_SECONDS, down);
     }
 }
