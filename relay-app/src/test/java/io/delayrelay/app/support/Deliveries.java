@@ -24,14 +24,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  * stops listening at the last expected message cannot see a late redelivery, so this one always listens a quiet
  * period more.
  *
- * <p>Early is measured on Redis time only: {@link RelayHeaders#DUE_AT} is the entry's score and
+ * <p>Early is measured two ways. On Redis time: {@link RelayHeaders#DUE_AT} is the entry's score and
  * {@link RelayHeaders#RELAYED_AT} the relay's Redis time when it built the message, so {@code relayed-at >= due-at}
- * holds whatever the test JVM's clock does. When the test knows the due time it scheduled (a retry moves the due-at
- * header later), the relayed-at must not precede that either. The relayed-at is the relay's estimate of Redis time
- * (RedisClock: the last script's TIME plus monotonic time since), which trails Redis by up to one script round trip
- * while the pop itself compares with Redis' own TIME; so a delivery counts as early only when its relayed-at is more
- * than {@link #RELAYED_AT_TOLERANCE_MS} before due, and the largest lead seen is reported ({@code maxLeadMs}). Lag
- * (arrival on the test's clock minus due) is a figure only.
+ * must hold whatever the test JVM's clock does; when the test knows the due time it scheduled (a retry moves the
+ * due-at header later), the relayed-at must not precede that either. But the relayed-at is the relay's estimate of
+ * Redis time (RedisClock: the last script's TIME plus monotonic time since, read after the pop), which trails Redis
+ * by the time between a script's TIME and the relay reading its reply: measured up to 54 ms on a loaded 2-core box,
+ * while the pop itself compares with Redis' own TIME. So the header check allows
+ * {@link #RELAYED_AT_TOLERANCE_MS}, and reports the largest lead seen ({@code maxLeadMs}). The exact check is the
+ * arrival: a delivery cannot arrive before it was popped, so when Redis runs on this host (one clock, as in every
+ * test here: loopback servers) an arrival before due on the test's clock is early, with no tolerance. Lag (arrival
+ * minus due) is a figure only.
  */
 public final class Deliveries {
 
@@ -39,11 +42,11 @@ public final class Deliveries {
     public static final Duration DEFAULT_QUIET = Duration.ofMillis(500);
 
     /**
-     * How far the relayed-at estimate may trail the Redis time of the pop: one script round trip on a loaded
-     * 2-core machine (measured: up to 4 ms in the confirm-timeout scenario). An early pop by a real defect (a
-     * look-ahead, a clock other than Redis') is off by a poll interval or more.
+     * How far the relayed-at estimate may trail the Redis time of the pop on a busy machine (measured: 4 ms in the
+     * confirm-timeout scenario, 54 ms in the broker outage at load 20 on 2 cores). The arrival check has no
+     * tolerance.
      */
-    public static final long RELAYED_AT_TOLERANCE_MS = 50;
+    public static final long RELAYED_AT_TOLERANCE_MS = 250;
 
     private static final int SAMPLE = 5;
 
@@ -53,6 +56,7 @@ public final class Deliveries {
     private int maxDuplicates;
     private String duplicateBound = "exactly once";
     private Duration quiet = DEFAULT_QUIET;
+    private boolean redisOnThisHost = true;
 
     private Deliveries(Collection<String> expected) {
         this.expected = new LinkedHashSet<>(expected);
@@ -96,6 +100,12 @@ public final class Deliveries {
         }
         this.maxDuplicates = bound;
         this.duplicateBound = why + " = " + bound;
+        return this;
+    }
+
+    /** For a Redis on another host (another clock): only the relayed-at header tells early deliveries. */
+    public Deliveries redisOnAnotherHost() {
+        this.redisOnThisHost = false;
         return this;
     }
 
@@ -195,12 +205,12 @@ public final class Deliveries {
         if (!(r.headers().get(RelayHeaders.DUE_AT) instanceof Number dueAt)) {
             return "has no " + RelayHeaders.DUE_AT + " header";
         }
-        if (relayedAt.longValue() + RELAYED_AT_TOLERANCE_MS < dueAt.longValue()) {
-            return "relayed-at " + relayedAt + " < due-at " + dueAt;
+        long due = Math.max(dueAt.longValue(), scheduledDue.getOrDefault(r.text(), Long.MIN_VALUE));
+        if (relayedAt.longValue() + RELAYED_AT_TOLERANCE_MS < due) {
+            return "relayed-at " + relayedAt + " < due " + due;
         }
-        Long scheduled = scheduledDue.get(r.text());
-        if (scheduled != null && relayedAt.longValue() + RELAYED_AT_TOLERANCE_MS < scheduled) {
-            return "relayed-at " + relayedAt + " < scheduled due " + scheduled;
+        if (redisOnThisHost && r.receivedAtMs() < due) {
+            return "arrived at " + r.receivedAtMs() + " < due " + due + " (one host clock)";
         }
         return null;
     }
@@ -239,7 +249,7 @@ public final class Deliveries {
                     .isZero();
             assertThat(early)
                     .as(
-                            "early: %d deliveries relayed more than %d ms before due on Redis time (first: %s)",
+                            "early: %d deliveries arrived before due or relayed more than %d ms before it (first: %s)",
                             early, RELAYED_AT_TOLERANCE_MS, earlySample)
                     .isZero();
             assertThat(unexpected)
