@@ -101,7 +101,9 @@ class RedisRestartTest {
             await().atMost(Duration.ofMinutes(3)).until(() -> relay.started() || !relay.isAlive());
             assertThat(relay.started()).as("relay started; see %s", relay.log()).isTrue();
             load.start();
-            Thread.sleep(8_000);
+            // the relay is relaying when the kill begins (a fixed 8 s wait once saw nothing delivered yet on a busy
+            // box)
+            await().atMost(Duration.ofMinutes(1)).until(() -> received.distinct() >= 200 || !relay.isAlive());
             int beforeKill = received.distinct();
             redis.kill9();
             Thread.sleep(DOWN_MS);
