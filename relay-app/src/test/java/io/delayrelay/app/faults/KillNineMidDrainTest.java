@@ -56,6 +56,7 @@ class KillNineMidDrainTest {
         long started = System.currentTimeMillis();
         RelayProcess first = RelayProcess.start("kill9-first", props);
         int deliveredAtKill;
+        long retriedAtKill;
         long inflightAtKill;
         try {
             await().atMost(Duration.ofMinutes(3))
@@ -65,6 +66,7 @@ class KillNineMidDrainTest {
                     .as("relay alive until killed; see %s", first.log())
                     .isTrue();
             first.kill9();
+            retriedAtKill = first.retriedAfterConfirmTimeout();
             deliveredAtKill = received.distinct();
             inflightAtKill = kit.countAll(business, "inflight");
         } finally {
@@ -77,10 +79,15 @@ class KillNineMidDrainTest {
 
         long restarted = System.currentTimeMillis();
         try (RelayProcess second = RelayProcess.start("kill9-second", props)) {
+            Deliveries.Report drained =
+                    Deliveries.expect(sent).quiet(Duration.ofSeconds(2)).await(received, Duration.ofMinutes(5));
+            long retried = retriedAtKill + second.retriedAfterConfirmTimeout();
             Deliveries.Report report = Deliveries.expect(sent)
-                    .duplicatesAtMost(WINDOW, "in-flight window " + WINDOW + " x 1 kill -9")
-                    .quiet(Duration.ofSeconds(2))
-                    .await(received, Duration.ofMinutes(5));
+                    .duplicatesAtMost(
+                            (int) (WINDOW + retried),
+                            "in-flight window " + WINDOW + " x 1 kill -9 + " + retried
+                                    + " retried after a confirm timeout")
+                    .measure(drained.all());
             long drainMs = System.currentTimeMillis() - restarted;
             await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(business, "inflight") == 0);
             FaultFigures.of(

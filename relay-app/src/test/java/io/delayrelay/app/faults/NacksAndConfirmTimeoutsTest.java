@@ -117,14 +117,14 @@ class NacksAndConfirmTimeoutsTest {
         List<Received> all = report.all();
         long retried =
                 all.stream().filter(r -> r.header(RelayHeaders.ATTEMPT) > 1).count();
+        Deliveries.Report bounded = Deliveries.expect(sent)
+                .duplicatesAtMost((int) retried, "deliveries of attempts > 1 (each a retry after a confirm timeout)")
+                .measure(all);
         FaultFigures.of(
                 "4b confirm timeouts (2 ms)",
-                report,
+                bounded,
                 "deliveriesAfterATimeout=" + retried + " dead=" + kit.countAll(business, "dead"));
-        Deliveries.expect(sent)
-                .duplicatesAtMost((int) retried, "deliveries of attempts > 1 (each a retry after a confirm timeout)")
-                .measure(all)
-                .assertClean();
+        bounded.assertClean();
         assertThat(all.stream().map(r -> r.text() + "#" + r.header(RelayHeaders.ATTEMPT)))
                 .as("no attempt of a message delivered twice")
                 .doesNotHaveDuplicates();

@@ -152,13 +152,16 @@ class RabbitNodeLossTest {
                         inflightAtStop);
                 String leaderAfter = cluster.queueInfo(CONSUMER_NODE, queue);
 
+                Deliveries.Report drained =
+                        Deliveries.expect(sent).quiet(Duration.ofSeconds(2)).await(received, Duration.ofMinutes(5));
+                long retried = relay.retriedAfterConfirmTimeout();
                 Deliveries.Report report = Deliveries.expect(sent)
                         .duplicatesAtMost(
-                                WINDOW + PREFETCH,
+                                (int) (WINDOW + PREFETCH + retried),
                                 "in-flight window " + WINDOW + " x 1 node loss + consumer prefetch " + PREFETCH
-                                        + " redelivered by the leader change")
-                        .quiet(Duration.ofSeconds(2))
-                        .await(received, Duration.ofMinutes(5));
+                                        + " redelivered by the leader change + " + retried
+                                        + " retried after a confirm timeout")
+                        .measure(drained.all());
                 long drainMs = System.currentTimeMillis() - started;
                 await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(business, "inflight") == 0);
                 List<Received> all = report.all();

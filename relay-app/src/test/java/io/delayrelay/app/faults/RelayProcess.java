@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
@@ -72,6 +74,23 @@ public final class RelayProcess implements AutoCloseable {
     public String output() throws IOException {
         return Files.exists(log) ? Files.readString(log) : "";
     }
+
+    /**
+     * Messages this relay reported as published but not confirmed in time ("N of M messages not confirmed (confirm
+     * timeout)"; the batch settler's log line) and therefore retried: each may reach the consumer once more. A
+     * duplicate bound counts them, on a busy machine the broker's confirms can take longer than publish-timeout.
+     */
+    public long retriedAfterConfirmTimeout() throws IOException {
+        Matcher m = CONFIRM_TIMEOUT.matcher(output());
+        long total = 0;
+        while (m.find()) {
+            total += Long.parseLong(m.group(1));
+        }
+        return total;
+    }
+
+    private static final Pattern CONFIRM_TIMEOUT =
+            Pattern.compile("([0-9]+) of [0-9]+ messages not confirmed \\(confirm timeout\\)");
 
     /** Waits for the process to end by itself; returns its exit code, or null if it still runs after the timeout. */
     public Integer awaitExit(Duration timeout) throws InterruptedException {
