@@ -27,13 +27,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>Early is measured two ways. On Redis time: {@link RelayHeaders#DUE_AT} is the entry's score and
  * {@link RelayHeaders#RELAYED_AT} the relay's Redis time when it built the message, so {@code relayed-at >= due-at}
  * must hold whatever the test JVM's clock does; when the test knows the due time it scheduled (a retry moves the
- * due-at header later), the relayed-at must not precede that either. But the relayed-at is the relay's estimate of
- * Redis time (RedisClock: the last script's TIME plus monotonic time since, read after the pop), which trails Redis
- * by the time between a script's TIME and the relay reading its reply: measured up to 54 ms on a loaded 2-core box,
- * while the pop itself compares with Redis' own TIME. So the header check allows
- * {@link #RELAYED_AT_TOLERANCE_MS}, and reports the largest lead seen ({@code maxLeadMs}). The exact check is the
- * arrival: a delivery cannot arrive before it was popped, so when Redis runs on this host (one clock, as in every
- * test here: loopback servers) an arrival before due on the test's clock is early, with no tolerance. Lag (arrival
+ * due-at header later), the relayed-at must not precede that either. The relay stamps the relayed-at no earlier than
+ * the pop's own Redis TIME (its running estimate of Redis time alone trailed Redis by up to 54 ms on a loaded 2-core
+ * box), so the header check has no tolerance. The arrival is checked too: a delivery cannot arrive before it was
+ * popped, so when Redis runs on this host (one clock, as in every test here: loopback servers) an arrival before due
+ * on the test's clock is early. Lag (arrival
  * minus due) is a figure only.
  */
 public final class Deliveries {
@@ -42,11 +40,11 @@ public final class Deliveries {
     public static final Duration DEFAULT_QUIET = Duration.ofMillis(500);
 
     /**
-     * How far the relayed-at estimate may trail the Redis time of the pop on a busy machine (measured: 4 ms in the
-     * confirm-timeout scenario, 54 ms in the broker outage at load 20 on 2 cores). The arrival check has no
-     * tolerance.
+     * How far the relayed-at header may precede the due time: none. (Before the relay stamped it with at least the
+     * pop's Redis TIME, its estimate trailed by up to 54 ms at load 20 on 2 cores: 4 ms in the confirm-timeout
+     * scenario, 54 ms in the broker outage.)
      */
-    public static final long RELAYED_AT_TOLERANCE_MS = 250;
+    public static final long RELAYED_AT_TOLERANCE_MS = 0;
 
     private static final int SAMPLE = 5;
 

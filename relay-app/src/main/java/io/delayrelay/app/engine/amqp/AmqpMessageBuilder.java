@@ -75,7 +75,8 @@ final class AmqpMessageBuilder {
             throw new InvalidMessageException("routing key of " + routingKeyBytes + " bytes exceeds AMQP's "
                     + MAX_ROUTING_KEY_BYTES + " (starts '" + routingKey.substring(0, 32) + "')");
         }
-        long relayedAt = clock.nowMs();
+        // never before the pop's own Redis TIME: the estimate trails Redis time by the reply's way back
+        long relayedAt = Math.max(clock.nowMs(), message.poppedAtMs());
         if (DEFAULT_SHAPE.get(outgoing.getClass())) {
             return new Built(routingKey, properties(message, relayedAt), message.body());
         }
