@@ -79,12 +79,18 @@ public final class BusinessSpecResolver {
         }
     }
 
-    /** The businesses in force; throws {@link RelayConfigurationException} listing every problem. */
+    /**
+     * The businesses in force; throws {@link RelayConfigurationException} listing every problem, unknown
+     * {@code relay.*} keys first ({@link UnknownRelayKeys}).
+     */
     public static List<BusinessSpec> resolve(
             Environment environment, Collection<? extends AbstractDelayedMsgScanTrigger> triggers) {
+        List<ConfigProblem> problems =
+                new ArrayList<>(UnknownRelayKeys.fromClasspath().problems(environment));
         Resolution resolution = resolveAll(environment, triggers);
-        if (!resolution.isValid()) {
-            throw new RelayConfigurationException(resolution.allProblems());
+        problems.addAll(resolution.allProblems());
+        if (!problems.isEmpty()) {
+            throw new RelayConfigurationException(problems);
         }
         return resolution.specs();
     }

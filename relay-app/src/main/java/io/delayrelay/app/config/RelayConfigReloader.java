@@ -9,6 +9,7 @@ import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -46,8 +47,20 @@ public class RelayConfigReloader {
         }
     }
 
-    /** Re-resolves the businesses and applies them. Returns the problems that were rejected. */
+    /**
+     * Re-resolves the businesses and applies them. Returns the problems that were rejected. An unknown
+     * {@code relay.*} key rejects the whole reload (nothing is applied, the running settings stay), reported in one
+     * message like at start: a misspelt key in the config center must not half-apply a change.
+     */
     public synchronized List<ConfigProblem> reload() {
+        List<ConfigProblem> unknown = UnknownRelayKeys.fromClasspath().problems(environment);
+        if (!unknown.isEmpty()) {
+            log.warn(
+                    "reloaded relay configuration rejected, every business keeps its running settings: {}",
+                    new RelayConfigurationException(unknown).getMessage());
+            unknown.forEach(this::count);
+            return unknown;
+        }
         BusinessSpecResolver.Resolution resolution = BusinessSpecResolver.resolveAll(
                 environment, triggers.orderedStream().toList());
         List<ConfigProblem> all = new ArrayList<>(resolution.allProblems());
@@ -68,6 +81,10 @@ public class RelayConfigReloader {
                 "business={}: reloaded configuration rejected, previous settings kept: {}",
                 problem.business(),
                 problem.message());
+        count(problem);
+    }
+
+    private void count(ConfigProblem problem) {
         try {
             events.configRejected(problem.business(), problem.message());
         } catch (RuntimeException e) {
