@@ -91,6 +91,7 @@ public class RelayAutoConfiguration {
             RelayEvents events,
             RedisClock clock,
             RedisConnectionFactory redisConnectionFactory,
+            ConnectionFactory rabbitConnectionFactory,
             RelayProperties properties) {
         properties.validate();
         return new RelayEngine(
@@ -106,6 +107,9 @@ public class RelayAutoConfiguration {
                         properties.isVerifyExchanges(),
                         properties.getReshardGrace(),
                         properties.getTopologyVersion(),
-                        properties.getWake().toSettings()));
+                        properties.getWake().toSettings(),
+                        properties.getStartRetry(),
+                        ServiceEndpoints.redis(redisConnectionFactory),
+                        ServiceEndpoints.rabbit(rabbitConnectionFactory)));
     }
 }

@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -47,6 +48,12 @@ public class RelayProperties {
      * K:meta (an old instance during the rollout) never writes its shard count back.
      */
     private long topologyVersion = DEFAULT_TOPOLOGY_VERSION;
+
+    /**
+     * While Redis or RabbitMQ is not reachable at start, how often the relay tries again (not Ready meanwhile,
+     * logging a WARN each time). A server that answers and refuses the relay's credentials fails start-up.
+     */
+    private Duration startRetry = RelayEngine.Settings.DEFAULT_START_RETRY;
 
     /** Whether start-up fails when a business's exchange does not exist (and it does not declare it). */
     private boolean verifyExchanges = true;
@@ -112,6 +119,14 @@ public class RelayProperties {
 
     public void setTopologyVersion(long topologyVersion) {
         this.topologyVersion = topologyVersion;
+    }
+
+    public Duration getStartRetry() {
+        return startRetry;
+    }
+
+    public void setStartRetry(Duration startRetry) {
+        this.startRetry = startRetry;
     }
 
     public boolean isVerifyExchanges() {

@@ -9,7 +9,9 @@ import org.springframework.amqp.AmqpConnectException;
 
 /**
  * Checks (or declares) a business's exchange before its workers start. A missing exchange is a configuration
- * problem when exchanges are verified; an unreachable broker is not (messages wait in Redis until it is back).
+ * problem when exchanges are verified. At start, an unreachable broker makes the engine wait for it (not Ready) and
+ * a refusal (credentials, permissions, vhost) fails start-up; on a reload an unreachable broker is only logged
+ * (messages wait in Redis until it is back).
  */
 final class ExchangeCheck {
 
@@ -21,6 +23,23 @@ final class ExchangeCheck {
     ExchangeCheck(BatchPublisher publisher, boolean verifyExchanges) {
         this.publisher = publisher;
         this.verifyExchanges = verifyExchanges;
+    }
+
+    /**
+     * At start: like {@link #problem}, but a broker that cannot be reached or refuses the relay's credentials,
+     * permissions or virtual host throws (the engine waits for the first, fails start-up on the second) instead of
+     * starting a relay that cannot publish.
+     */
+    ConfigProblem problemAtStart(BusinessSpec spec) {
+        try {
+            publisher.prepareExchange(spec);
+        } catch (RuntimeException e) {
+            if (ServiceFailure.ofRabbit(e) != ServiceFailure.OTHER) {
+                throw e;
+            }
+            return problem(spec, e);
+        }
+        return null;
     }
 
     /** Returns the problem when the exchange is missing (and must exist), else null. */
@@ -35,16 +54,21 @@ final class ExchangeCheck {
                     Exceptions.rootMessage(e),
                     spec.exchange());
         } catch (RuntimeException e) {
-            String cause = Exceptions.rootMessage(e);
-            if (cause.contains("NOT_FOUND") && verifyExchanges) {
-                return ConfigProblem.property(
-                        spec.name(),
-                        "exchange",
-                        spec.exchange(),
-                        "no such exchange on the broker (declare it, or set declare-exchange: true)");
-            }
-            log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
+            return problem(spec, e);
         }
+        return null;
+    }
+
+    private ConfigProblem problem(BusinessSpec spec, RuntimeException e) {
+        String cause = Exceptions.rootMessage(e);
+        if (cause.contains("NOT_FOUND") && verifyExchanges) {
+            return ConfigProblem.property(
+                    spec.name(),
+                    "exchange",
+                    spec.exchange(),
+                    "no such exchange on the broker (declare it, or set declare-exchange: true)");
+        }
+        log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
         return null;
     }
 }

@@ -17,20 +17,29 @@ import java.util.function.Consumer;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.engine.wake.WakeSubscriber;
 import io.delayrelay.app.support.DaemonThreads;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.context.SmartLifecycle;
+import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 
 /**
  * Runs every business: checks exchanges, publishes shard counts to {@code K:meta}, starts the workers, the wake-up
  * listeners and the housekeeping (topology, dead workers); at shutdown stops popping and lets running batches
  * finish (bounded). Expired leases are taken back by the workers whose pops see them ({@link LeaseReaper}).
+ *
+ * <p>At start Redis and RabbitMQ must answer. One that is not reachable (yet) is waited for: the engine does not
+ * run, so readiness stays down, a WARN names the server every {@link Settings#startRetry()} and the engine starts
+ * once both answer (a relay started before its Redis is not put into a crash loop). One that answers and refuses
+ * the relay (credentials, ACL, vhost) is a configuration mistake: start-up fails with a
+ * {@link ServiceAccessException}.
  */
-public class RelayEngine implements SmartLifecycle {
+public class RelayEngine implements SmartLifecycle, DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
 
@@ -46,6 +55,7 @@ public class RelayEngine implements SmartLifecycle {
     private WakeSubscriber wakeSubscriber;
     private KeyspaceWakeSource keyspaceWake;
     private ScheduledExecutorService housekeeping;
+    private ScheduledExecutorService starter;
     private volatile boolean running;
 
     /**
@@ -57,6 +67,9 @@ public class RelayEngine implements SmartLifecycle {
      * @param reshardGrace    how long after a shard count change retired shards are drained at least
      * @param topologyVersion version of this configuration's shard counts: never written over a higher one
      * @param wake            whether keyspace notifications wake the workers, and the safety sweep with them
+     * @param startRetry      while Redis or RabbitMQ is not reachable at start, how often the engine tries again
+     * @param redisEndpoint   Redis as named in log lines and reports: address and user
+     * @param rabbitEndpoint  RabbitMQ as named in log lines and reports: address, virtual host and user
      */
     public record Settings(
             Duration reaperInterval,
@@ -64,7 +77,33 @@ public class RelayEngine implements SmartLifecycle {
             boolean verifyExchanges,
             Duration reshardGrace,
             long topologyVersion,
-            KeyspaceWakeSource.Settings wake) {}
+            KeyspaceWakeSource.Settings wake,
+            Duration startRetry,
+            String redisEndpoint,
+            String rabbitEndpoint) {
+
+        public static final Duration DEFAULT_START_RETRY = Duration.ofSeconds(10);
+
+        /** Retries every 10 s; the servers are named without address. */
+        public Settings(
+                Duration reaperInterval,
+                Duration shutdownTimeout,
+                boolean verifyExchanges,
+                Duration reshardGrace,
+                long topologyVersion,
+                KeyspaceWakeSource.Settings wake) {
+            this(
+                    reaperInterval,
+                    shutdownTimeout,
+                    verifyExchanges,
+                    reshardGrace,
+                    topologyVersion,
+                    wake,
+                    DEFAULT_START_RETRY,
+                    "(address not known)",
+                    "(address not known)");
+        }
+    }
 
     public RelayEngine(
             List<BusinessSpec> specs,
@@ -86,13 +125,91 @@ public class RelayEngine implements SmartLifecycle {
         }
     }
 
+    /**
+     * Starts relaying when Redis and RabbitMQ answer; when one is not reachable, returns at once and keeps trying on
+     * a thread of its own (not running meanwhile, so readiness stays down).
+     *
+     * @throws ServiceAccessException when a server refuses the relay
+     * @throws RelayConfigurationException when an exchange is missing
+     */
     @Override
     public synchronized void start() {
-        if (running) {
+        if (running || starter != null) {
             return;
         }
-        prepareExchanges();
-        relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
+        if (connect()) {
+            startRelaying();
+            return;
+        }
+        long every = Math.max(10, settings.startRetry().toMillis());
+        starter = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-start"));
+        starter.scheduleWithFixedDelay(this::retryStart, every, every, TimeUnit.MILLISECONDS);
+    }
+
+    /** A scheduled task: must not throw. A refusal now is logged (the process is up already) and tried again. */
+    private synchronized void retryStart() {
+        if (running || starter == null) {
+            return;
+        }
+        try {
+            if (connect()) {
+                startRelaying();
+                starter.shutdown();
+                starter = null;
+            }
+        } catch (RuntimeException e) {
+            log.error(
+                    "delay-relay cannot start, readiness DOWN; trying again every {} ms: {}",
+                    settings.startRetry().toMillis(),
+                    e.getMessage());
+        }
+    }
+
+    /**
+     * Checks that Redis and RabbitMQ answer and the exchanges exist, and records the shard counts. False (after a
+     * WARN naming the server) when one is not reachable.
+     */
+    private boolean connect() {
+        String service = "Redis";
+        try {
+            try (RedisConnection connection = redisConnectionFactory.getConnection()) {
+                connection.ping();
+            }
+            service = "RabbitMQ";
+            prepareExchanges();
+            service = "Redis";
+            relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
+            return true;
+        } catch (RuntimeException e) {
+            boolean redis = service.equals("Redis");
+            ServiceFailure failure = redis ? ServiceFailure.ofRedis(e) : ServiceFailure.ofRabbit(e);
+            String endpoint = redis ? settings.redisEndpoint() : settings.rabbitEndpoint();
+            if (failure == ServiceFailure.UNREACHABLE) {
+                log.warn(
+                        "{} at {} is not reachable ({}): not relaying, readiness DOWN; trying again every {} ms",
+                        service,
+                        endpoint,
+                        Exceptions.rootMessage(e),
+                        settings.startRetry().toMillis());
+                return false;
+            }
+            if (failure == ServiceFailure.REFUSED) {
+                throw new ServiceAccessException(
+                        service, endpoint, Exceptions.rootMessage(e), redis ? REDIS_CHECK : RABBIT_CHECK, e);
+            }
+            throw e;
+        }
+    }
+
+    static final String REDIS_CHECK = "Check spring.data.redis.username and spring.data.redis.password (environment"
+            + " SPRING_DATA_REDIS_USERNAME / SPRING_DATA_REDIS_PASSWORD, the chart's Secret): the user must exist, be"
+            + " 'on', and its ACL must allow the relay's commands and keys (docs/operations.md, least-privilege ACL).";
+    static final String RABBIT_CHECK = "Check spring.rabbitmq.username and spring.rabbitmq.password (environment"
+            + " SPRING_RABBITMQ_USERNAME / SPRING_RABBITMQ_PASSWORD, the chart's Secret) and"
+            + " spring.rabbitmq.virtual-host: the virtual host must exist and the user needs permissions on it"
+            + " (write and read, configure too for declare-exchange).";
+
+    private void startRelaying() {
         wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
         relays.values().forEach(this::subscribeWake);
         wakeSubscriber.start();
@@ -113,7 +230,7 @@ public class RelayEngine implements SmartLifecycle {
     private void prepareExchanges() {
         List<ConfigProblem> missing = new ArrayList<>();
         for (BusinessRelay relay : relays.values()) {
-            ConfigProblem problem = exchanges.problem(relay.spec());
+            ConfigProblem problem = exchanges.problemAtStart(relay.spec());
             if (problem != null) {
                 missing.add(problem);
             }
@@ -182,8 +299,18 @@ public class RelayEngine implements SmartLifecycle {
         return problems;
     }
 
+    /** Stops trying to start (the lifecycle's stop is called only once the engine runs). */
+    @Override
+    public synchronized void destroy() {
+        if (starter != null) {
+            starter.shutdownNow();
+            starter = null;
+        }
+    }
+
     @Override
     public synchronized void stop() {
+        destroy();
         if (!running) {
             return;
         }
