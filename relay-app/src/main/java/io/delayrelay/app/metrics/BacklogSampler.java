@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Map;
 
 import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.support.PeriodicTask;
@@ -17,7 +18,9 @@ import org.slf4j.LoggerFactory;
  * reads it from the shards (it claims the round, {@code SET K:round:backlog NX PX}) and stores the figures in
  * {@code K:backlog}; the others read them from there (one {@code GET}), or from the shards when they are missing:
  * the cost of the per-shard reads does not grow with the number of instances. Runs on its own thread, never on a
- * scrape; a failing sample is logged and skipped.
+ * scrape. A failing sample is logged and makes the business's sampled gauges read NaN, and
+ * {@code delay_relay_backlog_sample_age_seconds} keeps growing: a frozen last value would keep an overdue alert quiet
+ * (or firing) while nobody knows the backlog.
  */
 public class BacklogSampler extends PeriodicTask {
 
@@ -28,6 +31,7 @@ public class BacklogSampler extends PeriodicTask {
     private final ShardStore store;
     private final MicrometerRelayEvents events;
     private final Duration interval;
+    private final RedisClock clock;
 
     public BacklogSampler(
             RelayEngine engine,
@@ -35,6 +39,17 @@ public class BacklogSampler extends PeriodicTask {
             ShardStore store,
             MicrometerRelayEvents events,
             Duration interval) {
+        this(engine, reader, store, events, interval, new RedisClock());
+    }
+
+    /** With the Redis clock the engine keeps, to tell how old a shared reading is. */
+    public BacklogSampler(
+            RelayEngine engine,
+            BacklogReader reader,
+            ShardStore store,
+            MicrometerRelayEvents events,
+            Duration interval,
+            RedisClock clock) {
         super(
                 "relay-backlog-sampler",
                 "backlog sample",
@@ -45,6 +60,7 @@ public class BacklogSampler extends PeriodicTask {
         this.store = store;
         this.events = events;
         this.interval = interval;
+        this.clock = clock;
     }
 
     /** Registers meters for the engine's businesses now, before the engine reports anything. */
@@ -82,9 +98,14 @@ public class BacklogSampler extends PeriodicTask {
         for (BusinessRelay relay : engine.relays().values()) {
             BusinessSpec spec = relay.spec();
             try {
-                events.backlogSampled(spec, backlog(relay, spec));
+                Backlog backlog = backlog(relay, spec);
+                events.backlogSampled(spec, backlog, clock.nowMs() - backlog.atMs());
             } catch (RuntimeException e) {
-                log.warn("business={}: backlog sample failed: {}", spec.name(), e.toString());
+                events.backlogSampleFailed(spec.name());
+                log.warn(
+                        "business={}: backlog sample failed, backlog gauges NaN until the next success: {}",
+                        spec.name(),
+                        e.toString());
             }
         }
     }

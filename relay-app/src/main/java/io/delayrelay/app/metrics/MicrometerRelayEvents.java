@@ -84,12 +84,22 @@ public class MicrometerRelayEvents implements RelayEvents {
         return Set.copyOf(businesses.keySet());
     }
 
-    /** Sets the sampled backlog gauges of a registered business. */
+    /** Sets the sampled backlog gauges of a registered business, from a reading taken just now. */
     public void backlogSampled(BusinessSpec spec, Backlog backlog) {
+        backlogSampled(spec, backlog, 0);
+    }
+
+    /**
+     * Sets the sampled backlog gauges of a registered business; {@code ageMs} is how old the reading already is (one
+     * shared by the instance that read the shards), which the sample-age gauge starts from.
+     */
+    public void backlogSampled(BusinessSpec spec, Backlog backlog, long ageMs) {
         BusinessMeters meters = businesses.get(spec.name());
         if (meters == null) {
             return;
         }
+        meters.sampledAtNanos.set(System.nanoTime() - Math.max(0, ageMs) * 1_000_000);
+        meters.stale = false;
         meters.due.set(backlog.due());
         meters.scheduled.set(backlog.scheduled());
         meters.inflight.set(backlog.inflight());
@@ -97,6 +107,18 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.oldestOverdueMs.set(backlog.oldestOverdueMs());
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+    }
+
+    /**
+     * A backlog sample of a registered business failed: its backlog and oldest-overdue gauges read NaN until the
+     * next sample succeeds (a frozen last value would keep an overdue alert quiet, or firing), and the sample-age
+     * gauge keeps growing.
+     */
+    public void backlogSampleFailed(String business) {
+        BusinessMeters meters = businesses.get(business);
+        if (meters != null) {
+            meters.stale = true;
+        }
     }
 
     /** Sets the paused gauge of a registered business: paused by configuration or an operator. */
@@ -211,6 +233,10 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
         final AtomicLong paused = new AtomicLong();
+        /** Monotonic time of the last successful sample's reading; 0: none yet. */
+        final AtomicLong sampledAtNanos = new AtomicLong();
+        /** Whether the last sample failed: the sampled gauges read NaN. */
+        volatile boolean stale;
 
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED)
@@ -269,7 +295,13 @@ public class MicrometerRelayEvents implements RelayEvents {
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
             backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);
             backlog(registry, business, RelayMeterNames.STATE_DEAD, dead);
-            Gauge.builder(RelayMeterNames.OLDEST_OVERDUE, oldestOverdueMs, v -> v.get() / 1000.0)
+            Gauge.builder(RelayMeterNames.BACKLOG_SAMPLE_AGE, this, BusinessMeters::sampleAgeSeconds)
+                    .description("Seconds since the backlog gauges were last sampled successfully (NaN before the"
+                            + " first sample)")
+                    .baseUnit("seconds")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.OLDEST_OVERDUE, this, m -> m.sampled(m.oldestOverdueMs) / 1000.0)
                     .description("How long the oldest due entry has been waiting")
                     .baseUnit("seconds")
                     .tag(TAG_BUSINESS, business)
@@ -288,8 +320,18 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .register(registry);
         }
 
-        private static void backlog(MeterRegistry registry, String business, String state, AtomicLong value) {
-            Gauge.builder(RelayMeterNames.BACKLOG, value, AtomicLong::get)
+        private double sampleAgeSeconds() {
+            long at = sampledAtNanos.get();
+            return at == 0 ? Double.NaN : (System.nanoTime() - at) / 1e9;
+        }
+
+        /** A sampled value, or NaN while the last sample failed. */
+        private double sampled(AtomicLong value) {
+            return stale ? Double.NaN : value.get();
+        }
+
+        private void backlog(MeterRegistry registry, String business, String state, AtomicLong value) {
+            Gauge.builder(RelayMeterNames.BACKLOG, this, m -> m.sampled(value))
                     .description("Entries by state, sampled")
                     .baseUnit(RelayMeterNames.UNIT_MESSAGES)
                     .tag(TAG_BUSINESS, business)

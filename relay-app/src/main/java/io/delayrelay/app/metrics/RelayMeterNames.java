@@ -31,6 +31,12 @@ public final class RelayMeterNames {
     public static final String BACKLOG = "delay.relay.backlog";
     /** Gauge: how long the oldest due entry has been waiting, sampled. Prometheus {@code delay_relay_oldest_overdue_seconds}. */
     public static final String OLDEST_OVERDUE = "delay.relay.oldest.overdue";
+    /**
+     * Gauge: seconds since the backlog gauges were last sampled successfully. Prometheus
+     * {@code delay_relay_backlog_sample_age_seconds}: above a few sample intervals, the backlog gauges are stale
+     * (they read NaN while sampling fails).
+     */
+    public static final String BACKLOG_SAMPLE_AGE = "delay.relay.backlog.sample.age";
     /** Gauge: current shard count M. Prometheus {@code delay_relay_shards}. */
     public static final String SHARDS = "delay.relay.shards";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */

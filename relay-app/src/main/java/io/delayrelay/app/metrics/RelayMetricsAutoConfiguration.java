@@ -1,6 +1,7 @@
 package io.delayrelay.app.metrics;
 
 import io.delayrelay.app.config.RelayAutoConfiguration;
+import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
@@ -49,7 +50,8 @@ public class RelayMetricsAutoConfiguration {
             BacklogReader reader,
             ShardStore store,
             MicrometerRelayEvents events,
-            RelayMetricsProperties properties) {
-        return new BacklogSampler(engine, reader, store, events, properties.getSampleInterval());
+            RelayMetricsProperties properties,
+            RedisClock clock) {
+        return new BacklogSampler(engine, reader, store, events, properties.getSampleInterval(), clock);
     }
 }
