@@ -137,6 +137,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         if (running || starter != null) {
             return;
         }
+        warnIfHeapTooSmall();
         if (connect()) {
             startRelaying();
             return;
@@ -296,7 +297,17 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             }
             current.update(next, settings.topologyVersion());
         }
+        warnIfHeapTooSmall();
         return problems;
+    }
+
+    private void warnIfHeapTooSmall() {
+        String warning = HeapBudget.warning(
+                relays.values().stream().map(BusinessRelay::spec).toList(),
+                Runtime.getRuntime().maxMemory());
+        if (warning != null) {
+            log.warn(warning);
+        }
     }
 
     /** Stops trying to start (the lifecycle's stop is called only once the engine runs). */
