@@ -1,9 +1,14 @@
 package io.delayrelay.app.security;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -11,16 +16,25 @@ import java.util.concurrent.BlockingQueue;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.ShardSelector;
+import io.delayrelay.app.DelayRelayApplication;
+import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.faults.Shell;
+import io.delayrelay.app.metrics.RelayMeterNames;
+import io.delayrelay.app.ops.RelayOpsProperties;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.TestRelayApplication;
+import io.delayrelay.app.support.TestServices;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.data.redis.health.DataRedisHealthIndicator;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
@@ -36,7 +50,10 @@ import static org.awaitility.Awaitility.await;
 /**
  * The relay and a producer as least-privileged Redis ACL users, on a redis-server of the test's own whose default
  * user needs a password. Every command either of them sends (scripts included) must be allowed by the documented
- * rules: Redis' ACL LOG stays empty, and the users cannot touch anything else.
+ * rules: Redis' ACL LOG stays empty, and the users cannot touch anything else. That includes what an operator does
+ * through the ops endpoint (pause, resume, search, deliver-now, cancel, replay, purge) and what a second replica
+ * does (it reads the backlog another replica sampled): issue 24 (O1) found the documented rules refused HMSET,
+ * PUBLISH, GET and ZSCAN there.
  */
 @ExtendWith(OutputCaptureExtension.class)
 class RedisAclTest {
@@ -44,11 +61,17 @@ class RedisAclTest {
     static final String ADMIN_PASSWORD = "admin-Secret-4711";
     static final String RELAY_PASSWORD = "relay-Secret-0815";
     static final String PRODUCER_PASSWORD = "producer-Secret-1337";
+    static final String OPS_TOKEN = "acl-test-operator-token-0123456789abcdef";
 
-    /** The relay's rules (docs/operations.md, "Redis: password, ACL user, TLS"): default source keys delayqueue:*. */
+    /**
+     * The relay's rules (docs/operations.md "Redis: password, ACL user, TLS"): default source keys delayqueue:*. The
+     * ops endpoint and the console need +hmset (pause), +publish (pause/resume notices, replay's and deliver-now's
+     * wake-ups), +zscan (search); a replica that did not sample the backlog reads it with +get; ack.lua calls EXISTS.
+     */
     static final String RELAY_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
-            + " -@all +hello +ping +info +evalsha +eval +time +type +subscribe +unsubscribe +incrby +set"
-            + " +hget +hset +hmget +hdel +hgetall +zadd +zrem +zcard +zcount +zscore +zmscore +zrange +zrangebyscore";
+            + " -@all +hello +ping +info +evalsha +eval +time +type +exists +subscribe +unsubscribe +publish +incrby"
+            + " +set +get +hget +hset +hmset +hmget +hdel +hgetall +zadd +zrem +zcard +zcount +zscore +zmscore +zrange"
+            + " +zrangebyscore +zscan";
     /** A producer's rules: schedule, cancel, reschedule, count, peek. */
     static final String PRODUCER_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
             + " -@all +hello +ping +evalsha +eval +time +publish +hset +hdel +hmget +zadd +zrem +zscore +zcard +zrange";
@@ -100,12 +123,12 @@ class RedisAclTest {
             try {
                 RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(producerRedis);
                 long now = serverNow(producerRedis);
-                producer.schedule(business, "plain", Instant.ofEpochMilli(now + 300));
-                producer.scheduleById(business, "order-1", "{\"order\":1}", Instant.ofEpochMilli(now + 300));
-                producer.scheduleById(business, "order-2", "{\"order\":2}", Instant.ofEpochMilli(now + 300));
-                producer.scheduleByIdAfter(business, "order-3", "{\"order\":3}", Duration.ofMillis(200));
+                producer.schedule(business, "plain", Instant.ofEpochMilli(now + 2_000));
+                producer.scheduleById(business, "order-1", "{\"order\":1}", Instant.ofEpochMilli(now + 2_000));
+                producer.scheduleById(business, "order-2", "{\"order\":2}", Instant.ofEpochMilli(now + 2_000));
+                producer.scheduleByIdAfter(business, "order-3", "{\"order\":3}", Duration.ofMillis(1_500));
                 assertThat(producer.cancelById(business, "order-2")).isTrue();
-                assertThat(producer.rescheduleById(business, "order-3", Instant.ofEpochMilli(now + 600)))
+                assertThat(producer.rescheduleById(business, "order-3", Instant.ofEpochMilli(now + 2_300)))
                         .isTrue();
                 assertThat(producer.count(business)).isEqualTo(3);
                 assertThat(producer.peek(business, 10)).hasSize(3);
@@ -172,6 +195,128 @@ class RedisAclTest {
             }
         }
         return 0;
+    }
+
+    @Test
+    void theOpsEndpointAndASecondReplicaWorkUnderTheRelaysRules() throws Exception {
+        admin("config", "resetstat");
+        try (RelayTestKit kit = new RelayTestKit()) {
+            String business = kit.business("aclops");
+            String dead = kit.business("aclops-dead");
+            String exchange = kit.exchange("aclops");
+            BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+            Map<String, Object> props = new LinkedHashMap<>();
+            props.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);
+            props.put("spring.main.banner-mode", "off");
+            props.put("server.port", 0);
+            props.put("RELAY_MANAGEMENT_PORT", 0);
+            props.put("RELAY_REDIS_HOST", "127.0.0.1");
+            props.put("RELAY_REDIS_PORT", redis.port());
+            props.put("RELAY_RABBIT_HOST", TestServices.rabbit().host());
+            props.put("RELAY_RABBIT_PORT", TestServices.rabbit().port());
+            props.put("spring.data.redis.username", "delay-relay");
+            props.put("spring.data.redis.password", RELAY_PASSWORD);
+            props.put("relay.wake.keyspace-events", "off");
+            props.put("relay.ops.token", OPS_TOKEN);
+            props.put("relay.metrics.sample-interval", "300ms");
+            props.put("relay.fleet.pause-recheck-interval", "500ms");
+            RelayTestKit.business(props, business, exchange, "due");
+            RelayTestKit.business(props, dead, exchange, "nobody-listens", "threads", 1);
+            ConfigurableApplicationContext first = web(props);
+            ConfigurableApplicationContext second = web(props);
+            LettuceConnectionFactory producerRedis = factory("delay-producer", PRODUCER_PASSWORD);
+            try {
+                int ops = Integer.parseInt(first.getEnvironment().getProperty("local.management.port"));
+                String base = "/actuator/relay/" + business;
+                RelayEngine secondEngine = second.getBean(RelayEngine.class);
+
+                assertThat(http(ops, "POST", base + "/pause", "{\"by\":\"acl-test\"}"))
+                        .startsWith("200 ");
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() -> secondEngine.relays().get(business).state().paused());
+                assertThat(http(ops, "POST", base + "/resume", "{\"by\":\"acl-test\"}"))
+                        .startsWith("200 ");
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() ->
+                                !secondEngine.relays().get(business).state().paused());
+
+                RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(producerRedis);
+                long later = serverNow(producerRedis) + 3_600_000;
+                producer.schedule(business, "later-1", Instant.ofEpochMilli(later));
+                producer.schedule(business, "later-2", Instant.ofEpochMilli(later));
+                assertThat(http(ops, "GET", base + "/peek?search=later-", null))
+                        .startsWith("200 ")
+                        .contains("later-1")
+                        .contains("later-2");
+                assertThat(http(ops, "POST", base + "/deliver-now", "{\"member\":\"later-1\"}"))
+                        .startsWith("200 ");
+                assertThat(http(ops, "POST", base + "/cancel", "{\"member\":\"later-2\"}"))
+                        .startsWith("200 ");
+                assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(500)))
+                        .extracting(Received::text)
+                        .containsExactly("later-1");
+
+                producer.scheduleAfter(dead, "dead-1", Duration.ZERO);
+                producer.scheduleAfter(dead, "dead-2", Duration.ZERO);
+                DelayQueueKeys deadKeys = DelayQueueKeys.forBusiness(dead);
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() -> zcard(producerRedis, deadKeys.dead(ShardSelector.shardOf("dead-1", 16)))
+                                        + zcard(producerRedis, deadKeys.dead(ShardSelector.shardOf("dead-2", 16)))
+                                >= 2);
+                String deadBase = "/actuator/relay/" + dead;
+                assertThat(http(ops, "GET", deadBase + "/dead", null))
+                        .startsWith("200 ")
+                        .contains("dead-1");
+                assertThat(http(ops, "POST", deadBase + "/replay", "{\"member\":\"dead-1\"}"))
+                        .startsWith("200 ");
+                assertThat(http(ops, "POST", deadBase + "/purge", "{\"member\":\"dead-2\"}"))
+                        .startsWith("200 ");
+                assertThat(http(ops, "GET", "/actuator/relay", null)).startsWith("200 ");
+
+                // the second replica reads the backlog the other one sampled (GET K:backlog), or samples it itself
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() -> admin("info", "commandstats").contains("cmdstat_get:"));
+                for (ConfigurableApplicationContext replica : List.of(first, second)) {
+                    MeterRegistry registry = replica.getBean(MeterRegistry.class);
+                    await().atMost(Duration.ofSeconds(10))
+                            .until(() -> registry.get(RelayMeterNames.BACKLOG_SAMPLE_AGE)
+                                            .tag(RelayMeterNames.TAG_BUSINESS, business)
+                                            .gauge()
+                                            .value()
+                                    < 2.0);
+                }
+                assertThat(admin("acl", "log"))
+                        .as("ACL LOG: commands the rules refused")
+                        .isBlank();
+            } finally {
+                producerRedis.destroy();
+                second.close();
+                first.close();
+                admin("acl", "log", "reset");
+            }
+        }
+    }
+
+    private static ConfigurableApplicationContext web(Map<String, Object> properties) {
+        return new SpringApplicationBuilder(TestRelayApplication.class)
+                .web(WebApplicationType.SERVLET)
+                .properties(properties)
+                .run();
+    }
+
+    /** "status body" of an ops request made with the operator token. */
+    private static String http(int port, String method, String path, String json) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .timeout(Duration.ofSeconds(10))
+                .header(RelayOpsProperties.TOKEN_HEADER, OPS_TOKEN);
+        if (json != null) {
+            request.header("Content-Type", "application/json");
+        }
+        request.method(
+                method, json == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(json));
+        HttpResponse<String> response =
+                HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return response.statusCode() + " " + response.body();
     }
 
     private static long zcard(LettuceConnectionFactory factory, String key) {
