@@ -17,7 +17,7 @@ import org.springframework.data.redis.RedisConnectionFailureException;
  * What a Redis or RabbitMQ failure at start means for the relay: the server is not reachable (yet), so the relay
  * waits for it not Ready; or it answered and refused the relay's credentials, user permissions or virtual host, a
  * configuration mistake that waiting does not fix, so start-up fails with one report. Decided from the exception
- * types and the servers' own error codes in the cause chain, which are stable (WRONGPASS, NOPERM, ACCESS_REFUSED).
+ * types and the servers' own error codes in the cause chain, which are stable (WRONGPASS, NOPERM, NOT_ALLOWED).
  */
 enum ServiceFailure {
     /** Not reachable: refused connection, unknown host, timeout, dropped connection. */
@@ -30,7 +30,12 @@ enum ServiceFailure {
     private static final String[] REDIS_REFUSALS = {
         "WRONGPASS", "NOAUTH", "NOPERM", "INVALID USERNAME-PASSWORD", "AUTH FAILED", "NO PASSWORD IS SET"
     };
-    private static final String[] RABBIT_REFUSALS = {"ACCESS_REFUSED", "NOT_ALLOWED", "ACCESS-REFUSED"};
+    /**
+     * Connection-level refusals only: a login refused arrives as {@link AmqpAuthenticationException}, an unknown
+     * vhost as 530 NOT_ALLOWED. A channel-level 403 ACCESS_REFUSED (no configure permission for declare-exchange)
+     * is a permission on one resource: logged, and start-up goes on (docs/operations.md).
+     */
+    private static final String[] RABBIT_REFUSALS = {"NOT_ALLOWED"};
 
     static ServiceFailure ofRedis(Throwable failure) {
         if (mentions(failure, REDIS_REFUSALS)) {
