@@ -17,7 +17,6 @@ import java.util.function.Consumer;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.engine.wake.WakeSubscriber;
 import io.delayrelay.app.support.DaemonThreads;
-import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -38,6 +37,10 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
  * once both answer (a relay started before its Redis is not put into a crash loop). One that answers and refuses
  * the relay (credentials, ACL, vhost) is a configuration mistake: start-up fails with a
  * {@link ServiceAccessException}.
+ *
+ * <p>Over 300 lines because it is the one place that orders a business's life: start (and wait for the servers),
+ * reload, stop. The parts live elsewhere: {@link BusinessRelay} (workers), {@link ExchangeCheck},
+ * {@link ServiceFailure} (what a failure at start means), {@link HeapBudget}, {@link TopologyKeeper}.
  */
 public class RelayEngine implements SmartLifecycle, DisposableBean {
 
@@ -183,32 +186,10 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             return true;
         } catch (RuntimeException e) {
             boolean redis = service.equals("Redis");
-            ServiceFailure failure = redis ? ServiceFailure.ofRedis(e) : ServiceFailure.ofRabbit(e);
-            String endpoint = redis ? settings.redisEndpoint() : settings.rabbitEndpoint();
-            if (failure == ServiceFailure.UNREACHABLE) {
-                log.warn(
-                        "{} at {} is not reachable ({}): not relaying, readiness DOWN; trying again every {} ms",
-                        service,
-                        endpoint,
-                        Exceptions.rootMessage(e),
-                        settings.startRetry().toMillis());
-                return false;
-            }
-            if (failure == ServiceFailure.REFUSED) {
-                throw new ServiceAccessException(
-                        service, endpoint, Exceptions.rootMessage(e), redis ? REDIS_CHECK : RABBIT_CHECK, e);
-            }
-            throw e;
+            return ServiceFailure.waitOrThrow(
+                    e, service, redis ? settings.redisEndpoint() : settings.rabbitEndpoint(), settings.startRetry());
         }
     }
-
-    static final String REDIS_CHECK = "Check spring.data.redis.username and spring.data.redis.password (environment"
-            + " SPRING_DATA_REDIS_USERNAME / SPRING_DATA_REDIS_PASSWORD, the chart's Secret): the user must exist, be"
-            + " 'on', and its ACL must allow the relay's commands and keys (docs/operations.md, least-privilege ACL).";
-    static final String RABBIT_CHECK = "Check spring.rabbitmq.username and spring.rabbitmq.password (environment"
-            + " SPRING_RABBITMQ_USERNAME / SPRING_RABBITMQ_PASSWORD, the chart's Secret) and"
-            + " spring.rabbitmq.virtual-host: the virtual host must exist and the user needs permissions on it"
-            + " (write and read, configure too for declare-exchange).";
 
     private void startRelaying() {
         wakeSubscriber = new WakeSubscriber(redisConnectionFactory);

@@ -4,9 +4,13 @@ import java.net.ConnectException;
 import java.net.NoRouteToHostException;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.TimeoutException;
 
+import io.delayrelay.app.support.Exceptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.amqp.AmqpAuthenticationException;
 import org.springframework.amqp.AmqpConnectException;
 import org.springframework.amqp.AmqpTimeoutException;
@@ -36,6 +40,40 @@ enum ServiceFailure {
      * is a permission on one resource: logged, and start-up goes on (docs/operations.md).
      */
     private static final String[] RABBIT_REFUSALS = {"NOT_ALLOWED"};
+
+    static final String REDIS_CHECK = "Check spring.data.redis.username and spring.data.redis.password (environment"
+            + " SPRING_DATA_REDIS_USERNAME / SPRING_DATA_REDIS_PASSWORD, the chart's Secret): the user must exist, be"
+            + " 'on', and its ACL must allow the relay's commands and keys (docs/operations.md, least-privilege ACL).";
+    static final String RABBIT_CHECK = "Check spring.rabbitmq.username and spring.rabbitmq.password (environment"
+            + " SPRING_RABBITMQ_USERNAME / SPRING_RABBITMQ_PASSWORD, the chart's Secret) and"
+            + " spring.rabbitmq.virtual-host: the virtual host must exist and the user needs permissions on it"
+            + " (write and read, configure too for declare-exchange).";
+
+    private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
+
+    /**
+     * At start: false after a WARN naming the server when {@code service} ("Redis" or "RabbitMQ") is not reachable
+     * (the caller tries again later); throws {@link ServiceAccessException} when it refused the relay, and
+     * {@code failure} itself otherwise.
+     */
+    static boolean waitOrThrow(RuntimeException failure, String service, String endpoint, Duration retry) {
+        boolean redis = service.equals("Redis");
+        ServiceFailure kind = redis ? ofRedis(failure) : ofRabbit(failure);
+        if (kind == UNREACHABLE) {
+            log.warn(
+                    "{} at {} is not reachable ({}): not relaying, readiness DOWN; trying again every {} ms",
+                    service,
+                    endpoint,
+                    Exceptions.rootMessage(failure),
+                    retry.toMillis());
+            return false;
+        }
+        if (kind == REFUSED) {
+            throw new ServiceAccessException(
+                    service, endpoint, Exceptions.rootMessage(failure), redis ? REDIS_CHECK : RABBIT_CHECK, failure);
+        }
+        throw failure;
+    }
 
     static ServiceFailure ofRedis(Throwable failure) {
         if (mentions(failure, REDIS_REFUSALS)) {
