@@ -24,7 +24,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
@@ -52,15 +51,12 @@ class RedisFreezeTest {
 
     @Test
     void aFrozenRedisFailsTheWorkersWithinTheDaemonsTimeoutAndNothingIsLost(CapturedOutput output) throws Exception {
-        int port = FreePort.next();
         String business = kit.business("freeze");
         String exchange = kit.exchange("freeze");
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        try (PrivateRedis redis = PrivateRedis.start(port, "")) {
-            String pid;
-            try (RedisConnection c = redis.connection()) {
-                pid = c.serverCommands().info("server").getProperty("process_id");
-            }
+        try (PrivateRedis redis = PrivateRedis.start("")) {
+            int port = redis.port();
+            String pid = Long.toString(redis.pid());
             // the daemon's own defaults (delay-relay.yaml), pointed at the private server by its RELAY_* placeholders
             Map<String, Object> props = new LinkedHashMap<>();
             props.put("spring.config.name", DelayRelayApplication.CONFIG_NAME);

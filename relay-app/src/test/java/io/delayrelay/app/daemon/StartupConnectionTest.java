@@ -1,7 +1,5 @@
 package io.delayrelay.app.daemon;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -9,7 +7,8 @@ import java.util.concurrent.BlockingQueue;
 import io.delayrelay.app.config.ServiceAccessFailureAnalyzer;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.ServiceAccessException;
-import io.delayrelay.app.faults.Shell;
+import io.delayrelay.app.support.FreePort;
+import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import io.delayrelay.app.support.TestServices;
@@ -22,7 +21,6 @@ import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.util.FileSystemUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -45,65 +43,25 @@ class StartupConnectionTest {
     }
 
     @Test
-    void aWrongRedisPasswordStopsStartUpWithOneReportNamingServerAndUser() throws Exception {
-        int port = FreePort.next();
-        Path dir = Files.createTempDirectory("delay-relay-redis-auth");
-        Shell.run(
-                20,
-                "redis-server",
-                "--daemonize",
-                "yes",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                Integer.toString(port),
-                "--requirepass",
-                "right-Secret-31",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                dir.toString(),
-                "--logfile",
-                dir.resolve("redis.log").toString());
-        try {
-            await().atMost(Duration.ofSeconds(10)).until(() -> Shell.run(
-                            5,
-                            "redis-cli",
-                            "-p",
-                            Integer.toString(port),
-                            "-a",
-                            "right-Secret-31",
-                            "--no-auth-warning",
-                            "ping")
-                    .contains("PONG"));
+    void aWrongRedisPasswordStopsStartUpWithOneReportNamingServerAndUser() {
+        try (PrivateRedis redis = PrivateRedis.builder()
+                .args("--requirepass", "right-Secret-31")
+                .cliArgs("-a", "right-Secret-31", "--no-auth-warning")
+                .start()) {
             String business = kit.business("redisauth");
             Map<String, Object> props =
                     RelayTestKit.business(kit.baseProperties(), business, kit.exchange("redisauth"), "rk");
-            props.put("spring.data.redis.port", port);
+            props.put("spring.data.redis.port", redis.port());
             props.put("spring.data.redis.password", "wrong-Secret-13");
 
             FailureAnalysis analysis = analyze(catchThrowable(() -> kit.startRelay(props)));
 
             assertThat(analysis.getDescription())
-                    .startsWith("Redis at 127.0.0.1:" + port + " as user 'default' refused the relay: ")
+                    .startsWith("Redis at 127.0.0.1:" + redis.port() + " as user 'default' refused the relay: ")
                     .contains("WRONGPASS")
                     .doesNotContain("wrong-Secret-13");
             assertThat(analysis.getAction())
                     .startsWith("Check spring.data.redis.username and spring.data.redis.password");
-        } finally {
-            Shell.run(
-                    10,
-                    "redis-cli",
-                    "-p",
-                    Integer.toString(port),
-                    "-a",
-                    "right-Secret-31",
-                    "--no-auth-warning",
-                    "shutdown",
-                    "nosave");
-            FileSystemUtils.deleteRecursively(dir.toFile());
         }
     }
 
