@@ -15,7 +15,7 @@ Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/
      8-12 minutes on 2 cores). It stops only servers of its own (a private RabbitMQ node, a private redis-server,
      a 3-node RabbitMQ cluster on free ports), never the shared ones; figures in relay-app/target/faults/;
   3. the *IT tests (failsafe), which start the exec jar just built.
-The whole run takes about 15-20 minutes on 2 cores. -Drelay.faults.skip=true leaves step 2 out (a quick local
+The whole run takes about 15-20 minutes on 2 cores. -DskipFaults=true leaves step 2 out (a quick local
 run; CI never sets it); scripts/faults.sh runs step 2 alone. Nothing is skipped silently: a missing server or tool
 fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest (runs the
 producers of examples/producers/) it also installs Python's redis package (Debian python3-redis, when root) and

@@ -29,6 +29,9 @@ import org.springframework.util.unit.DataSize;
  * Builds the {@link BusinessSpec}s in force from the environment and the trigger beans. Layers, later wins:
  * {@code relay.defaults}, the trigger's non-null values, {@code relay.businesses.<name>}. Every problem is
  * collected and reported at once, naming business, property and value.
+ * <p>
+ * Longer than 300 lines because every per-business setting is validated here, each check next to the wording of
+ * its error, so one read shows what a business may be configured with.
  */
 public final class BusinessSpecResolver {
 

@@ -28,6 +28,9 @@ import static io.delayrelay.app.metrics.RelayMeterNames.TAG_BUSINESS;
  * {@link #register(BusinessSpec)} (or its first event) to {@link #unregister(String)}; the {@link BacklogSampler}
  * keeps the registered set equal to the engine's businesses, so meters follow businesses added or removed at
  * runtime. Never throws into the engine.
+ * <p>
+ * Longer than 300 lines because every meter the relay reports is registered and tagged here, in one place, so its
+ * names and tags match the dashboards and alert rules that read them.
  */
 public class MicrometerRelayEvents implements RelayEvents {
 
