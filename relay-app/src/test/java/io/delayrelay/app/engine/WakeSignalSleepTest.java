@@ -50,6 +50,10 @@ class WakeSignalSleepTest {
         signal.wake(4, NOW);
 
         assertThat(woken.get(5, TimeUnit.SECONDS)).isEqualTo(4);
+        sleeper.join(5_000);
+        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(5), signal::generation))
+                .as("the sleeper left the signal free for the other workers")
+                .isEqualTo(observed + 1);
     }
 
     @Test
