@@ -52,8 +52,8 @@ class WakeSignalSleepTest {
         assertThat(woken.get(5, TimeUnit.SECONDS)).isEqualTo(4);
         sleeper.join(5_000);
         assertThat(assertTimeoutPreemptively(Duration.ofSeconds(5), signal::generation))
-                .as("the sleeper left the signal free for the other workers")
-                .isEqualTo(observed + 1);
+                .as("the sleeper left the signal free for the other workers, the wake-up is a new generation")
+                .isNotEqualTo(observed);
     }
 
     @Test
