@@ -1,0 +1,475 @@
+package io.delayrelay.app.config;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.config.BusinessSpecResolver.Range;
+import io.delayrelay.app.config.BusinessSpecResolver.Resolution;
+import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.OutgoingMessages;
+import io.delayrelay.app.trigger.RelayConfigurationException;
+import org.junit.jupiter.api.Test;
+import org.springframework.mock.env.MockEnvironment;
+import org.springframework.util.unit.DataSize;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * How {@link BusinessSpecResolver} turns configuration and trigger beans into businesses, on a plain
+ * {@link MockEnvironment} (no Spring context, no Redis, no broker): the layers (defaults, trigger, per business), every
+ * bound, every problem reported at once naming business, property and value, and the order businesses come in. The
+ * start-up and reload tests check the same through the running relay; this one is fast enough for the mutation run.
+ */
+class BusinessSpecResolverTest {
+
+    private final MockEnvironment env = new MockEnvironment();
+
+    @Test
+    void aConfiguredBusinessGetsEveryDefaultItDoesNotSet() {
+        env.setProperty("relay.businesses.orders.exchange", "orders.ex");
+        env.setProperty("relay.businesses.orders.routing-key", "orders.rk");
+
+        BusinessSpec spec = single(BusinessSpecResolver.resolve(env, List.of()));
+
+        assertThat(spec)
+                .isEqualTo(new BusinessSpec(
+                        "orders",
+                        DelayQueueKeys.forBusiness("orders"),
+                        16,
+                        2,
+                        "relay-orders-",
+                        "orders.ex",
+                        "orders.rk",
+                        "direct",
+                        false,
+                        500,
+                        DataSize.ofMegabytes(16).toBytes(),
+                        Duration.ofMillis(100),
+                        Duration.ofSeconds(30),
+                        10,
+                        Duration.ofSeconds(1),
+                        Duration.ofMinutes(5),
+                        Duration.ofSeconds(10),
+                        10_000,
+                        Duration.ofDays(180),
+                        false,
+                        OutgoingMessages.DEFAULT));
+    }
+
+    @Test
+    void everySettingOfABusinessIsTakenFromItsOwnConfiguration() {
+        Map.ofEntries(
+                        Map.entry("source-key", "custom:orders"),
+                        Map.entry("shards", "32"),
+                        Map.entry("threads", "7"),
+                        Map.entry("thread-name-prefix", "w-"),
+                        Map.entry("exchange", "x"),
+                        Map.entry("routing-key", "rk"),
+                        Map.entry("exchange-type", "topic"),
+                        Map.entry("declare-exchange", "true"),
+                        Map.entry("batch-size", "100"),
+                        Map.entry("batch-bytes", "2MB"),
+                        Map.entry("max-idle", "250ms"),
+                        Map.entry("lease", "60s"),
+                        Map.entry("max-attempts", "3"),
+                        Map.entry("retry-delay", "2s"),
+                        Map.entry("retry-delay-max", "1m"),
+                        Map.entry("publish-timeout", "5s"),
+                        Map.entry("dead-max-size", "50"),
+                        Map.entry("dead-max-age", "7d"),
+                        Map.entry("paused", "true"))
+                .forEach((k, v) -> env.setProperty("relay.businesses.orders." + k, v));
+
+        BusinessSpec spec = single(BusinessSpecResolver.resolve(env, List.of()));
+
+        assertThat(spec)
+                .isEqualTo(new BusinessSpec(
+                        "orders",
+                        DelayQueueKeys.of("custom:orders"),
+                        32,
+                        7,
+                        "w-",
+                        "x",
+                        "rk",
+                        "topic",
+                        true,
+                        100,
+                        2 * 1024 * 1024,
+                        Duration.ofMillis(250),
+                        Duration.ofSeconds(60),
+                        3,
+                        Duration.ofSeconds(2),
+                        Duration.ofMinutes(1),
+                        Duration.ofSeconds(5),
+                        50,
+                        Duration.ofDays(7),
+                        true,
+                        OutgoingMessages.DEFAULT));
+    }
+
+    @Test
+    void aTriggersValuesOverrideTheDefaultsAndTheBusinessesConfigurationOverridesThem() {
+        env.setProperty("relay.defaults.threads", "3");
+        env.setProperty("relay.defaults.shards", "64");
+        env.setProperty("relay.defaults.exchange", "default.ex");
+        env.setProperty("relay.defaults.routing-key", "default.rk");
+        env.setProperty("relay.businesses.coded.exchange", "configured.ex");
+        Trigger coded = new Trigger("coded", "coded:src", 5, "t-", "trigger.ex", "trigger.rk", 8);
+        Trigger bare = new Trigger("bare", null, null, null, null, null, null);
+
+        List<BusinessSpec> specs = BusinessSpecResolver.resolve(env, List.of(coded, bare));
+
+        assertThat(specs).extracting(BusinessSpec::name).containsExactly("coded", "bare");
+        BusinessSpec c = specs.get(0);
+        assertThat(List.of(c.keys().sourceKey(), c.threads(), c.threadNamePrefix(), c.exchange(), c.routingKey()))
+                .containsExactly("coded:src", 5, "t-", "configured.ex", "trigger.rk");
+        assertThat(c.shards()).isEqualTo(8);
+        assertThat(c.outgoing()).isSameAs(coded);
+        BusinessSpec b = specs.get(1);
+        assertThat(List.of(b.keys().sourceKey(), b.threads(), b.threadNamePrefix(), b.exchange(), b.routingKey()))
+                .containsExactly("delayqueue:bare", 3, "relay-bare-", "default.ex", "default.rk");
+        assertThat(b.shards()).isEqualTo(64);
+        assertThat(b.outgoing()).isSameAs(bare);
+    }
+
+    @Test
+    void triggerBusinessesComeFirstThenConfiguredOnesByName() {
+        env.setProperty("relay.defaults.exchange", "ex");
+        env.setProperty("relay.defaults.routing-key", "rk");
+        env.setProperty("relay.businesses.zulu.threads", "1");
+        env.setProperty("relay.businesses.alpha.threads", "1");
+        env.setProperty("relay.businesses.mike.threads", "1");
+
+        List<BusinessSpec> specs =
+                BusinessSpecResolver.resolve(env, List.of(new Trigger("yankee"), new Trigger("mike")));
+
+        assertThat(specs).extracting(BusinessSpec::name).containsExactly("yankee", "mike", "alpha", "zulu");
+        assertThat(specs.get(1).outgoing())
+                .as("configured and coded: one business")
+                .isInstanceOf(Trigger.class);
+    }
+
+    @Test
+    void everyBadValueIsReportedAtOnceNamingBusinessPropertyAndValue() {
+        Map.ofEntries(
+                        Map.entry("shards", "0"),
+                        Map.entry("threads", "257"),
+                        Map.entry("batch-size", "2001"),
+                        Map.entry("batch-bytes", "1023B"),
+                        Map.entry("max-attempts", "0"),
+                        Map.entry("dead-max-size", "0"),
+                        Map.entry("dead-max-age", "0s"),
+                        Map.entry("exchange", " "),
+                        Map.entry("exchange-type", "fan"),
+                        Map.entry("max-idle", "-1ms"),
+                        Map.entry("lease", "0s"),
+                        Map.entry("retry-delay", "0s"),
+                        Map.entry("retry-delay-max", "-5s"),
+                        Map.entry("publish-timeout", "0s"))
+                .forEach((k, v) -> env.setProperty("relay.businesses.bad." + k, v));
+        env.setProperty("relay.businesses.good.exchange", "ex");
+        env.setProperty("relay.businesses.good.routing-key", "rk");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.isValid()).isFalse();
+        assertThat(resolution.specs()).extracting(BusinessSpec::name).containsExactly("good");
+        assertThat(resolution.problems()).containsOnlyKeys("bad");
+        String p = "relay.businesses.bad.";
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactly(
+                        p + "shards=0: must be between 1 and 16384",
+                        p + "threads=257: must be between 1 and 256",
+                        p + "batch-size=2001: must be between 1 and 2000",
+                        p + "batch-bytes=1023B: must be between 1024B and 536870912B",
+                        p + "max-attempts=0: must be between 1 and 1000",
+                        p + "dead-max-size=0: must be between 1 and 2147483647",
+                        p + "dead-max-age=PT0S: must be a positive duration",
+                        p + "exchange=' ': required, must not be blank",
+                        p + "routing-key='': required, must not be blank",
+                        p + "exchange-type=fan: must be one of [direct, topic, fanout, headers]",
+                        p + "max-idle=PT-0.001S: must be a positive duration",
+                        p + "lease=PT0S: must be a positive duration",
+                        p + "retry-delay=PT0S: must be a positive duration",
+                        p + "retry-delay-max=PT-5S: must be a positive duration",
+                        p + "publish-timeout=PT0S: must be a positive duration",
+                        p + "lease=PT0S: must be longer than publish-timeout (PT0S), or entries would be redelivered"
+                                + " while still awaiting confirms");
+        assertThat(resolution.allProblems())
+                .allSatisfy(problem -> assertThat(problem.business()).isEqualTo("bad"));
+        assertThat(resolution.problems().get("bad").get(0))
+                .isEqualTo(new ConfigProblem("bad", p + "shards", "0", p + "shards=0: must be between 1 and 16384"));
+        assertThatThrownBy(() -> BusinessSpecResolver.resolve(env, List.of()))
+                .isInstanceOf(RelayConfigurationException.class)
+                .satisfies(e ->
+                        assertThat(((RelayConfigurationException) e).problems()).isEqualTo(resolution.allProblems()));
+    }
+
+    @Test
+    void eachIntegerSettingAcceptsExactlyItsRange() {
+        BusinessSpecResolver.INTEGER_RANGES.forEach((property, range) -> {
+            assertThat(problemsWith(property, range.min()))
+                    .as(property + " at its minimum")
+                    .isEmpty();
+            assertThat(problemsWith(property, range.max()))
+                    .as(property + " at its maximum")
+                    .isEmpty();
+            assertThat(problemsWith(property, range.min() - 1))
+                    .as(property + " below its minimum")
+                    .containsExactly("relay.businesses.b." + property + "=" + (range.min() - 1) + ": must be between "
+                            + range.min() + " and " + range.max());
+            if (range.max() < Integer.MAX_VALUE) {
+                assertThat(problemsWith(property, range.max() + 1))
+                        .as(property + " above its maximum")
+                        .hasSize(1);
+            }
+        });
+    }
+
+    @Test
+    void theIntegerRangesTheHelmSchemaUsesAreTheOnesEnforced() {
+        assertThat(BusinessSpecResolver.INTEGER_RANGES)
+                .containsExactly(
+                        Map.entry("shards", new Range(1, 16384)),
+                        Map.entry("threads", new Range(1, 256)),
+                        Map.entry("batch-size", new Range(1, 2000)),
+                        Map.entry("max-attempts", new Range(1, 1000)),
+                        Map.entry("dead-max-size", new Range(1, Integer.MAX_VALUE)));
+        assertThatThrownBy(() -> BusinessSpecResolver.INTEGER_RANGES.put("x", new Range(0, 0)))
+                .isInstanceOf(UnsupportedOperationException.class);
+    }
+
+    @Test
+    void batchBytesFromOneKilobyteToHalfAGigabyteAreAccepted() {
+        assertThat(problems(s -> s.replace("$", "batch-bytes=1KB"))).isEmpty();
+        assertThat(problems(s -> s.replace("$", "batch-bytes=512MB"))).isEmpty();
+        assertThat(problems(s -> s.replace("$", "batch-bytes=536870913B")))
+                .containsExactly("relay.businesses.b.batch-bytes=536870913B: must be between 1024B and 536870912B");
+    }
+
+    @Test
+    void theLeaseMustOutlastThePublishTimeout() {
+        assertThat(problems(s -> s.replace("$", "lease=10001ms"))).isEmpty();
+        assertThat(problems(s -> s.replace("$", "lease=10s")))
+                .containsExactly(
+                        "relay.businesses.b.lease=PT10S: must be longer than publish-timeout (PT10S), or entries"
+                                + " would be redelivered while still awaiting confirms");
+        assertThat(problems(s -> s.replace("$", "lease=1ms"))).hasSize(1);
+        assertThat(problems(s -> s.replace("$", "max-idle=1ms")))
+                .as("1 ms is positive")
+                .isEmpty();
+    }
+
+    @Test
+    void aBusinessNameMustBeLowercaseLettersDigitsAndInnerDashes() {
+        for (String good : List.of("a", "a-1", "0rders")) {
+            assertThat(BusinessSpecResolver.resolveAll(env, List.of(new Trigger(good, "ex", "rk")))
+                            .isValid())
+                    .as(good)
+                    .isTrue();
+        }
+        for (String bad : List.of("Orders", "-orders", "orders-", "or_ders")) {
+            Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of(new Trigger(bad, "ex", "rk")));
+            assertThat(resolution.specs()).as(bad).isEmpty();
+            assertThat(resolution.problems().get(bad))
+                    .extracting(ConfigProblem::message)
+                    .containsExactly("business name '" + bad
+                            + "': use lowercase letters, digits and '-' (it is a key under relay.businesses)");
+        }
+        Resolution unnamed = BusinessSpecResolver.resolveAll(env, List.of(new Trigger(null, "ex", "rk")));
+        assertThat(unnamed.problems().get("null"))
+                .extracting(ConfigProblem::message)
+                .containsExactly(
+                        "business name 'null': use lowercase letters, digits and '-' (it is a key under relay.businesses)");
+    }
+
+    @Test
+    void aBusinessDeclaredByTwoTriggerBeansIsRefusedNamingBoth() {
+        Trigger first = new Trigger("orders", "ex", "rk");
+        OtherTrigger second = new OtherTrigger();
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of(first, second));
+
+        assertThat(resolution.specs()).isEmpty();
+        assertThat(resolution.problems().keySet()).containsExactly("orders");
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactly("business 'orders': declared by two trigger beans (" + Trigger.class.getName() + ", "
+                        + OtherTrigger.class.getName() + ")");
+    }
+
+    @Test
+    void twoBusinessesOnOneSourceKeyAreRefusedTheSecondNamingTheFirst() {
+        env.setProperty("relay.defaults.exchange", "ex");
+        env.setProperty("relay.defaults.routing-key", "rk");
+        env.setProperty("relay.businesses.alpha.source-key", "shared:k");
+        env.setProperty("relay.businesses.beta.source-key", "shared:k");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs()).extracting(BusinessSpec::name).containsExactly("alpha");
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactly("relay.businesses.beta.source-key=shared:k: already used by business 'alpha'");
+        assertThat(resolution.problems().get("beta").get(0).business()).isEqualTo("beta");
+    }
+
+    @Test
+    void aSourceKeyWithABraceIsRefusedWithTheKeyContractsReason() {
+        assertThat(problems(s -> s.replace("$", "source-key=orders{1}")))
+                .containsExactly("relay.businesses.b.source-key=orders{1}: source key must not contain '{' or '}'"
+                        + " (they decide the Redis Cluster slot), was 'orders{1}'");
+    }
+
+    @Test
+    void aValueThatCannotBeBoundIsReportedForItsBusinessWithPropertyAndValue() {
+        env.setProperty("relay.businesses.orders.shards", "many");
+        env.setProperty("relay.businesses.fine.exchange", "ex");
+        env.setProperty("relay.businesses.fine.routing-key", "rk");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs()).extracting(BusinessSpec::name).containsExactly("fine");
+        List<ConfigProblem> problems = resolution.problems().get("orders");
+        assertThat(problems).hasSize(1);
+        assertThat(problems.get(0).message())
+                .as("the root cause's reason, not Spring's wrapper")
+                .isEqualTo("business 'orders': relay.businesses.orders.shards=many: For input string: \"many\"");
+        assertThat(resolution.problems()).containsOnlyKeys("orders");
+    }
+
+    @Test
+    void businessesThatCannotBeBoundAtAllAreOneRelayWideProblem() {
+        env.setProperty("relay.businesses", "orders");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of(new Trigger("coded", "ex", "rk")));
+
+        assertThat(resolution.problems().keySet()).containsExactly("");
+        ConfigProblem problem = resolution.problems().get("").get(0);
+        assertThat(problem.property()).isEqualTo("relay.businesses");
+        assertThat(problem.message()).startsWith("relay.businesses: relay.businesses=orders: ");
+        assertThat(resolution.specs())
+                .as("the coded business is still resolved")
+                .extracting(BusinessSpec::name)
+                .containsExactly("coded");
+    }
+
+    @Test
+    void noBusinessesMeansNoSpecsAndNoProblems() {
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.isValid()).isTrue();
+        assertThat(resolution.specs()).isEmpty();
+        assertThat(resolution.problems()).isEmpty();
+        assertThat(resolution.allProblems()).isEmpty();
+    }
+
+    /** Messages of the problems of business "b", configured validly but for one line {@code property=value}. */
+    private List<String> problems(Function<String, String> line) {
+        MockEnvironment own = new MockEnvironment();
+        own.setProperty("relay.businesses.b.exchange", "ex");
+        own.setProperty("relay.businesses.b.routing-key", "rk");
+        String[] kv = line.apply("$").split("=", 2);
+        own.setProperty("relay.businesses.b." + kv[0], kv[1]);
+        return BusinessSpecResolver.resolveAll(own, List.of()).allProblems().stream()
+                .map(ConfigProblem::message)
+                .toList();
+    }
+
+    private List<String> problemsWith(String property, int value) {
+        return problems(s -> s.replace("$", property + "=" + value));
+    }
+
+    private static BusinessSpec single(List<BusinessSpec> specs) {
+        assertThat(specs).hasSize(1);
+        return specs.get(0);
+    }
+
+    /** A coded business; every value left null comes from configuration. */
+    static class Trigger extends AbstractDelayedMsgScanTrigger {
+
+        private final String business;
+        private final String sourceKey;
+        private final Integer threads;
+        private final String prefix;
+        private final String exchange;
+        private final String routingKey;
+        private final Integer shards;
+
+        Trigger(
+                String business,
+                String sourceKey,
+                Integer threads,
+                String prefix,
+                String exchange,
+                String routingKey,
+                Integer shards) {
+            this.business = business;
+            this.sourceKey = sourceKey;
+            this.threads = threads;
+            this.prefix = prefix;
+            this.exchange = exchange;
+            this.routingKey = routingKey;
+            this.shards = shards;
+        }
+
+        Trigger(String business) {
+            this(business, null, null, null, null, null, null);
+        }
+
+        Trigger(String business, String exchange, String routingKey) {
+            this(business, null, null, null, exchange, routingKey, null);
+        }
+
+        @Override
+        public String getBusiness() {
+            return business;
+        }
+
+        @Override
+        public String getSourceKey() {
+            return sourceKey;
+        }
+
+        @Override
+        public Integer getThreadNum() {
+            return threads;
+        }
+
+        @Override
+        public String getThreadNamePrefix() {
+            return prefix;
+        }
+
+        @Override
+        public String getExchange() {
+            return exchange;
+        }
+
+        @Override
+        public String getRoutingKey() {
+            return routingKey;
+        }
+
+        @Override
+        public Integer getShards() {
+            return shards;
+        }
+    }
+
+    /** A second bean declaring "orders". */
+    static class OtherTrigger extends AbstractDelayedMsgScanTrigger {
+
+        @Override
+        public String getBusiness() {
+            return "orders";
+        }
+    }
+}
