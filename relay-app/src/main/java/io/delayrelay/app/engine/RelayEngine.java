@@ -55,6 +55,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     private final ExchangeCheck exchanges;
     private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
     private final List<Consumer<BusinessRelay>> metaListeners = new CopyOnWriteArrayList<>();
+    private final List<Consumer<BusinessRelay>> startListeners = new CopyOnWriteArrayList<>();
     private WakeSubscriber wakeSubscriber;
     private KeyspaceWakeSource keyspaceWake;
     private ScheduledExecutorService housekeeping;
@@ -256,6 +257,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                     added.adoptTopology(settings.topologyVersion());
                     subscribeWake(added);
                     subscribeKeyspace(added);
+                    beforeStart(added);
                     added.start();
                 }
                 continue;
@@ -352,6 +354,26 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
      */
     public void onMetaChanged(Consumer<BusinessRelay> listener) {
         metaListeners.add(listener);
+    }
+
+    /**
+     * Calls {@code listener} with a business added by a reload after it is set up and before its workers start, on
+     * the reloading thread: what must hold from the workers' first pop on (an operator's pause of the fleet) is
+     * applied there. A listener that fails is logged; the business starts anyway.
+     */
+    public void beforeStart(Consumer<BusinessRelay> listener) {
+        startListeners.add(listener);
+    }
+
+    private void beforeStart(BusinessRelay relay) {
+        for (Consumer<BusinessRelay> listener : startListeners) {
+            try {
+                listener.accept(relay);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "business={}: a start listener failed: {}", relay.spec().name(), e.toString());
+            }
+        }
     }
 
     private void metaChanged(BusinessRelay relay) {
