@@ -64,7 +64,16 @@ public final class BusinessRelay implements ShardWakeups {
      * own) and scans every shard count {@code K:meta} records.
      */
     void adoptTopology(long topologyVersion) {
-        ShardStore.Reshard meta = store.reshard(state.spec(), topologyVersion);
+        adoptTopology(topologyVersion, 0);
+    }
+
+    /**
+     * Like {@link #adoptTopology(long)}; when {@code K:meta} records no shard count (never written, or lost),
+     * producers have been hashing into {@code producersFallback} (relay-api's default-shards): a larger count is
+     * drained like an earlier one, so that nothing they wrote is left unscanned.
+     */
+    void adoptTopology(long topologyVersion, int producersFallback) {
+        ShardStore.Reshard meta = store.reshard(state.spec(), topologyVersion, producersFallback);
         warnIfNotApplied(state.spec(), meta);
         state.followTopology(meta.recorded());
     }

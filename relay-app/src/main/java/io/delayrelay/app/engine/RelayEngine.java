@@ -183,7 +183,9 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             service = "RabbitMQ";
             prepareExchanges();
             service = "Redis";
-            relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
+            relays.values()
+                    .forEach(relay ->
+                            relay.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS));
             return true;
         } catch (RuntimeException e) {
             boolean redis = service.equals("Redis");
@@ -202,8 +204,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         relays.values().forEach(BusinessRelay::start);
         housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
         long interval = settings.reaperInterval().toMillis();
-        TopologyKeeper topologyKeeper =
-                new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
+        TopologyKeeper topologyKeeper = new TopologyKeeper(
+                this::businessRelays, settings.reshardGrace(), System::nanoTime, events, settings.topologyVersion());
         housekeeping.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
         housekeeping.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
         running = true;
@@ -254,7 +256,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                 BusinessRelay added = new BusinessRelay(next, store, publisher, events, clock);
                 relays.put(next.name(), added);
                 if (running) {
-                    added.adoptTopology(settings.topologyVersion());
+                    added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
                     subscribeWake(added);
                     subscribeKeyspace(added);
                     beforeStart(added);
