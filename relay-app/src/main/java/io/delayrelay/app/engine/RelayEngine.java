@@ -200,6 +200,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         wakeSubscriber.start();
         keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock::nowMs);
         keyspaceWake.start();
+        keyspaceWake.onModeChange(on -> relays.values().forEach(relay -> useWakeMode(relay, on)));
         relays.values().forEach(this::subscribeKeyspace);
         relays.values().forEach(BusinessRelay::start);
         housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
@@ -346,7 +347,17 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     /** Hears the business's shard keys; with notifications on, its idle workers sweep only every safety-sweep. */
     private void subscribeKeyspace(BusinessRelay relay) {
         keyspaceWake.subscribe(relay.spec().keys(), relay);
-        relay.state().useSafetySweep(keyspaceWake.active() ? settings.wake().safetySweep() : null);
+        useWakeMode(relay, keyspaceWake.active());
+    }
+
+    /**
+     * Keyspace notifications work ({@code keyspace}: idle workers sleep up to the safety sweep, shared by the
+     * fleet) or not (poll at max-idle); the wake-mode gauge follows. The source sweeps the business after a change.
+     */
+    private void useWakeMode(BusinessRelay relay, boolean keyspace) {
+        relay.state().useSafetySweep(keyspace ? settings.wake().safetySweep() : null);
+        BusinessSpec spec = relay.spec();
+        events.emit(spec, -1, e -> e.wakeMode(spec, keyspace));
     }
 
     /**

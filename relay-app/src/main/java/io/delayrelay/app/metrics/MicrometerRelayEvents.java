@@ -130,6 +130,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void wakeMode(BusinessSpec spec, boolean keyspace) {
+        meters(spec).keyspaceMode.set(keyspace ? 1 : 0);
+    }
+
+    @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
         try {
             BusinessMeters meters = meters(spec);
@@ -237,6 +242,8 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong sampledAtNanos = new AtomicLong();
         /** Whether the last sample failed: the sampled gauges read NaN. */
         volatile boolean stale;
+        /** 1 while keyspace notifications wake the business, 0 while it polls (the polling gauge is 1 - this). */
+        final AtomicLong keyspaceMode = new AtomicLong();
 
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED)
@@ -317,6 +324,20 @@ public class MicrometerRelayEvents implements RelayEvents {
             Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
                     .description("1 while the business is paused (by configuration or an operator), else 0")
                     .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            wakeModes(registry, business, keyspaceMode);
+        }
+
+        private static void wakeModes(MeterRegistry registry, String business, AtomicLong keyspace) {
+            Gauge.builder(RelayMeterNames.WAKE_MODE, keyspace, AtomicLong::get)
+                    .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
+                    .tag(TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_MODE, RelayMeterNames.MODE_KEYSPACE)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.WAKE_MODE, keyspace, v -> 1 - v.get())
+                    .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
+                    .tag(TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_MODE, RelayMeterNames.MODE_POLLING)
                     .register(registry);
         }
 
