@@ -2,7 +2,6 @@ package io.delayrelay.app.engine.wake;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
@@ -25,11 +24,9 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisSortedSetAsyncCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
 import io.lettuce.core.codec.ByteArrayCodec;
-import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import org.slf4j.Logger;
@@ -65,7 +62,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 public final class KeyspaceWakeSource {
 
     private static final Logger log = LoggerFactory.getLogger(KeyspaceWakeSource.class);
-    static final String CONFIG = "notify-keyspace-events";
+    private static final String CONFIG = NotificationFlags.CONFIG;
     private static final byte[] ZADD = "zadd".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] ZINCR = "zincr".getBytes(StandardCharsets.US_ASCII);
     /** Shards per business whose notifications are followed (more are swept only). */
@@ -99,7 +96,7 @@ public final class KeyspaceWakeSource {
     private AbstractRedisClient client;
     private StatefulRedisPubSubConnection<byte[], byte[]> pubSub;
     private StatefulConnection<byte[], byte[]> heads;
-    private StatefulConnection<String, String> checks;
+    private NotificationFlags flags;
     private RedisSortedSetAsyncCommands<byte[], byte[]> headCommands;
     private ScheduledExecutorService timer;
     /** Runs the flag checks (apart from the peeks' timer: a check waits for Redis). */
@@ -149,8 +146,8 @@ public final class KeyspaceWakeSource {
         }
         try {
             client = lettuce.getNativeClient();
-            checks = connectChecks(client);
-            String missing = checkFlags();
+            flags = new NotificationFlags(client, settings.configureRedis());
+            String missing = flags.check().missing();
             heads = connectHeads(client);
             timer = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-keyspace-peeks"));
             pubSub = connectPubSub(client);
@@ -189,11 +186,11 @@ public final class KeyspaceWakeSource {
                 cluster.refreshPartitions();
                 subscribeNewMasters();
             }
-            flagsSetAgain = false;
-            String missing = checkFlags();
+            NotificationFlags.Check check = flags.check();
+            String missing = check.missing();
             boolean on = missing == null;
             if (on == active) {
-                if (on && flagsSetAgain) {
+                if (on && check.setAgain()) {
                     // they were gone for up to one check: whatever was written meanwhile is found by a sweep
                     subscriptions.forEach(sub -> sub.wakeups().sweepAll());
                 }
@@ -224,55 +221,6 @@ public final class KeyspaceWakeSource {
         } catch (RuntimeException e) {
             log.debug("checking the keyspace notification flags failed: {}", Exceptions.rootMessage(e));
         }
-    }
-
-    /** Set by {@link #checkFlags} when it had to set the flags (allowed by configure-redis). */
-    private volatile boolean flagsSetAgain;
-
-    /**
-     * Returns null when every master has K and z (or A) in notify-keyspace-events, after setting them when
-     * allowed; else what is missing.
-     */
-    private String checkFlags() {
-        List<String> values = new ArrayList<>();
-        if (checks instanceof StatefulRedisClusterConnection<String, String> c) {
-            c.sync().upstream().commands().configGet(CONFIG).forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
-            if (!values.stream().allMatch(KeyspaceWakeSource::hasFlags) && settings.configureRedis()) {
-                String was = String.join("', '", values);
-                c.sync().upstream().commands().configSet(CONFIG, withFlags(values.get(0)));
-                log.info("set Redis {} on every master from '{}' (relay.wake.configure-redis=true)", CONFIG, was);
-                flagsSetAgain = true;
-                values.clear();
-                c.sync().upstream().commands().configGet(CONFIG).forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
-            }
-        } else {
-            @SuppressWarnings("unchecked")
-            StatefulRedisConnection<String, String> c = (StatefulRedisConnection<String, String>) checks;
-            String value = c.sync().configGet(CONFIG).getOrDefault(CONFIG, "");
-            if (!hasFlags(value) && settings.configureRedis()) {
-                c.sync().configSet(CONFIG, withFlags(value));
-                log.info(
-                        "set Redis {} from '{}' to '{}' (relay.wake.configure-redis=true)",
-                        CONFIG,
-                        value,
-                        withFlags(value));
-                flagsSetAgain = true;
-                value = c.sync().configGet(CONFIG).getOrDefault(CONFIG, "");
-            }
-            values.add(value);
-        }
-        if (values.stream().allMatch(KeyspaceWakeSource::hasFlags)) {
-            return null;
-        }
-        return "Redis has " + CONFIG + "='" + String.join("', '", values) + "', which lacks K and z";
-    }
-
-    /** The connection the flags are read on (kept: a check every {@link #CHECK_INTERVAL} must not connect). */
-    private StatefulConnection<String, String> connectChecks(AbstractRedisClient client) {
-        if (client instanceof RedisClusterClient cluster) {
-            return cluster.connect(StringCodec.UTF8);
-        }
-        return ((RedisClient) client).connect(StringCodec.UTF8);
     }
 
     /** The cluster's masters as the pub/sub connection knows them (node ids); empty on a single Redis. */
@@ -339,21 +287,6 @@ public final class KeyspaceWakeSource {
                 .thenApply(head -> head.isEmpty()
                         ? ShardWakeups.NONE
                         : ShardPeeks.dueMs(((ScoredValue<byte[]>) head.get(0)).getScore()));
-    }
-
-    static boolean hasFlags(String value) {
-        return value.contains("K") && (value.contains("z") || value.contains("A"));
-    }
-
-    static String withFlags(String value) {
-        String flags = value;
-        if (!flags.contains("K")) {
-            flags += "K";
-        }
-        if (!flags.contains("z") && !flags.contains("A")) {
-            flags += "z";
-        }
-        return flags;
     }
 
     private void warnFallback(String why) {
@@ -436,7 +369,7 @@ public final class KeyspaceWakeSource {
                 executor.shutdownNow();
             }
         }
-        for (AutoCloseable c : new AutoCloseable[] {pubSub, heads, checks}) {
+        for (AutoCloseable c : new AutoCloseable[] {pubSub, heads, flags}) {
             if (c != null) {
                 try {
                     c.close();
