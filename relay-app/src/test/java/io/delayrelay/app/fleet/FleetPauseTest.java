@@ -8,19 +8,21 @@ import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
+import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.config.RelayConfigReloader;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
-import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.MapPropertySource;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.core.RedisTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -142,8 +144,9 @@ class FleetPauseTest {
     @Configuration(proxyBeanMethods = false)
     static class SlowPauseReads {
         @Bean
-        OperatorPauseStore slowOperatorPauseStore(ShardStore store) {
-            return new OperatorPauseStore(store.template()) {
+        OperatorPauseStore slowOperatorPauseStore(
+                @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+            return new OperatorPauseStore(redis) {
                 @Override
                 public OperatorPause read(DelayQueueKeys keys) {
                     try {
