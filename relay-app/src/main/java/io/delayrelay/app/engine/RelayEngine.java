@@ -260,7 +260,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                     added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
                     subscribeWake(added);
                     subscribeKeyspace(added);
-                    beforeStart(added);
+                    tell(startListeners, added, "start");
                     added.start();
                 }
                 continue;
@@ -350,10 +350,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         useWakeMode(relay, keyspaceWake.active());
     }
 
-    /**
-     * Keyspace notifications work ({@code keyspace}: idle workers sleep up to the safety sweep, shared by the
-     * fleet) or not (poll at max-idle); the wake-mode gauge follows. The source sweeps the business after a change.
-     */
+    /** With notifications working idle workers sleep up to the safety sweep, else max-idle; the gauge follows. */
     private void useWakeMode(BusinessRelay relay, boolean keyspace) {
         relay.state().useSafetySweep(keyspace ? settings.wake().safetySweep() : null);
         BusinessSpec spec = relay.spec();
@@ -378,26 +375,16 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         startListeners.add(listener);
     }
 
-    private void beforeStart(BusinessRelay relay) {
-        for (Consumer<BusinessRelay> listener : startListeners) {
-            try {
-                listener.accept(relay);
-            } catch (RuntimeException e) {
-                log.warn(
-                        "business={}: a start listener failed: {}", relay.spec().name(), e.toString());
-            }
-        }
+    private void metaChanged(BusinessRelay relay) {
+        tell(metaListeners, relay, "K:meta change");
     }
 
-    private void metaChanged(BusinessRelay relay) {
-        for (Consumer<BusinessRelay> listener : metaListeners) {
+    private static void tell(List<Consumer<BusinessRelay>> listeners, BusinessRelay relay, String what) {
+        for (Consumer<BusinessRelay> listener : listeners) {
             try {
                 listener.accept(relay);
             } catch (RuntimeException e) {
-                log.warn(
-                        "business={}: a K:meta change listener failed: {}",
-                        relay.spec().name(),
-                        e.toString());
+                log.warn("business={}: a {} listener failed: {}", relay.spec().name(), what, e.toString());
             }
         }
     }

@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * The cost is popping the extra shards until the letters are replayed, purged or trimmed ({@code dead-max-age}).
  * <p>
  * A {@code K:meta} that lost its shard count is written again from the live configuration at the next check, with
- * the producers' fallback count drained (they hash into it while none is recorded).
+ * the producers' fallback count drained (they hash into it while none is recorded, until their cache expires).
  */
 final class TopologyKeeper implements Runnable {
 
@@ -84,7 +84,7 @@ final class TopologyKeeper implements Runnable {
             // K:meta lost its shard count (a Redis restart without persistence, eviction, a delete): producers hash
             // into their fallback count meanwhile. Written again from this instance's live configuration, with the
             // fallback count drained, so nothing they wrote is left unscanned.
-            relay.adoptTopology(topologyVersion, PRODUCERS_FALLBACK_SHARDS);
+            relay.recordLostTopology(topologyVersion, PRODUCERS_FALLBACK_SHARDS);
             log.warn(
                     "business={}: {} recorded no shard count (lost: Redis restarted without persistence, evicted "
                             + "or deleted it); recorded shards {} again, draining the producers' fallback count {} "

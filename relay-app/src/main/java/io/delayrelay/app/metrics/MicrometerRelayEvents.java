@@ -28,6 +28,10 @@ import static io.delayrelay.app.metrics.RelayMeterNames.TAG_BUSINESS;
  * {@link #register(BusinessSpec)} (or its first event) to {@link #unregister(String)}; the {@link BacklogSampler}
  * keeps the registered set equal to the engine's businesses, so meters follow businesses added or removed at
  * runtime. Never throws into the engine.
+ * <p>
+ * Longer than 300 lines because every meter of a business is defined here, each with its description and tags
+ * registered up front (a series that first appears at 1 is invisible to {@code increase()}), so that one class
+ * says what a business exports.
  */
 public class MicrometerRelayEvents implements RelayEvents {
 
@@ -242,8 +246,8 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong sampledAtNanos = new AtomicLong();
         /** Whether the last sample failed: the sampled gauges read NaN. */
         volatile boolean stale;
-        /** 1 while keyspace notifications wake the business, 0 while it polls (the polling gauge is 1 - this). */
-        final AtomicLong keyspaceMode = new AtomicLong();
+
+        final AtomicLong keyspaceMode = new AtomicLong(); // 1: keyspace notifications wake it; 0: it polls
 
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED)
@@ -325,20 +329,15 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .description("1 while the business is paused (by configuration or an operator), else 0")
                     .tag(TAG_BUSINESS, business)
                     .register(registry);
-            wakeModes(registry, business, keyspaceMode);
-        }
-
-        private static void wakeModes(MeterRegistry registry, String business, AtomicLong keyspace) {
-            Gauge.builder(RelayMeterNames.WAKE_MODE, keyspace, AtomicLong::get)
-                    .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
-                    .tag(TAG_BUSINESS, business)
-                    .tag(RelayMeterNames.TAG_MODE, RelayMeterNames.MODE_KEYSPACE)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.WAKE_MODE, keyspace, v -> 1 - v.get())
-                    .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
-                    .tag(TAG_BUSINESS, business)
-                    .tag(RelayMeterNames.TAG_MODE, RelayMeterNames.MODE_POLLING)
-                    .register(registry);
+            for (boolean keyspace : new boolean[] {true, false}) {
+                Gauge.builder(RelayMeterNames.WAKE_MODE, keyspaceMode, v -> keyspace ? v.get() : 1 - v.get())
+                        .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
+                        .tag(TAG_BUSINESS, business)
+                        .tag(
+                                RelayMeterNames.TAG_MODE,
+                                keyspace ? RelayMeterNames.MODE_KEYSPACE : RelayMeterNames.MODE_POLLING)
+                        .register(registry);
+            }
         }
 
         private double sampleAgeSeconds() {

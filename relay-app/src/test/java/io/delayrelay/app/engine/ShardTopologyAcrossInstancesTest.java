@@ -153,9 +153,23 @@ class ShardTopologyAcrossInstancesTest {
         assertThat(relay.state().scanWidth()).isEqualTo(16);
     }
 
-    /** The same lost K:meta met by a relay that restarts: it drains the producers' fallback count too. */
+    /**
+     * The same lost K:meta met by a relay that restarts: when a shard beyond its count holds an entry, it drains the
+     * producers' fallback count too; a new business (nothing beyond its count) scans its own count only.
+     */
     @Test
     void aRelayStartingWithoutMetaScansTheShardsProducersFellBackTo() {
+        BusinessRelay fresh = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        fresh.adoptTopology(NEW_VERSION, 16);
+        assertThat(meta(MetaFields.DRAINING))
+                .as("nothing written beyond 8: nothing to drain")
+                .isEmpty();
+        assertThat(fresh.state().scanWidth()).isEqualTo(8);
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(bytes(newSpec.keys().meta()));
+            c.zSetCommands().zAdd(bytes(newSpec.keys().shard(12)), kit.redisNowMs(), bytes("hashed into 16 shards"));
+        }
+
         BusinessRelay relay = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
         relay.adoptTopology(NEW_VERSION, 16);
 
