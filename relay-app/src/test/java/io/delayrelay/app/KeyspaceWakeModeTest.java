@@ -1,8 +1,5 @@
 package io.delayrelay.app;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -53,7 +50,7 @@ class KeyspaceWakeModeTest {
     @Test
     void notificationsThatStopAreNoticedWithinASecondPolledAtMaxIdleAndFollowedBackOn(CapturedOutput output)
             throws Exception {
-        redis = PrivateRedis.start(freePort(), "Kz");
+        redis = PrivateRedis.start("Kz");
         String business = kit.business("ksmode");
         String exchange = kit.exchange("ksmode");
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
@@ -139,14 +136,6 @@ class KeyspaceWakeModeTest {
     private void zadd(String key, String member, long score) {
         try (RedisConnection c = redis.connection()) {
             c.zSetCommands().zAdd(key.getBytes(StandardCharsets.UTF_8), score, member.getBytes(StandardCharsets.UTF_8));
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 }
