@@ -126,6 +126,9 @@ class KeyspaceWakeClusterTest {
                 .contains("[OK] All 16384 slots covered"));
         String from = cli(ports.get(0), "cluster", "myid").trim();
         String to = cli(added, "cluster", "myid").trim();
+        // the cluster bus spreads the new node by gossip: a slot can move only once every node knows it
+        await().atMost(Duration.ofSeconds(30)).until(() -> ports.stream()
+                .allMatch(p -> cli(p, "cluster", "nodes").contains(to)));
         Shell.run(
                 120,
                 "redis-cli",
