@@ -38,7 +38,7 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
  * the relay (credentials, ACL, vhost) is a configuration mistake: start-up fails with a
  * {@link ServiceAccessException}.
  *
- * <p>Over 300 lines because it is the one place that orders a business's life: start (and wait for the servers),
+ * <p>Longer than 300 lines because it is the one place that orders a business's life: start (and wait for the servers),
  * reload, stop. The parts live elsewhere: {@link BusinessRelay} (workers), {@link ExchangeCheck},
  * {@link ServiceFailure} (what a failure at start means), {@link HeapBudget}, {@link TopologyKeeper}.
  */
