@@ -64,9 +64,45 @@ public final class BusinessRelay implements ShardWakeups {
      * own) and scans every shard count {@code K:meta} records.
      */
     void adoptTopology(long topologyVersion) {
-        ShardStore.Reshard meta = store.reshard(state.spec(), topologyVersion);
+        adopt(topologyVersion, 0);
+    }
+
+    /**
+     * Like {@link #adoptTopology(long)}, at start: when {@code K:meta} records no shard count (never written, or lost
+     * while the relay was down), producers have been hashing into {@code producersFallback} (relay-api's
+     * default-shards). When a shard beyond this count, up to the fallback, holds anything, the fallback count is
+     * drained like an earlier one, so nothing they wrote is left unscanned; a new business costs no extra scanning.
+     */
+    void adoptTopology(long topologyVersion, int producersFallback) {
+        BusinessSpec spec = state.spec();
+        adopt(topologyVersion, producersWroteBeyond(spec, producersFallback) ? producersFallback : 0);
+    }
+
+    /**
+     * {@code K:meta} lost its shard count while the relay runs: producers hash into {@code producersFallback} from
+     * now until they read it again, so that count is drained (when larger) whatever its shards hold now.
+     */
+    void recordLostTopology(long topologyVersion, int producersFallback) {
+        adopt(topologyVersion, producersFallback);
+    }
+
+    private void adopt(long topologyVersion, int producersFallback) {
+        ShardStore.Reshard meta = store.reshard(state.spec(), topologyVersion, producersFallback);
         warnIfNotApplied(state.spec(), meta);
         state.followTopology(meta.recorded());
+    }
+
+    /** Whether K:meta records no shard count and a shard in {@code [shards, fallback)} holds anything. */
+    private boolean producersWroteBeyond(BusinessSpec spec, int fallback) {
+        if (fallback <= spec.shards() || store.recordedTopology(spec.keys()) != null) {
+            return false;
+        }
+        for (int shard = spec.shards(); shard < fallback; shard++) {
+            if (store.holdsAnything(spec.keys(), shard)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** An instance whose configuration is older than the one that recorded K:meta's shard count says so. */

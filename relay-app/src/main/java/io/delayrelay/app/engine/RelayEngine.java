@@ -55,6 +55,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     private final ExchangeCheck exchanges;
     private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
     private final List<Consumer<BusinessRelay>> metaListeners = new CopyOnWriteArrayList<>();
+    private final List<Consumer<BusinessRelay>> startListeners = new CopyOnWriteArrayList<>();
     private WakeSubscriber wakeSubscriber;
     private KeyspaceWakeSource keyspaceWake;
     private ScheduledExecutorService housekeeping;
@@ -182,7 +183,9 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             service = "RabbitMQ";
             prepareExchanges();
             service = "Redis";
-            relays.values().forEach(relay -> relay.adoptTopology(settings.topologyVersion()));
+            relays.values()
+                    .forEach(relay ->
+                            relay.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS));
             return true;
         } catch (RuntimeException e) {
             boolean redis = service.equals("Redis");
@@ -197,12 +200,13 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         wakeSubscriber.start();
         keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock::nowMs);
         keyspaceWake.start();
+        keyspaceWake.onModeChange(on -> relays.values().forEach(relay -> useWakeMode(relay, on)));
         relays.values().forEach(this::subscribeKeyspace);
         relays.values().forEach(BusinessRelay::start);
         housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
         long interval = settings.reaperInterval().toMillis();
-        TopologyKeeper topologyKeeper =
-                new TopologyKeeper(this::businessRelays, settings.reshardGrace(), System::nanoTime, events);
+        TopologyKeeper topologyKeeper = new TopologyKeeper(
+                this::businessRelays, settings.reshardGrace(), System::nanoTime, events, settings.topologyVersion());
         housekeeping.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
         housekeeping.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
         running = true;
@@ -253,9 +257,10 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                 BusinessRelay added = new BusinessRelay(next, store, publisher, events, clock);
                 relays.put(next.name(), added);
                 if (running) {
-                    added.adoptTopology(settings.topologyVersion());
+                    added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
                     subscribeWake(added);
                     subscribeKeyspace(added);
+                    tell(startListeners, added, "start");
                     added.start();
                 }
                 continue;
@@ -342,7 +347,14 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     /** Hears the business's shard keys; with notifications on, its idle workers sweep only every safety-sweep. */
     private void subscribeKeyspace(BusinessRelay relay) {
         keyspaceWake.subscribe(relay.spec().keys(), relay);
-        relay.state().useSafetySweep(keyspaceWake.active() ? settings.wake().safetySweep() : null);
+        useWakeMode(relay, keyspaceWake.active());
+    }
+
+    /** With notifications working idle workers sleep up to the safety sweep, else max-idle; the gauge follows. */
+    private void useWakeMode(BusinessRelay relay, boolean keyspace) {
+        relay.state().useSafetySweep(keyspace ? settings.wake().safetySweep() : null);
+        BusinessSpec spec = relay.spec();
+        events.emit(spec, -1, e -> e.wakeMode(spec, keyspace));
     }
 
     /**
@@ -354,15 +366,25 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         metaListeners.add(listener);
     }
 
+    /**
+     * Calls {@code listener} with a business added by a reload after it is set up and before its workers start, on
+     * the reloading thread: what must hold from the workers' first pop on (an operator's pause of the fleet) is
+     * applied there. A listener that fails is logged; the business starts anyway.
+     */
+    public void beforeStart(Consumer<BusinessRelay> listener) {
+        startListeners.add(listener);
+    }
+
     private void metaChanged(BusinessRelay relay) {
-        for (Consumer<BusinessRelay> listener : metaListeners) {
+        tell(metaListeners, relay, "K:meta change");
+    }
+
+    private static void tell(List<Consumer<BusinessRelay>> listeners, BusinessRelay relay, String what) {
+        for (Consumer<BusinessRelay> listener : listeners) {
             try {
                 listener.accept(relay);
             } catch (RuntimeException e) {
-                log.warn(
-                        "business={}: a K:meta change listener failed: {}",
-                        relay.spec().name(),
-                        e.toString());
+                log.warn("business={}: a {} listener failed: {}", relay.spec().name(), what, e.toString());
             }
         }
     }

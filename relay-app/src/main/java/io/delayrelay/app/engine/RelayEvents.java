@@ -34,6 +34,12 @@ public interface RelayEvents {
     /** A worker thread had died (an error escaped its loop) and was started again. */
     default void workerRestarted(BusinessSpec spec, String worker) {}
 
+    /**
+     * How the business's workers learn of plain-ZADD writes now: {@code keyspace} true while Redis keyspace
+     * notifications work on every master, false while the relay polls at max-idle (off, or found stopped).
+     */
+    default void wakeMode(BusinessSpec spec, boolean keyspace) {}
+
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {}
 }

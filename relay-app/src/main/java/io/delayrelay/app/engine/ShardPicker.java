@@ -7,7 +7,8 @@ import java.util.function.LongSupplier;
  * Picks the next shard one worker pops:
  * <ol>
  *   <li>the shard it is draining: its last pop came back full, so more is due (the pop may skip its emptiness
- *       probe);</li>
+ *       probe); it is claimed in the schedule as well, so that a write notified while that pop is under way is
+ *       peeked and its due time outlives the pop's report;</li>
  *   <li>a shard the business's {@link ShardSchedule} knows to be due, claimed there so that the other workers look
  *       elsewhere: one without a batch of this worker in flight first, else one with (a shard's batches leave in pop
  *       order on the worker's one channel).</li>
@@ -51,6 +52,9 @@ final class ShardPicker {
         draining = NONE;
         lastKnownDue = false;
         if (drained != NONE && drained < width && !quarantined.test(drained)) {
+            // claimed like any other pick: while this pop is under way the shard is not "popped soon", so a write
+            // notified meanwhile is peeked instead of being left to a pop that may already have read the shard
+            schedule.claim(drained);
             lastKnownDue = true;
             return drained;
         }

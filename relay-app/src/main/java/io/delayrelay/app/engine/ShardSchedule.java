@@ -3,6 +3,7 @@ package io.delayrelay.app.engine;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.IntConsumer;
 import java.util.function.IntPredicate;
 
 import io.delayrelay.app.engine.wake.ShardWakeups;
@@ -35,6 +36,17 @@ final class ShardSchedule {
     private volatile AtomicLongArray lowerings = new AtomicLongArray(0);
     /** When {@link #sweepDue} last allowed a sweep (System.nanoTime). */
     private final AtomicLong lastSweepNanos = new AtomicLong(System.nanoTime());
+    /** Runs between the two reads of a report (tests put an announcement there; a no-op otherwise). */
+    private final IntConsumer raceProbe;
+
+    ShardSchedule() {
+        this(shard -> {});
+    }
+
+    /** {@code raceProbe}: called with the shard between the two reads of {@link #record(int, long, long)}. */
+    ShardSchedule(IntConsumer raceProbe) {
+        this.raceProbe = raceProbe;
+    }
 
     /** Makes room for {@code width} shards; new shards start as "unknown" (due now), so they are looked at. */
     synchronized void ensureWidth(int width) {
@@ -82,9 +94,16 @@ final class ShardSchedule {
             return;
         }
         long value = nextDueMs < 0 ? NONE : nextDueMs;
-        // lower() counts before it lowers: either the count tells, or its lowering lands after (and on) this value
-        while (stamp(shard) == stamp) {
+        // lower() counts before it lowers. The value is read first, then the count: a lowering visible in the value
+        // read is then visible in the count checked after it (so the report only lowers); one that comes after
+        // both reads changes the value, and the compare-and-set fails. The shard was claimed (NONE) when the pop
+        // started, so a lowering that leaves the value unchanged cannot happen in between.
+        while (true) {
             long seen = current.get(shard);
+            raceProbe.accept(shard);
+            if (stamp(shard) != stamp) {
+                break;
+            }
             if (current.compareAndSet(shard, seen, value)) {
                 return;
             }
@@ -106,6 +125,18 @@ final class ShardSchedule {
             return current.getAndAccumulate(shard, dueMs, Math::min) > dueMs;
         }
         return false;
+    }
+
+    /**
+     * Claims a shard a worker pops without asking the schedule (it drains it: its last pop came back full), so that
+     * until that pop reports, the shard is not known due: a write notified meanwhile is peeked (the pop may have
+     * read the shard before the write) and the other workers look elsewhere.
+     */
+    void claim(int shard) {
+        AtomicLongArray current = next;
+        if (shard >= 0 && shard < current.length()) {
+            current.set(shard, NONE);
+        }
     }
 
     /**

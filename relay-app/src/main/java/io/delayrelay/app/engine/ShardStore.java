@@ -221,7 +221,17 @@ public class ShardStore {
      * what {@code K:meta} says now.
      */
     public Reshard reshard(BusinessSpec spec, long topologyVersion) {
-        List<?> reply = redis.execute(RESHARD, keys(spec.keys().meta()), num(spec.shards()), num(topologyVersion));
+        return reshard(spec, topologyVersion, 0);
+    }
+
+    /**
+     * Like {@link #reshard(BusinessSpec, long)}; when {@code K:meta} records no shard count (never written, or
+     * lost), producers have been hashing into their fallback count {@code producersFallback}: a larger one is
+     * drained like an earlier count (0: none).
+     */
+    public Reshard reshard(BusinessSpec spec, long topologyVersion, int producersFallback) {
+        List<?> reply = redis.execute(
+                RESHARD, keys(spec.keys().meta()), num(spec.shards()), num(topologyVersion), num(producersFallback));
         return new Reshard(asLong(reply.get(0)) == 1, (int) asLong(reply.get(1)), ShardTopology.parseList(text((byte[])
                 reply.get(2))));
     }
@@ -256,13 +266,19 @@ public class ShardStore {
      * yet) and those still draining.
      */
     public ShardTopology topology(DelayQueueKeys keys, int fallbackShards) {
+        ShardTopology recorded = recordedTopology(keys);
+        return recorded != null ? recorded : ShardTopology.of(fallbackShards);
+    }
+
+    /** The shard counts {@code K:meta} records, or null when it records no shard count (never written, or lost). */
+    public ShardTopology recordedTopology(DelayQueueKeys keys) {
         List<Object> values = redis.opsForHash()
                 .multiGet(bytes(keys.meta()), List.of(bytes(MetaFields.SHARDS), bytes(MetaFields.DRAINING)));
         int[] shards = ShardTopology.parseList(text((byte[]) values.get(0)));
-        return new ShardTopology(
-                shards.length == 1 ? shards[0] : fallbackShards,
-                ShardTopology.parseList(text((byte[]) values.get(1))),
-                null);
+        if (shards.length != 1) {
+            return null;
+        }
+        return new ShardTopology(shards[0], ShardTopology.parseList(text((byte[]) values.get(1))), null);
     }
 
     /**
@@ -277,6 +293,17 @@ public class ShardStore {
         }
         byte[] rest = redis.execute(UNDRAIN, keys(keys.meta()), args);
         return ShardTopology.parseList(text(rest));
+    }
+
+    /**
+     * Whether a shard holds anything at all: scheduled, in flight or waiting for a retry, or dead (read
+     * atomically). A shard count is retired only once all of its extra shards hold nothing.
+     */
+    public boolean holdsAnything(DelayQueueKeys keys, int shard) {
+        Long size = redis.execute(
+                SHARD_SIZE,
+                keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD));
+        return size != null && size > 0;
     }
 
     /** Entries a shard still holds, scheduled plus in flight or waiting for a retry (read atomically). */

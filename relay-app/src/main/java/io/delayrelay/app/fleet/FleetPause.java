@@ -32,7 +32,8 @@ import org.springframework.context.SmartLifecycle;
  * notice (redis-cli) is followed within it. Configuration's {@code paused} combines with it there: a business is
  * paused while either says so.
  * The first read happens when the bean is initialized, before any lifecycle starts (Spring starts the engine this
- * bean depends on before this bean's own start): a restarted instance comes up paused without popping a batch.
+ * bean depends on before this bean's own start): a restarted instance comes up paused without popping a batch. A
+ * business added by a reload is read the same way, before its workers start.
  */
 public class FleetPause implements SmartLifecycle, InitializingBean, DisposableBean {
 
@@ -172,11 +173,15 @@ public class FleetPause implements SmartLifecycle, InitializingBean, DisposableB
         }
     }
 
-    /** Applies the stored operator pause before the engine starts its workers, and listens for notices. */
+    /**
+     * Applies the stored operator pause before the engine starts its workers, and listens for notices. A business
+     * added later by a reload reads its pause before its workers start too (it may be paused for the fleet already).
+     */
     @Override
     public void afterPropertiesSet() {
         follow();
         engine.onMetaChanged(this::heard);
+        engine.beforeStart(this::follow);
     }
 
     @Override

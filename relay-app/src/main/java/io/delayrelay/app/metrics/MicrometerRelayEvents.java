@@ -29,8 +29,9 @@ import static io.delayrelay.app.metrics.RelayMeterNames.TAG_BUSINESS;
  * keeps the registered set equal to the engine's businesses, so meters follow businesses added or removed at
  * runtime. Never throws into the engine.
  * <p>
- * Longer than 300 lines because every meter the relay reports is registered and tagged here, in one place, so its
- * names and tags match the dashboards and alert rules that read them.
+ * Longer than 300 lines because every meter of a business is defined here, each with its description and tags
+ * registered up front (a series that first appears at 1 is invisible to {@code increase()}), so that one class
+ * says what a business exports.
  */
 public class MicrometerRelayEvents implements RelayEvents {
 
@@ -130,6 +131,11 @@ public class MicrometerRelayEvents implements RelayEvents {
         if (meters != null) {
             meters.paused.set(paused ? 1 : 0);
         }
+    }
+
+    @Override
+    public void wakeMode(BusinessSpec spec, boolean keyspace) {
+        meters(spec).keyspaceMode.set(keyspace ? 1 : 0);
     }
 
     @Override
@@ -241,6 +247,8 @@ public class MicrometerRelayEvents implements RelayEvents {
         /** Whether the last sample failed: the sampled gauges read NaN. */
         volatile boolean stale;
 
+        final AtomicLong keyspaceMode = new AtomicLong(); // 1: keyspace notifications wake it; 0: it polls
+
         BusinessMeters(MeterRegistry registry, String business) {
             relayed = Counter.builder(RelayMeterNames.RELAYED)
                     .description("Messages confirmed by the broker")
@@ -321,6 +329,15 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .description("1 while the business is paused (by configuration or an operator), else 0")
                     .tag(TAG_BUSINESS, business)
                     .register(registry);
+            for (boolean keyspace : new boolean[] {true, false}) {
+                Gauge.builder(RelayMeterNames.WAKE_MODE, keyspaceMode, v -> keyspace ? v.get() : 1 - v.get())
+                        .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
+                        .tag(TAG_BUSINESS, business)
+                        .tag(
+                                RelayMeterNames.TAG_MODE,
+                                keyspace ? RelayMeterNames.MODE_KEYSPACE : RelayMeterNames.MODE_POLLING)
+                        .register(registry);
+            }
         }
 
         private double sampleAgeSeconds() {

@@ -47,6 +47,13 @@ public final class RelayMeterNames {
      */
     public static final String PAUSED = "delay.relay.paused";
 
+    /**
+     * Gauge: how a business's workers learn of plain-ZADD writes, tag {@link #TAG_MODE}: 1 for the mode in force,
+     * 0 for the other. Prometheus {@code delay_relay_wake_mode{business,mode="keyspace|polling"}}: polling while
+     * notifications are expected means they stopped (a Redis restart without them in redis.conf, a failover).
+     */
+    public static final String WAKE_MODE = "delay.relay.wake.mode";
+
     /** Tag: business name (every relay meter has it). */
     public static final String TAG_BUSINESS = "business";
     /** Tag of {@link #DEAD_LETTERED}: unroutable, max-attempts, lease-expired. */
@@ -59,6 +66,12 @@ public final class RelayMeterNames {
     public static final String BOUND_MAX_SIZE = "max-size";
     /** Trimmed because it had been dead longer than {@code dead-max-age}. */
     public static final String BOUND_MAX_AGE = "max-age";
+    /** Tag of {@link #WAKE_MODE}: {@link #MODE_KEYSPACE} or {@link #MODE_POLLING}. */
+    public static final String TAG_MODE = "mode";
+    /** Woken by Redis keyspace notifications (a safety sweep now and then). */
+    public static final String MODE_KEYSPACE = "keyspace";
+    /** Polling every max-idle. */
+    public static final String MODE_POLLING = "polling";
     /** Tag of {@link #BACKLOG}: one of the {@code STATE_*} values. */
     public static final String TAG_STATE = "state";
 

@@ -3,9 +3,11 @@ package io.delayrelay.app.ops;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import java.util.OptionalLong;
+import java.util.Map;
+import java.util.TreeMap;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
@@ -24,8 +26,10 @@ import org.springframework.data.redis.core.script.RedisScript;
 /**
  * Keeps every business's dead set bounded (like Sidekiq's dead set): every interval it removes dead letters older
  * than the business's {@code dead-max-age}, then the oldest ones past its {@code dead-max-size}, with their payloads
- * when nothing else refers to them. Both bounds become a time-of-death cutoff before anything is removed, so
- * replicas trimming at the same time remove the same entries. Counted by {@value RelayMeterNames#DEAD_TRIMMED}.
+ * when nothing else refers to them. The age bound is a time-of-death cutoff; the size bound names exactly the
+ * excess, the oldest by (time of death, shard, id), because a batch dies in one millisecond and a cutoff would take
+ * the whole batch. Both are picked the same way on every replica, so replicas trimming at the same time remove the
+ * same entries, not twice as many. Counted by {@value RelayMeterNames#DEAD_TRIMMED}.
  */
 public class DeadSetTrimmer extends PeriodicTask {
 
@@ -35,6 +39,9 @@ public class DeadSetTrimmer extends PeriodicTask {
     static final int STEP = 1000;
     /** Size steps per business per run: a huge backlog is worked off over several runs, not in one long one. */
     static final int MAX_SIZE_STEPS = 100;
+
+    /** trim-dead.lua's mode that removes the ids given. */
+    private static final byte[] MEMBERS = DelayQueueKeys.bytes("members");
 
     private static final RedisScript<Long> TRIM = LuaScripts.load("io/delayrelay/app/lua/trim-dead.lua", Long.class);
 
@@ -83,11 +90,11 @@ public class DeadSetTrimmer extends PeriodicTask {
         long tooOld = removeDiedBy(spec, shards, now - spec.deadMaxAge().toMillis());
         long overSize = 0;
         for (int step = 0; step < MAX_SIZE_STEPS; step++) {
-            OptionalLong cutoff = sizeCutoff(spec, shards, spec.deadMaxSize());
-            if (cutoff.isEmpty()) {
+            List<DeadLetter> oldest = overCap(spec, shards, spec.deadMaxSize());
+            if (oldest.isEmpty()) {
                 break;
             }
-            long removed = removeDiedBy(spec, shards, cutoff.getAsLong());
+            long removed = remove(spec, oldest);
             overSize += removed;
             if (removed == 0) {
                 break;
@@ -116,14 +123,7 @@ public class DeadSetTrimmer extends PeriodicTask {
         byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
         long total = 0;
         for (int shard = 0; shard < shards; shard++) {
-            List<byte[]> keys = spec.keys()
-                    .shardKeyBytes(
-                            shard,
-                            DelayQueueKeys.SHARD,
-                            DelayQueueKeys.PAYLOADS,
-                            DelayQueueKeys.INFLIGHT,
-                            DelayQueueKeys.DEAD,
-                            DelayQueueKeys.DEAD_REASONS);
+            List<byte[]> keys = trimKeys(spec, shard);
             long n;
             do {
                 Long removed = redis.execute(TRIM, keys, cutoff, step);
@@ -134,14 +134,28 @@ public class DeadSetTrimmer extends PeriodicTask {
         return total;
     }
 
+    /** A dead letter: where it is, and when it died. Ordered by time of death, then shard, then id. */
+    private record DeadLetter(long diedAtMs, int shard, byte[] member) implements Comparable<DeadLetter> {
+        @Override
+        public int compareTo(DeadLetter o) {
+            int c = Long.compare(diedAtMs, o.diedAtMs);
+            if (c == 0) {
+                c = Integer.compare(shard, o.shard);
+            }
+            return c != 0 ? c : Arrays.compareUnsigned(member, o.member);
+        }
+    }
+
     /**
-     * The time of death up to which dead letters are over the cap (at most {@link #STEP} of them), or empty when the
-     * dead sets are within it. Each shard's size and oldest entries are read together: then, while another replica
-     * trims, what this one sees is still "the oldest entries are gone", and its cutoff never passes the other's.
+     * The dead letters over the cap, oldest first (at most {@link #STEP} of them), or none when the dead sets are
+     * within it. Exactly the excess, by (time of death, shard, id): letters that died in the same millisecond (a
+     * batch) beyond it are kept. Each shard's size and oldest entries are read together: then, while another
+     * replica trims, what this one sees is still "the oldest entries are gone", and the letters it picks are among
+     * the other's.
      */
-    private OptionalLong sizeCutoff(BusinessSpec spec, int shards, int maxSize) {
+    private List<DeadLetter> overCap(BusinessSpec spec, int shards, int maxSize) {
         long total = 0;
-        List<Long> scores = new ArrayList<>();
+        List<DeadLetter> oldest = new ArrayList<>();
         byte[] step = DelayQueueKeys.bytes(Integer.toString(STEP));
         for (int shard = 0; shard < shards; shard++) {
             List<Object> read = redis.execute(
@@ -150,16 +164,47 @@ public class DeadSetTrimmer extends PeriodicTask {
                 continue;
             }
             total += (Long) read.get(0);
-            for (Object score : read.subList(1, read.size())) {
-                scores.add(Long.parseLong(new String((byte[]) score, StandardCharsets.UTF_8)));
+            for (int i = 1; i + 1 < read.size(); i += 2) {
+                long diedAt = (long) Double.parseDouble(new String((byte[]) read.get(i + 1), StandardCharsets.UTF_8));
+                oldest.add(new DeadLetter(diedAt, shard, (byte[]) read.get(i)));
             }
         }
         long excess = total - maxSize;
-        if (excess <= 0 || scores.isEmpty()) {
-            return OptionalLong.empty();
+        if (excess <= 0 || oldest.isEmpty()) {
+            return List.of();
         }
-        Collections.sort(scores);
-        return OptionalLong.of(scores.get((int) Math.min(Math.min(excess, STEP), scores.size()) - 1));
+        Collections.sort(oldest);
+        return oldest.subList(0, (int) Math.min(Math.min(excess, STEP), oldest.size()));
+    }
+
+    /** Removes exactly these dead letters (those still dead), shard by shard; returns how many went. */
+    private long remove(BusinessSpec spec, List<DeadLetter> letters) {
+        Map<Integer, List<byte[]>> byShard = new TreeMap<>();
+        for (DeadLetter letter : letters) {
+            byShard.computeIfAbsent(letter.shard(), s -> new ArrayList<>()).add(letter.member());
+        }
+        long total = 0;
+        for (Map.Entry<Integer, List<byte[]>> shard : byShard.entrySet()) {
+            Object[] args = new Object[1 + shard.getValue().size()];
+            args[0] = MEMBERS;
+            for (int i = 0; i < shard.getValue().size(); i++) {
+                args[1 + i] = shard.getValue().get(i);
+            }
+            Long removed = redis.execute(TRIM, trimKeys(spec, shard.getKey()), args);
+            total += removed == null ? 0 : removed;
+        }
+        return total;
+    }
+
+    private static List<byte[]> trimKeys(BusinessSpec spec, int shard) {
+        return spec.keys()
+                .shardKeyBytes(
+                        shard,
+                        DelayQueueKeys.SHARD,
+                        DelayQueueKeys.PAYLOADS,
+                        DelayQueueKeys.INFLIGHT,
+                        DelayQueueKeys.DEAD,
+                        DelayQueueKeys.DEAD_REASONS);
     }
 
     private long redisNowMs() {

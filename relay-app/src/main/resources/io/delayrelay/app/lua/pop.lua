@@ -2,7 +2,8 @@
 -- Redis Cluster slot. Never parses the message. Time is Redis TIME, never the caller's clock.
 -- KEYS[1] K:i (zset)  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts
 -- ARGV[1] batch size   ARGV[2] lease in ms   ARGV[3] lease token (unique per pop; ack and requeue must present it)
--- ARGV[4] ms after which a due schedule held back by its member's unsettled delivery is looked at again
+-- ARGV[4] ms after which a due schedule held back by its member's leased delivery is looked at again (one held back
+--         by a delivery waiting for its retry is looked at again at that retry time)
 -- ARGV[5] byte budget of the reply (members plus payloads; optional): the batch ends before the entry that would
 --         exceed it, one entry is always taken; entries left out stay where they are, due, for the next pop
 -- ARGV[6] '1' when the caller knows the shard has due entries (its last pop of it came back full): the emptiness
@@ -76,20 +77,34 @@ if known or (firstFlight[2] and tonumber(firstFlight[2]) <= now) then
     end
   end
 end
+-- Due schedules, a page of batch-size at a time. A schedule whose member has an unsettled delivery is held back
+-- ("blocked"): every such member is in inflight, so paging past ZCARD(inflight) entries always reaches the others
+-- (a shard whose first pages are all blocked still delivers the rest at once).
 local blocked = false
+-- when the earliest blocking delivery can move: its retry time while it waits for a retry, else ARGV[4] ms
+local blockedUntil = math.huge
+local seenAll = false
 local offset, pages = 0, 0
-while #taken < batch and pages < 4 do
-  local want = batch - #taken
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', offset, want)
+local maxPages = 4 + math.ceil(redis.call('ZCARD', KEYS[3]) / batch)
+while #taken < batch and pages < maxPages do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', offset, batch)
   local n = #due / 2
-  if n == 0 then break end
+  if n == 0 then
+    seenAll = true
+    break
+  end
   local names = {}
   for i = 1, n do names[i] = due[2 * i - 1] end
   local inFlight = redis.call('ZMSCORE', KEYS[3], unpack(names))
   local legacy = redis.call('HMGET', KEYS[4], unpack(names))
   for i, m in ipairs(names) do
+    if #taken >= batch then break end
     if inFlight[i] then
       blocked = true
+      local at = tonumber(inFlight[i])
+      local f, _, token = string.match(legacy[i] or '', '^(%d+):([^:]*):(.*)$')
+      if not (f and token == '' and at > now) then at = recheck end
+      if at < blockedUntil then blockedUntil = at end
     else
       -- a mark left by a relay before lease tokens keeps that retry's count and due time
       local failed, origin = '0', due[2 * i]
@@ -106,7 +121,10 @@ while #taken < batch and pages < 4 do
       taken[#taken + 1] = {m, origin, failed, true}
     end
   end
-  if n < want then break end
+  if n < batch then
+    seenAll = true
+    break
+  end
   offset = offset + n
   pages = pages + 1
 end
@@ -157,13 +175,24 @@ if #taken >= batch or trimmed then
   out[3] = now
   return out
 end
--- What is due next. Something due but held back (a schedule whose member's delivery is unsettled, an expired lease
--- not taken back yet) is looked at again after ARGV[4] ms, not at once: that would spin on it.
+-- What is due next. Something due but held back is looked at again later, not at once (that would spin on it): a
+-- schedule whose member's delivery waits for a retry at that retry time, one whose member is leased (or an expired
+-- lease not taken back yet) after ARGV[4] ms.
 local next = math.huge
 local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if rest[2] then
   next = tonumber(rest[2])
-  if blocked and next <= now and not trimmed then next = recheck end
+  if blocked and next <= now and not trimmed then
+    if seenAll then
+      -- every due schedule left is blocked: look again when the earliest blocking delivery can move (its retry
+      -- time; a leased one settles within a confirm round trip: ARGV[4]), or when the next schedule falls due
+      next = blockedUntil
+      local later = redis.call('ZRANGEBYSCORE', KEYS[1], string.format('(%d', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+      if later[2] then next = math.min(next, tonumber(later[2])) end
+    else
+      next = recheck
+    end
+  end
 end
 local restFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 if restFlight[2] then

@@ -4,6 +4,9 @@
 --         K:meta last never writes: during a rolling update an old instance (starting, or reloading) must not put
 --         its old count back over the new one. Equal versions: the last writer wins (one instance, or every
 --         instance reloading the same change from the config center).
+-- ARGV[3] (optional) the producers' fallback count F (relay-api's default-shards): when K:meta records no shard
+--         count (never written, or lost: a Redis restart without persistence, eviction, a delete), producers have
+--         been hashing into F, so F > M joins 'draining' and 'history' like an earlier count.
 -- When M differs from the recorded one, the recorded one joins 'draining' (its shards >= M are still scanned
 -- until empty) and 'history' (producers look there for entries to cancel or reschedule).
 -- Returns {applied (1, or 0 when the caller's version is older), shards in force, draining list}.
@@ -39,6 +42,11 @@ local history = parse(redis.call('HGET', KEYS[1], 'history'))
 if old and old ~= new then
   table.insert(draining, 1, old)
   table.insert(history, 1, old)
+end
+local fallback = tonumber(ARGV[3] or '')
+if not old and fallback and fallback > new then
+  table.insert(draining, 1, fallback)
+  table.insert(history, 1, fallback)
 end
 draining = keep(draining, function(v) return v > new end, 64)
 history = keep(history, function(v) return v ~= new end, 8)

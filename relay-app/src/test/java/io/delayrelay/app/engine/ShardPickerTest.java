@@ -72,6 +72,37 @@ class ShardPickerTest {
         assertThat(workerA.lastKnownDue()).isFalse();
     }
 
+    /**
+     * Finding 5 (review 2026-11-24): a drain pop is under way (its shard's last pop came back full and reported
+     * "due now"); a producer's plain ZADD to that shard, executed in Redis just after the drain pop, is notified.
+     * The keyspace peek is skipped only for a shard a worker pops soon anyway; the drain pop already read the shard,
+     * so the write must be peeked and its due time must outlive the drain pop's report.
+     */
+    @Test
+    void aWriteNotifiedWhileADrainPopIsUnderWayIsPeekedAndOutlivesThePopsReport() {
+        schedule.ensureWidth(2);
+        nothingKnownDue(2);
+        schedule.record(1, NOW); // a full batch: more is due now
+        workerA.drain(1);
+
+        assertThat(workerA.next(2, NONE, NONE)).isEqualTo(1);
+        long stamp = schedule.stamp(1);
+        // the drain pop executes in Redis; then the write; then its notification reaches the peek gate
+        boolean peekSkipped = schedule.knownDue(1) <= NOW + 5; // BusinessRelay.popsWithin(shard, ShardPeeks.WINDOW_MS)
+        if (!peekSkipped) {
+            schedule.lower(1, NOW + 2_000); // the peek read the write's due time
+        }
+        schedule.record(1, NOW + 30_000, stamp); // the drain pop's report: its earliest lease deadline
+
+        assertThat(peekSkipped)
+                .as("the shard is claimed by the drain pop, so its write is peeked")
+                .isFalse();
+        assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(1, NOW + 2_000));
+        assertThat(workerB.next(2, NONE, NONE))
+                .as("a shard being drained is claimed: no other worker pops it meanwhile")
+                .isEqualTo(ShardPicker.NONE);
+    }
+
     @Test
     void aShardWithoutABatchInFlightIsPreferredElseABusyOneIsTaken() {
         schedule.ensureWidth(3);

@@ -46,6 +46,35 @@ class ShardScheduleTest {
                 .isEqualTo(new ShardSchedule.Earliest(0, NOW + 900));
     }
 
+    /**
+     * Finding 6 (review 2026-11-24): a pop's report reads the shard's lowering count and its known due time one
+     * after the other. An announcement (a write made after the pop read the shard) that lands between the two reads
+     * must survive the report: here it lands there deterministically, through the schedule's race probe.
+     */
+    @Test
+    void anEntryAnnouncedBetweenTheTwoReadsOfAPopsReportSurvivesIt() {
+        ShardSchedule[] self = new ShardSchedule[1];
+        int[] probes = {0};
+        self[0] = new ShardSchedule(shard -> {
+            if (probes[0]++ == 0) {
+                self[0].lower(shard, NOW + 2_000);
+            }
+        });
+        ShardSchedule racing = self[0];
+        racing.ensureWidth(1);
+        racing.record(0, -1);
+        long stamp = racing.stamp(0);
+
+        racing.record(0, NOW + 30_000, stamp);
+
+        assertThat(probes[0])
+                .as("the announcement came between the report's two reads")
+                .isPositive();
+        assertThat(racing.knownDue(0))
+                .as("the entry announced during the report is looked at when it is due, not at the pop's report")
+                .isEqualTo(NOW + 2_000);
+    }
+
     /** A sweep that comes while a pop is under way: the pop's older report must not cancel the sweep's mark. */
     @Test
     void aSweepMarksEveryShardDueAndOutlivesTheReportOfAPopUnderWay() {

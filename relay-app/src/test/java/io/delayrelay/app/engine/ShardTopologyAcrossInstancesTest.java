@@ -68,8 +68,8 @@ class ShardTopologyAcrossInstancesTest {
         }
         BusinessRelay oldRelay = relay(oldSpec, OLD_VERSION);
         BusinessRelay newRelay = relay(newSpec, NEW_VERSION);
-        TopologyKeeper oldKeeper = new TopologyKeeper(() -> List.of(oldRelay), GRACE, nanos::get, EVENTS);
-        TopologyKeeper newKeeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get, EVENTS);
+        TopologyKeeper oldKeeper = new TopologyKeeper(() -> List.of(oldRelay), GRACE, nanos::get, EVENTS, OLD_VERSION);
+        TopologyKeeper newKeeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get, EVENTS, NEW_VERSION);
 
         for (int i = 0; i < 3; i++) {
             oldKeeper.run();
@@ -94,6 +94,93 @@ class ShardTopologyAcrossInstancesTest {
         assertThat(oldRelay.state().scanWidth())
                 .as("the old instance still scans its own count")
                 .isEqualTo(16);
+    }
+
+    /**
+     * Finding 3 of the engine review (2026-11-24): a dead letter of a draining shard keeps its count draining, so
+     * that it stays listed, replayable, purgeable, trimmed and counted (all of them go over the scan width); the
+     * count retires once the letter is gone (replayed and delivered, purged, trimmed).
+     */
+    @Test
+    void retiringAShardCountNeverStrandsDeadLetters() {
+        store.reshard(oldSpec, OLD_VERSION);
+        store.reshard(newSpec, NEW_VERSION);
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands().zAdd(bytes(oldSpec.keys().dead(12)), kit.redisNowMs(), bytes("died under 16 shards"));
+        }
+        BusinessRelay newRelay = relay(newSpec, NEW_VERSION);
+        TopologyKeeper keeper = new TopologyKeeper(() -> List.of(newRelay), GRACE, nanos::get, EVENTS, NEW_VERSION);
+
+        for (int i = 0; i < 3; i++) {
+            keeper.run();
+            nanos.addAndGet(GRACE.toNanos());
+        }
+        assertThat(meta(MetaFields.DRAINING))
+                .as("shard 12's dead set holds a letter")
+                .isEqualTo("16");
+        assertThat(newRelay.state().scanWidth()).isEqualTo(16);
+
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(bytes(oldSpec.keys().dead(12))); // purged
+        }
+        keeper.run();
+        nanos.addAndGet(1);
+        keeper.run();
+        assertThat(meta(MetaFields.DRAINING)).isEmpty();
+        assertThat(newRelay.state().scanWidth()).isEqualTo(8);
+    }
+
+    /**
+     * Finding 7 of the engine review (2026-11-24): K:meta disappears while the relay runs (a Redis restart without
+     * persistence, eviction, a delete). Producers then hash into their fallback count (relay-api's default-shards,
+     * 16); the relay records its live count again at its next topology check, and drains the fallback count's
+     * shards, so nothing a producer wrote meanwhile is left unscanned.
+     */
+    @Test
+    void aLostMetaIsWrittenAgainFromTheLiveConfigurationAndTheProducersFallbackShardsAreScanned() {
+        BusinessRelay relay = relay(newSpec, NEW_VERSION);
+        TopologyKeeper keeper = new TopologyKeeper(() -> List.of(relay), GRACE, nanos::get, EVENTS, NEW_VERSION);
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(bytes(newSpec.keys().meta()));
+            c.zSetCommands().zAdd(bytes(newSpec.keys().shard(12)), kit.redisNowMs(), bytes("hashed into 16 shards"));
+        }
+
+        keeper.run();
+
+        assertThat(meta(MetaFields.SHARDS)).isEqualTo("8");
+        assertThat(meta(MetaFields.DRAINING)).isEqualTo("16");
+        assertThat(meta(MetaFields.TOPOLOGY_VERSION)).isEqualTo("1");
+        assertThat(relay.state().scanWidth()).isEqualTo(16);
+    }
+
+    /**
+     * The same lost K:meta met by a relay that restarts: when a shard beyond its count holds an entry, it drains the
+     * producers' fallback count too; a new business (nothing beyond its count) scans its own count only.
+     */
+    @Test
+    void aRelayStartingWithoutMetaScansTheShardsProducersFellBackTo() {
+        BusinessRelay fresh = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        fresh.adoptTopology(NEW_VERSION, 16);
+        assertThat(meta(MetaFields.DRAINING))
+                .as("nothing written beyond 8: nothing to drain")
+                .isEmpty();
+        assertThat(fresh.state().scanWidth()).isEqualTo(8);
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(bytes(newSpec.keys().meta()));
+            c.zSetCommands().zAdd(bytes(newSpec.keys().shard(12)), kit.redisNowMs(), bytes("hashed into 16 shards"));
+        }
+
+        BusinessRelay relay = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        relay.adoptTopology(NEW_VERSION, 16);
+
+        assertThat(meta(MetaFields.SHARDS)).isEqualTo("8");
+        assertThat(meta(MetaFields.DRAINING)).isEqualTo("16");
+        assertThat(relay.state().scanWidth()).isEqualTo(16);
+        BusinessRelay again = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        again.adoptTopology(NEW_VERSION, 16);
+        assertThat(meta(MetaFields.DRAINING))
+                .as("a count recorded before is not a fallback: nothing added")
+                .isEqualTo("16");
     }
 
     private BusinessRelay relay(BusinessSpec spec, long topologyVersion) {

@@ -2,19 +2,27 @@ package io.delayrelay.app.fleet;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
+import io.delayrelay.app.config.RelayAutoConfiguration;
+import io.delayrelay.app.config.RelayConfigReloader;
 import io.delayrelay.app.engine.BusinessState;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.MapPropertySource;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.core.RedisTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -92,11 +100,64 @@ class FleetPauseTest {
         await().atMost(Duration.ofSeconds(10)).until(() -> !state.operatorPaused());
     }
 
+    /**
+     * Finding 8 of the engine review (2026-11-24): a business added by a reload while an operator's pause holds for
+     * it in K:meta (paused for the fleet, e.g. by another instance that runs it) starts paused: its workers do not
+     * pop what is due between their start and the pause's next read. Reads of the pause take 300 ms here (a slow
+     * Redis round trip), so that a read made beside the workers' start, not before it, would come too late.
+     */
+    @Test
+    void aBusinessAddedByAReloadWhileTheFleetIsPausedStartsPaused() throws Exception {
+        String running = kit.business("pauserunning");
+        String added = kit.business("pauseadded");
+        String exchange = kit.exchange("pauseadded");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        Map<String, Object> props =
+                RelayTestKit.business(kit.baseProperties(), running, exchange, "due", "shards", 2, "threads", 1);
+        props.put("relay.fleet.pause-recheck-interval", "1h");
+        ConfigurableApplicationContext relay = kit.startRelay(props, SlowPauseReads.class);
+        writeByHand(added, true, false);
+        kit.producer().scheduleAfter(added, "held while paused", Duration.ZERO);
+
+        relay.getEnvironment()
+                .getPropertySources()
+                .addFirst(new MapPropertySource(
+                        "reloaded", RelayTestKit.business(new HashMap<>(), added, exchange, "due", "threads", 1)));
+        assertThat(relay.getBean(RelayConfigReloader.class).reload()).isEmpty();
+
+        BusinessState state =
+                relay.getBean(RelayEngine.class).relays().get(added).state();
+        assertThat(state.paused()).as("paused when the reload returns").isTrue();
+        assertThat(RelayTestKit.collect(received, 1, Duration.ofMillis(1_500), Duration.ZERO))
+                .as("nothing popped while the fleet is paused")
+                .isEmpty();
+    }
+
     @Test
     void refusesARecheckIntervalThatIsNotPositive() {
         assertThatThrownBy(() -> new FleetPause(null, null, Duration.ZERO))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("relay.fleet.pause-recheck-interval must be positive, was PT0S");
+    }
+
+    /** An operator pause store whose reads take 300 ms. */
+    @Configuration(proxyBeanMethods = false)
+    static class SlowPauseReads {
+        @Bean
+        OperatorPauseStore slowOperatorPauseStore(
+                @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
+            return new OperatorPauseStore(redis) {
+                @Override
+                public OperatorPause read(DelayQueueKeys keys) {
+                    try {
+                        Thread.sleep(300);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    return super.read(keys);
+                }
+            };
+        }
     }
 
     private static byte[] bytes(String s) {

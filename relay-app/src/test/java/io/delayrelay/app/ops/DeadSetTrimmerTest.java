@@ -68,6 +68,36 @@ class DeadSetTrimmerTest {
                 .isZero();
     }
 
+    /**
+     * Finding 2 of the engine review (2026-11-24): a batch dies in one requeue.lua call, so its dead letters share
+     * one time of death. A cap that is exceeded by a few letters removes exactly those few, oldest first (ties in
+     * shard, then id order), never every letter that died at the cutoff's millisecond.
+     */
+    @Test
+    void tiesOnTimeOfDeathNeverRemoveMoreThanTheExcess() {
+        String business = kit.business("trimties");
+        ConfigurableApplicationContext context = start(business, "dead-max-size", 10);
+        BusinessSpec spec =
+                context.getBean(RelayEngine.class).relays().get(business).spec();
+        long diedAt = kit.redisNowMs() - 60_000;
+        for (int i = 0; i < 12; i++) {
+            dead(spec, i % SHARDS, "t-" + (char) ('a' + i), diedAt); // one batch, one millisecond
+        }
+        DeadSetTrimmer trimmer = context.getBean(DeadSetTrimmer.class);
+
+        assertThat(trimmer.trim(spec, SHARDS)).as("12 dead letters, cap 10").isEqualTo(new Trimmed(0, 2));
+        assertThat(deadMembers(spec))
+                .as("shard 0's t-a and t-e went (the first two by time, shard, id)")
+                .hasSize(10)
+                .doesNotContain("t-a", "t-e");
+
+        dead(spec, 2, "later", diedAt + 10);
+        assertThat(trimmer.trim(spec, SHARDS))
+                .as("one more dead letter at the cap removes one")
+                .isEqualTo(new Trimmed(0, 1));
+        assertThat(deadMembers(spec)).hasSize(10).contains("later").doesNotContain("t-i");
+    }
+
     @Test
     void trimsDeadLettersOlderThanTheMaxAge() {
         String business = kit.business("trimage");

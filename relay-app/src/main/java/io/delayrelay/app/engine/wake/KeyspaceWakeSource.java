@@ -2,13 +2,16 @@ package io.delayrelay.app.engine.wake;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 import io.delayrelay.api.DelayQueueKeys;
@@ -21,10 +24,9 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisSortedSetAsyncCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
 import io.lettuce.core.codec.ByteArrayCodec;
-import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import org.slf4j.Logger;
@@ -44,14 +46,23 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * {@code notify-keyspace-events} with {@code K} and {@code z} (or {@code A}); the relay sets them with
  * {@code CONFIG SET} only when {@code relay.wake.configure-redis=true}. Without them it falls back to polling at
  * max-idle and says, once, what to configure.
+ *
+ * <p>The flags are not a one-time fact: a Redis restart without them in redis.conf, a failover to a replica (CONFIG
+ * SET is not replicated) or a new cluster master drops them, and a subscription that hears nothing looks just like
+ * an idle one. So they are read again on every master every {@link #CHECK_INTERVAL} (one {@code CONFIG GET} per
+ * master: 2 commands/s per master per relay instance). When they stopped anywhere: one WARN naming the fix, every
+ * business polls at max-idle ({@link #onModeChange}) and is swept at once; when they are back: one INFO, keyspace
+ * wake-ups again. On a cluster the topology is reloaded every {@value #TOPOLOGY_EVERY_CHECKS} checks and the
+ * patterns are subscribed again when masters were added (Lettuce does not subscribe nodes it learns of later).
  * <p>
  * Longer than 300 lines because it carries the standalone and the Cluster variant of every Redis call it makes
- * (flag check, pub/sub connection, head reads), so the rest of the relay sees one wake-up source.
+ * (pub/sub connection, head reads, the masters' flag checks through {@link NotificationFlags}) and the switch
+ * between keyspace wake-ups and polling, so the rest of the relay sees one wake-up source.
  */
 public final class KeyspaceWakeSource {
 
     private static final Logger log = LoggerFactory.getLogger(KeyspaceWakeSource.class);
-    static final String CONFIG = "notify-keyspace-events";
+    private static final String CONFIG = NotificationFlags.CONFIG;
     private static final byte[] ZADD = "zadd".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] ZINCR = "zincr".getBytes(StandardCharsets.US_ASCII);
     /** Shards per business whose notifications are followed (more are swept only). */
@@ -68,15 +79,34 @@ public final class KeyspaceWakeSource {
     /** Wake settings: mode, whether the relay may CONFIG SET, and the sweep interval while notifications work. */
     public record Settings(Mode mode, boolean configureRedis, Duration safetySweep) {}
 
+    /**
+     * How often the flags are read again on every master ({@code CONFIG GET}, one command per master): a Redis
+     * restart without them in redis.conf, a failover or a new cluster master drops them, and this is how soon the
+     * relay notices and polls instead.
+     */
+    static final Duration CHECK_INTERVAL = Duration.ofMillis(500);
+    /** Checks between two reloads of a cluster's topology (to hear masters added since). */
+    private static final int TOPOLOGY_EVERY_CHECKS = 20;
+
     private final RedisConnectionFactory connectionFactory;
     private final Settings settings;
     private final LongSupplier nowMs;
     private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
+    private final List<Consumer<Boolean>> modeListeners = new CopyOnWriteArrayList<>();
+    private AbstractRedisClient client;
     private StatefulRedisPubSubConnection<byte[], byte[]> pubSub;
     private StatefulConnection<byte[], byte[]> heads;
+    private NotificationFlags flags;
     private RedisSortedSetAsyncCommands<byte[], byte[]> headCommands;
     private ScheduledExecutorService timer;
+    /** Runs the flag checks (apart from the peeks' timer: a check waits for Redis). */
+    private ScheduledExecutorService checker;
+
     private volatile boolean active;
+    /** Cluster masters the pattern subscriptions were last sent to (node ids). */
+    private volatile Set<String> subscribedMasters = Set.of();
+
+    private int checksSinceTopology;
 
     /** One business's pattern, its channels' common prefix (before the shard number) and its peeks. */
     private record Subscription(ShardWakeups wakeups, byte[] pattern, byte[] channelPrefix, ShardPeeks peeks) {}
@@ -88,12 +118,23 @@ public final class KeyspaceWakeSource {
         this.nowMs = nowMs;
     }
 
-    /** Whether notifications wake the workers (so empty shards need only the safety sweep). */
+    /** Whether notifications wake the workers now (so empty shards need only the safety sweep). */
     public boolean active() {
         return active;
     }
 
-    /** Checks (and if allowed, sets) Redis' notification flags and connects; false means: poll at max-idle. */
+    /**
+     * Calls {@code listener} with true when notifications work again on every master, false when they stopped
+     * somewhere (after this, every subscribed business is swept: what was written meanwhile is found at once).
+     */
+    public void onModeChange(Consumer<Boolean> listener) {
+        modeListeners.add(listener);
+    }
+
+    /**
+     * Checks (and if allowed, sets) Redis' notification flags, connects, and from then on checks them every
+     * {@link #CHECK_INTERVAL}; false means: poll at max-idle for now.
+     */
     public boolean start() {
         if (settings.mode() == Mode.OFF) {
             log.info("relay.wake.keyspace-events=off: plain ZADD producers are picked up by polling at max-idle");
@@ -104,22 +145,28 @@ public final class KeyspaceWakeSource {
             return false;
         }
         try {
-            AbstractRedisClient client = lettuce.getNativeClient();
-            String missing = checkFlags(client);
-            if (missing != null) {
-                warnFallback(missing);
-                return false;
-            }
+            client = lettuce.getNativeClient();
+            flags = new NotificationFlags(client, settings.configureRedis());
+            String missing = flags.check().missing();
             heads = connectHeads(client);
             timer = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-keyspace-peeks"));
             pubSub = connectPubSub(client);
             pubSub.addListener(new Listener());
-            active = true;
-            log.info(
-                    "keyspace notifications on: a ZADD by any producer wakes the relay; empty shards are swept "
-                            + "every {}",
-                    settings.safetySweep());
-            return true;
+            subscribedMasters = masters();
+            active = missing == null;
+            if (active) {
+                log.info(
+                        "keyspace notifications on: a ZADD by any producer wakes the relay; empty shards are swept "
+                                + "every {}; the flags are checked every {}",
+                        settings.safetySweep(),
+                        CHECK_INTERVAL);
+            } else {
+                warnFallback(missing);
+            }
+            long ms = CHECK_INTERVAL.toMillis();
+            checker = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-keyspace-checks"));
+            checker.scheduleWithFixedDelay(this::recheck, ms, ms, TimeUnit.MILLISECONDS);
+            return active;
         } catch (RuntimeException e) {
             warnFallback("checking them failed: " + Exceptions.rootMessage(e));
             close();
@@ -128,44 +175,86 @@ public final class KeyspaceWakeSource {
     }
 
     /**
-     * Returns null when every master has K and z (or A) in notify-keyspace-events, after setting them when
-     * allowed; else what is missing.
+     * Reads the flags on every master again (sets them when allowed), hears masters added to a cluster since, and
+     * switches between keyspace wake-ups and polling: one WARN when they stopped, one INFO when they are back. A
+     * check that cannot reach Redis changes nothing (the connection's own trouble is reported elsewhere).
      */
-    private String checkFlags(AbstractRedisClient client) {
-        List<String> values = new ArrayList<>();
-        if (client instanceof RedisClusterClient cluster) {
-            try (StatefulRedisClusterConnection<String, String> c = cluster.connect(StringCodec.UTF8)) {
-                c.sync().upstream().commands().configGet(CONFIG).forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
-                if (!values.stream().allMatch(KeyspaceWakeSource::hasFlags) && settings.configureRedis()) {
-                    c.sync().upstream().commands().configSet(CONFIG, withFlags(values.get(0)));
-                    values.clear();
-                    c.sync()
-                            .upstream()
-                            .commands()
-                            .configGet(CONFIG)
-                            .forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
+    private void recheck() {
+        try {
+            if (client instanceof RedisClusterClient cluster && ++checksSinceTopology >= TOPOLOGY_EVERY_CHECKS) {
+                checksSinceTopology = 0;
+                cluster.refreshPartitions();
+                subscribeNewMasters();
+            }
+            NotificationFlags.Check check = flags.check();
+            String missing = check.missing();
+            boolean on = missing == null;
+            if (on == active) {
+                if (on && check.setAgain()) {
+                    // they were gone for up to one check: whatever was written meanwhile is found by a sweep
+                    subscriptions.forEach(sub -> sub.wakeups().sweepAll());
+                }
+                return;
+            }
+            active = on;
+            if (on) {
+                log.info("keyspace notifications are on again on every master: a ZADD by any producer wakes the relay "
+                        + "again; polling at max-idle stops");
+            } else {
+                log.warn(
+                        "keyspace notifications stopped ({}; a Redis restart without the setting in redis.conf, a "
+                                + "failover or a new cluster master): polling every max-idle until they are back. Fix: "
+                                + "put '{} Kz' in redis.conf of every master (and replica), or run CONFIG SET {} Kz "
+                                + "on each, or set relay.wake.configure-redis=true",
+                        missing,
+                        CONFIG,
+                        CONFIG);
+            }
+            for (Consumer<Boolean> listener : modeListeners) {
+                try {
+                    listener.accept(on);
+                } catch (RuntimeException e) {
+                    log.debug("a wake mode listener failed", e);
                 }
             }
-        } else {
-            try (StatefulRedisConnection<String, String> c = ((RedisClient) client).connect(StringCodec.UTF8)) {
-                c.sync().select(database());
-                String value = c.sync().configGet(CONFIG).getOrDefault(CONFIG, "");
-                if (!hasFlags(value) && settings.configureRedis()) {
-                    c.sync().configSet(CONFIG, withFlags(value));
-                    log.info(
-                            "set Redis {} from '{}' to '{}' (relay.wake.configure-redis=true)",
-                            CONFIG,
-                            value,
-                            withFlags(value));
-                    value = c.sync().configGet(CONFIG).getOrDefault(CONFIG, "");
-                }
-                values.add(value);
+            subscriptions.forEach(sub -> sub.wakeups().sweepAll());
+        } catch (RuntimeException e) {
+            log.debug("checking the keyspace notification flags failed: {}", Exceptions.rootMessage(e));
+        }
+    }
+
+    /** The cluster's masters as the pub/sub connection knows them (node ids); empty on a single Redis. */
+    private Set<String> masters() {
+        if (!(pubSub instanceof StatefulRedisClusterPubSubConnection<byte[], byte[]> cluster)) {
+            return Set.of();
+        }
+        Set<String> ids = new HashSet<>();
+        for (RedisClusterNode node : cluster.getPartitions()) {
+            if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+                ids.add(node.getNodeId());
             }
         }
-        if (values.stream().allMatch(KeyspaceWakeSource::hasFlags)) {
-            return null;
+        return ids;
+    }
+
+    /**
+     * A master added to the cluster since the patterns were subscribed hears nothing (Lettuce subscribes the
+     * masters it knew): subscribe again on every master; each confirmation sweeps its business.
+     */
+    private void subscribeNewMasters() {
+        Set<String> now = masters();
+        if (now.equals(subscribedMasters) || subscribedMasters.containsAll(now)) {
+            subscribedMasters = now;
+            return;
         }
-        return "Redis has " + CONFIG + "='" + String.join("', '", values) + "', which lacks K and z";
+        log.info(
+                "Redis Cluster masters changed ({} -> {}): subscribing the keyspace patterns on every master",
+                subscribedMasters.size(),
+                now.size());
+        subscribedMasters = now;
+        for (Subscription s : subscriptions) {
+            psubscribe(s.pattern());
+        }
     }
 
     private StatefulRedisPubSubConnection<byte[], byte[]> connectPubSub(AbstractRedisClient client) {
@@ -200,21 +289,6 @@ public final class KeyspaceWakeSource {
                         : ShardPeeks.dueMs(((ScoredValue<byte[]>) head.get(0)).getScore()));
     }
 
-    static boolean hasFlags(String value) {
-        return value.contains("K") && (value.contains("z") || value.contains("A"));
-    }
-
-    static String withFlags(String value) {
-        String flags = value;
-        if (!flags.contains("K")) {
-            flags += "K";
-        }
-        if (!flags.contains("z") && !flags.contains("A")) {
-            flags += "z";
-        }
-        return flags;
-    }
-
     private void warnFallback(String why) {
         log.warn(
                 "keyspace notifications unavailable ({}): entries written without the relay-api's wake-up "
@@ -233,7 +307,7 @@ public final class KeyspaceWakeSource {
 
     /** Starts hearing a business's shard keys ({@code keys}), telling {@code wakeups} what they announce. */
     public void subscribe(DelayQueueKeys keys, ShardWakeups wakeups) {
-        if (!active) {
+        if (pubSub == null) {
             return;
         }
         String prefix = keys.shard(0);
@@ -256,7 +330,7 @@ public final class KeyspaceWakeSource {
 
     /** Stops hearing the shard keys of the business behind {@code wakeups}. */
     public void unsubscribe(ShardWakeups wakeups) {
-        if (!active) {
+        if (pubSub == null) {
             return;
         }
         for (Subscription s : subscriptions) {
@@ -290,7 +364,12 @@ public final class KeyspaceWakeSource {
 
     public void close() {
         active = false;
-        for (AutoCloseable c : new AutoCloseable[] {pubSub, heads}) {
+        for (ScheduledExecutorService executor : new ScheduledExecutorService[] {checker, timer}) {
+            if (executor != null) {
+                executor.shutdownNow();
+            }
+        }
+        for (AutoCloseable c : new AutoCloseable[] {pubSub, heads, flags}) {
             if (c != null) {
                 try {
                     c.close();
@@ -298,9 +377,6 @@ public final class KeyspaceWakeSource {
                     log.debug("closing a keyspace notification connection failed", e);
                 }
             }
-        }
-        if (timer != null) {
-            timer.shutdownNow();
         }
     }
 
