@@ -195,6 +195,9 @@ final class ContractWorld {
     // ---- relay instances ----
 
     void pop(int instance, int pick, boolean knownDue) {
+        if (model.paused) {
+            return; // the relay does not pop while an operator paused the business
+        }
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
         PopExpectation expected = model.expectPop(shard, knownDue);
@@ -560,6 +563,9 @@ final class ContractWorld {
     void check() {
         steps++;
         model.checkLaws();
+        if (Boolean.getBoolean("model.selftest") && model.deadTotal() >= 2) {
+            throw new AssertionError("self-test: two dead letters " + model.deadLetters(ContractModel.MAX_SHARDS));
+        }
         List<Object> read = snapshot();
         for (int s = 0; s < ContractModel.MAX_SHARDS; s++) {
             ContractModel.Shard shard = model.shard(s);
