@@ -365,6 +365,7 @@ final class ContractModel {
             int failed = release ? f.failed() : f.failed() + 1;
             if (!release && failed >= maxAttempts) {
                 shard.flights.remove(m);
+                ContractWorld.covered("deliveries dead-lettered");
                 if (shard.dead.put(m, new Dead(now, reason + " (attempts: " + failed + ")")) != null) {
                     deadSuperseded++;
                 }
@@ -438,6 +439,7 @@ final class ContractModel {
         }
         shard.dead.remove(member);
         shard.flights.put(member, new Flight(now, 0, now, ""));
+        ContractWorld.covered("dead letters replayed");
         return true;
     }
 

@@ -90,6 +90,7 @@ class ContractModelTest {
         System.out.printf(
                 "contract model: %d sequences, %d steps, %.1f s%n",
                 worlds.get(), steps.get(), (System.nanoTime() - startedNanos) / 1e9);
+        ContractWorld.COVERAGE.forEach((situation, n) -> System.out.printf("  %,10d %s%n", n.get(), situation));
         ((Logger) LoggerFactory.getLogger("io.delayrelay")).setLevel(logLevel);
         if (factory != null) {
             factory.destroy();
@@ -113,6 +114,11 @@ class ContractModelTest {
 
     private static ContractWorld newWorld(Settings settings, int shards) {
         finish();
+        if (worlds.get() > 0 && worlds.get() % 5000 == 0) {
+            System.out.printf(
+                    "contract model: %d sequences, %d steps, %.1f s so far%n",
+                    worlds.get(), steps.get(), (System.nanoTime() - startedNanos) / 1e9);
+        }
         current = new ContractWorld(
                 shared,
                 "model-" + ProcessHandle.current().pid() + "-" + worlds.incrementAndGet(),
@@ -155,8 +161,8 @@ class ContractModelTest {
                 .withAction(3, fail())
                 .withAction(2, reap())
                 .withAction(5, advance())
-                .withAction(1, reshard())
-                .withAction(1, retire())
+                .withAction(2, reshard())
+                .withAction(2, retire())
                 .withAction(1, trim())
                 .withAction(1, replay())
                 .withAction(1, purge())
