@@ -177,6 +177,24 @@ final class ContractWorld {
         model.schedule(message, due, null);
     }
 
+    /**
+     * Producers schedule again every member whose delivery is unsettled (the review's trigger of finding 1: a nack
+     * storm, and producers re-scheduling the same members): each new schedule waits behind its member's delivery.
+     */
+    void scheduleAgainWhileInFlight(long delayMs) {
+        Set<String> members = new java.util.TreeSet<>();
+        model.shards.values().forEach(shard -> members.addAll(shard.flights.keySet()));
+        for (String m : members) {
+            int index = Integer.parseInt(
+                    m.substring(m.startsWith(ID_PREFIX) ? ID_PREFIX.length() : MESSAGE_PREFIX.length()));
+            if (m.startsWith(ID_PREFIX)) {
+                scheduleById(index, delayMs, false);
+            } else {
+                scheduleMessage(index, delayMs);
+            }
+        }
+    }
+
     void plainZadd(int index, long delayMs) {
         String message = MESSAGE_PREFIX + index;
         int shard = ContractModel.shardOf(message, model.metaShards);
