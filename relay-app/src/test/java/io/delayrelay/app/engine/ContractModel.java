@@ -21,6 +21,9 @@ import io.delayrelay.api.ShardSelector;
  *
  * <p>Where the documented rule and the correct outcome differ (the known findings of the 2026-11-24 engine review),
  * the model holds the correct outcome; {@link Finding} names them.
+ *
+ * <p>Long because the contract is: every script's effect is here once, in plain Java, next to the others it must
+ * agree with (the payload rule alone is kept by six of them).
  */
 final class ContractModel {
 

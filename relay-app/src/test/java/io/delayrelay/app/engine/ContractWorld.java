@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
@@ -16,6 +17,7 @@ import java.util.stream.Collectors;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.MetaFields;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.ContractModel.DeadLetter;
 import io.delayrelay.app.engine.ContractModel.Finding;
 import io.delayrelay.app.engine.ContractModel.Flight;
@@ -43,6 +45,9 @@ import org.springframework.data.redis.core.RedisTemplate;
  * (the producer, two relay instances' {@link ShardStore}s and {@link BusinessRelay}s with their topology keepers
  * and lease reaper, the ops classes) over the real Lua scripts with a pinned clock, and on the model; its answers
  * are compared at once, and {@link #check()} compares every key of the business with the model after each step.
+ *
+ * <p>One class on purpose, though long: each action is the pair "run it on the production code, run it on the model,
+ * compare the answers", and reading a pair in one place is what makes a failure explainable.
  */
 final class ContractWorld {
 
@@ -69,7 +74,7 @@ final class ContractWorld {
         static Shared on(RedisConnectionFactory raw) {
             PinnedClockRedis clock = new PinnedClockRedis(raw);
             RedisConnectionFactory pinned = clock.factory();
-            RedisTemplate<byte[], byte[]> template = io.delayrelay.api.internal.ByteRedisTemplates.create(pinned);
+            RedisTemplate<byte[], byte[]> template = ByteRedisTemplates.create(pinned);
             ShardStore[] stores = new ShardStore[INSTANCES];
             for (int i = 0; i < INSTANCES; i++) {
                 stores[i] = new ShardStore(pinned);
@@ -125,7 +130,7 @@ final class ContractWorld {
     }
 
     BusinessSpec spec(int shards) {
-        Settings s = model == null ? null : model.settings;
+        Settings s = model.settings;
         return new BusinessSpec(
                 business,
                 DelayQueueKeys.forBusiness(business),
@@ -136,13 +141,13 @@ final class ContractWorld {
                 "rk",
                 "direct",
                 false,
-                s == null ? 1 : s.batch(),
-                s == null ? 1 << 20 : s.batchBytes(),
+                s.batch(),
+                s.batchBytes(),
                 Duration.ofMillis(100),
-                Duration.ofMillis(s == null ? 1000 : s.leaseMs()),
-                s == null ? 3 : s.maxAttempts(),
-                Duration.ofMillis(s == null ? 100 : s.retryMs()),
-                Duration.ofMillis(s == null ? 100 : s.retryMaxMs()),
+                Duration.ofMillis(s.leaseMs()),
+                s.maxAttempts(),
+                Duration.ofMillis(s.retryMs()),
+                Duration.ofMillis(s.retryMaxMs()),
                 Duration.ofSeconds(5),
                 false,
                 OutgoingMessages.DEFAULT);
@@ -182,7 +187,7 @@ final class ContractWorld {
      * storm, and producers re-scheduling the same members): each new schedule waits behind its member's delivery.
      */
     void scheduleAgainWhileInFlight(long delayMs) {
-        Set<String> members = new java.util.TreeSet<>();
+        Set<String> members = new TreeSet<>();
         model.shards.values().forEach(shard -> members.addAll(shard.flights.keySet()));
         for (String m : members) {
             int index = Integer.parseInt(
