@@ -30,7 +30,6 @@ import io.delayrelay.app.fleet.OperatorPauseStore;
 import io.delayrelay.app.metrics.Backlog;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.ops.DeadLetters;
-import io.delayrelay.app.ops.DeadSetBounds;
 import io.delayrelay.app.ops.DeadSetTrimmer;
 import io.delayrelay.app.ops.ScheduledEntries;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -86,7 +85,7 @@ final class ContractWorld {
                     new RedisDelayedMessageProducer(pinned, 1, Duration.ZERO, DelayQueueKeys::forBusiness),
                     new DeadLetters(template),
                     new ScheduledEntries(template),
-                    new DeadSetTrimmer(null, template, null, RelayEvents.NOOP, Duration.ofHours(1)),
+                    new DeadSetTrimmer(null, template, RelayEvents.NOOP, Duration.ofHours(1)),
                     new OperatorPauseStore(template),
                     new BacklogReader(template));
         }
@@ -130,6 +129,11 @@ final class ContractWorld {
     }
 
     BusinessSpec spec(int shards) {
+        return spec(shards, 10_000, Duration.ofDays(180));
+    }
+
+    /** The business's settings with a shard count and dead-set bounds. */
+    BusinessSpec spec(int shards, int deadMaxSize, Duration deadMaxAge) {
         Settings s = model.settings;
         return new BusinessSpec(
                 business,
@@ -149,6 +153,8 @@ final class ContractWorld {
                 Duration.ofMillis(s.retryMs()),
                 Duration.ofMillis(s.retryMaxMs()),
                 Duration.ofSeconds(5),
+                deadMaxSize,
+                deadMaxAge,
                 false,
                 OutgoingMessages.DEFAULT);
     }
@@ -539,7 +545,7 @@ final class ContractWorld {
                 .filter(d -> d.diedAt() <= cutoff)
                 .toList();
         DeadSetTrimmer.Trimmed trimmed =
-                shared.trimmer().trim(relays[0].spec(), width, new DeadSetBounds(maxSize, Duration.ofMillis(maxAgeMs)));
+                shared.trimmer().trim(spec(relays[0].spec().shards(), maxSize, Duration.ofMillis(maxAgeMs)), width);
         tooOld.forEach(d -> model.trimDiedBy(d.shard(), d.member()));
         same(
                 "dead letters trimmed for their age (max age " + maxAgeMs + " ms)",
