@@ -266,6 +266,39 @@ final class ContractModel {
         return new PopExpectation(now, eligible, expired, false, earliest);
     }
 
+    /**
+     * Whether pop.lua's page limit (finding 1: at most 4 pages of due schedules, each as long as the room left in the
+     * batch) hides a due schedule the pop may take: true when the blocked members ahead of it fill those pages.
+     */
+    boolean pageLimitHides(int s, PopExpectation expected) {
+        Shard shard = shard(s);
+        int taken = (int) Math.min(
+                settings.batch(),
+                expected.eligible().stream()
+                        .filter(p -> shard.flights.containsKey(p.member()))
+                        .count());
+        List<String> due = shard.scheduled.entrySet().stream()
+                .filter(e -> e.getValue() <= now)
+                .sorted(Map.Entry.<String, Long>comparingByValue().thenComparing(Map.Entry::getKey))
+                .map(Map.Entry::getKey)
+                .toList();
+        int offset = 0;
+        for (int pages = 0; taken < settings.batch() && pages < 4; pages++) {
+            int want = settings.batch() - taken;
+            List<String> page = due.subList(Math.min(offset, due.size()), Math.min(offset + want, due.size()));
+            for (String m : page) {
+                if (!shard.flights.containsKey(m)) {
+                    taken++;
+                }
+            }
+            offset += page.size();
+            if (page.size() < want) {
+                return false;
+            }
+        }
+        return due.stream().skip(offset).anyMatch(m -> !shard.flights.containsKey(m)) && taken < settings.batch();
+    }
+
     /** How many of the eligible entries one pop takes: the batch size, cut by the byte budget (one at least). */
     int popCount(List<Popped> eligible) {
         int n = Math.min(settings.batch(), eligible.size());

@@ -255,9 +255,11 @@ final class ContractWorld {
             }
         }
         boolean tolerated = false;
+        boolean pageLimit = model.pageLimitHides(shard, expected);
         if (!got.equals(wanted)) {
-            boolean prefix =
-                    got.size() < wanted.size() && wanted.subList(0, got.size()).equals(got);
+            boolean prefix = pageLimit
+                    && got.size() < wanted.size()
+                    && wanted.subList(0, got.size()).equals(got);
             if (prefix && Finding.HEAD_OF_LINE_BLOCKING.tolerated()) {
                 covered("tolerated finding 1: a pop took fewer due entries than it could");
                 tolerated = true;
@@ -280,8 +282,19 @@ final class ContractWorld {
             covered("pops passing a due schedule held back by its member's delivery");
         }
         model.applyPop(shard, result.token(), got);
+        if (pageLimit && Finding.HEAD_OF_LINE_BLOCKING.tolerated()) {
+            // the pop never saw the schedule behind the blocked pages, so its nextDue may be the 50 ms recheck
+            if (!tolerated) {
+                covered("tolerated finding 1: a pop took fewer due entries than it could");
+            }
+            tolerated = true;
+        }
         if (!tolerated) {
-            checkNextDue(where, shard, knownDue, expected, got.size(), result.nextDueMs());
+            try {
+                checkNextDue(where, shard, knownDue, expected, got.size(), result.nextDueMs());
+            } catch (AssertionError e) {
+                throw pageLimit ? new AssertionError(Finding.HEAD_OF_LINE_BLOCKING.says(e.getMessage())) : e;
+            }
         }
         if (!got.isEmpty()) {
             leases.add(new Lease(
