@@ -351,8 +351,9 @@ class ContractModelTest {
             }
             PropertyExecutionResult result = property.execute();
             if (result.status() == PropertyExecutionResult.Status.FAILED) {
-                String replay = "replay this sequence: -Dmodel.seed="
-                        + result.seed().orElse("?") + " (sequences run: " + result.countTries() + ")";
+                String replay = "replay: -Dmodel.seed=" + result.seed().orElse("?") + " -Dmodel.tries="
+                        + result.countTries() + " (the failing sequence is that seed's last; the next run also tries"
+                        + " the shrunk one first, from target/jqwik-database)";
                 System.out.println("contract model failed; " + replay);
                 return result.mapToFailed(new AssertionError(
                         replay + ": "
