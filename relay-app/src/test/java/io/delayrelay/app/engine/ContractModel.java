@@ -402,7 +402,8 @@ final class ContractModel {
             if (!release && failed >= maxAttempts) {
                 shard.flights.remove(m);
                 ContractWorld.covered("deliveries dead-lettered");
-                if (shard.dead.put(m, new Dead(now, reason + " (attempts: " + failed + ")")) != null) {
+                if (shard.dead.put(m, new Dead(now, reason + " (due: " + f.origin() + ") (attempts: " + failed + ")"))
+                        != null) {
                     deadSuperseded++;
                 }
                 died.add(m);

@@ -1,8 +1,5 @@
 package io.delayrelay.app.engine;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.util.concurrent.atomic.AtomicLong;
 
 import ch.qos.logback.classic.Level;
@@ -28,8 +25,6 @@ import net.jqwik.api.state.Action;
 import net.jqwik.api.state.ActionChain;
 import net.jqwik.api.state.Transformer;
 import org.slf4j.LoggerFactory;
-import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
  * A model-based test of the whole Redis contract (issue 22): random sequences of producer actions (schedule by id
@@ -53,7 +48,6 @@ class ContractModelTest {
     private static final long START_MS = 1_800_000_000_000L;
 
     private static PrivateRedis redis;
-    private static LettuceConnectionFactory factory;
     private static ContractWorld.Shared shared;
     private static ContractWorld current;
     private static final AtomicLong worlds = new AtomicLong();
@@ -64,18 +58,9 @@ class ContractModelTest {
     private static Level logLevel;
 
     @BeforeContainer
-    static void startRedis() throws Exception {
-        int port;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            port = socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        redis = PrivateRedis.start(port, "");
-        factory = new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", port));
-        factory.afterPropertiesSet();
-        factory.start();
-        shared = ContractWorld.Shared.on(factory);
+    static void startRedis() {
+        redis = PrivateRedis.start("");
+        shared = ContractWorld.Shared.on(redis.factory());
         // reshards, retirements, trims and dead letters are logged: thousands of sequences would fill the test output
         // (the model checks every outcome the logs would tell)
         Logger relayLog = (Logger) LoggerFactory.getLogger("io.delayrelay");
@@ -92,9 +77,6 @@ class ContractModelTest {
                 worlds.get(), steps.get(), (System.nanoTime() - startedNanos) / 1e9);
         printCoverage();
         ((Logger) LoggerFactory.getLogger("io.delayrelay")).setLevel(logLevel);
-        if (factory != null) {
-            factory.destroy();
-        }
         if (redis != null) {
             redis.close();
         }
