@@ -16,6 +16,8 @@
 --
 -- Like a new schedule it clears the attempts mark (new due time, new AMQP message id), unless the member is also
 -- in flight (see schedule.lua).
+-- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
+-- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local member, mode, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if ms == nil or ms ~= math.floor(ms) then
   return redis.error_reply('ERR delay-relay reschedule.lua: ARGV[3] must be integer milliseconds, was ' .. tostring(ARGV[3]))

@@ -24,6 +24,8 @@
 -- does not pop the member again before that delivery settles and clears it, so both deliveries happen.
 -- Payloads: one per id. A dead letter of the same id keeps pointing at it, so this never deletes a payload; it
 -- replaces it with the new message.
+-- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
+-- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local member, mode, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if ms == nil or ms ~= math.floor(ms) then
   return redis.error_reply('ERR delay-relay schedule.lua: ARGV[3] must be integer milliseconds, was ' .. tostring(ARGV[3]))

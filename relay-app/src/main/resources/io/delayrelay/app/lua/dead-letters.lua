@@ -14,6 +14,8 @@
 -- Returns how many dead letters were acted on.
 -- Every key's type is checked before the first write: Lua writes are not rolled back, so a dead entry removed
 -- before a write that then fails (a key of the wrong type) would be lost.
+-- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
+-- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local expected = {'zset', 'hash', 'zset', 'zset', 'hash', 'hash'}
 for i = 1, #KEYS do
   local actual = redis.call('TYPE', KEYS[i]).ok

@@ -7,6 +7,8 @@
 -- ARGV[2] wake channel K:wake, ARGV[3] shard index: 'now' publishes "<shard>:<now>" so sleeping workers look
 -- ARGV[4..] members
 -- Returns how many members were acted on.
+-- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
+-- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 local done = 0

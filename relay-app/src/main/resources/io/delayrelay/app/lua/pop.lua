@@ -26,6 +26,8 @@
 -- member with an unsettled delivery stays in K:i until that delivery settles: the delivery in flight and the new
 -- schedule both happen, one after the other. (Relays before lease tokens wrote "<failed>:<original due>" for
 -- members they put back into K:i; such a mark is still honoured once.)
+-- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
+-- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local known = ARGV[6] == '1'
 local first, firstFlight = {}, {}
 if not known then

@@ -19,6 +19,8 @@
 -- left out for a delivery record written without one.
 -- The payload is never touched: a retry and a dead letter both still need it.
 -- Returns {requeued, deadCount, dead1, dead2, ...}
+-- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
+-- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Before the first write, refuse keys of another type (written by another program): failing halfway would

@@ -1,0 +1,588 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.Predicate;
+import java.util.function.ToLongFunction;
+
+import io.delayrelay.api.ShardSelector;
+
+/**
+ * The Redis contract as plain maps: what each shard of one business must hold after every producer, relay and
+ * operator action, written from the contract's documented rules (the scripts' headers, the README), not from the
+ * scripts' code. {@link ContractWorld} runs each action on the real scripts and on this model and compares them.
+ *
+ * <p>Where the documented rule and the correct outcome differ (the known findings of the 2026-11-24 engine review),
+ * the model holds the correct outcome; {@link Finding} names them.
+ *
+ * <p>Long because the contract is: every script's effect is here once, in plain Java, next to the others it must
+ * agree with (the payload rule alone is kept by six of them).
+ */
+final class ContractModel {
+
+    /**
+     * Known defects of the 2026-11-24 engine review that the model's checks are written against (correct behaviour);
+     * {@code -Dmodel.tolerate=1,2,3} relaxes the named checks so a run can look for other defects on code that still
+     * has them.
+     */
+    enum Finding {
+        /** 1: pop.lua reads only 4 pages of due schedules, so blocked members starve the shard's other due entries. */
+        HEAD_OF_LINE_BLOCKING(1),
+        /** 2: the dead-set size trim removes every dead letter sharing the cutoff's time of death. */
+        TRIM_REMOVES_TIES(2),
+        /** 3: retiring a shard count leaves its dead letters beyond the scan width: not listed, counted, trimmed. */
+        STRANDED_DEAD_LETTERS(3);
+
+        final int number;
+
+        Finding(int number) {
+            this.number = number;
+        }
+
+        boolean tolerated() {
+            String list = System.getProperty("model.tolerate", "");
+            for (String n : list.split(",")) {
+                if (n.trim().equals(Integer.toString(number))) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** A failure message tied to the finding. */
+        String says(String what) {
+            return "[finding " + number + " of the 2026-11-24 engine review, " + name() + "] " + what;
+        }
+    }
+
+    /**
+     * An unsettled delivery of a member ({@code {K:i}:inflight} plus its {@code {K:i}:attempts} record): leased (token
+     * set, score = lease deadline) or waiting for its retry (token empty, score = retry time).
+     */
+    record Flight(long score, int failed, long origin, String token) {
+        boolean leased() {
+            return !token.isEmpty();
+        }
+
+        String record() {
+            return failed + ":" + origin + ":" + token;
+        }
+    }
+
+    record Dead(long diedAt, String reason) {}
+
+    /** One entry a pop hands out. */
+    record Popped(String member, long origin, String payload, int failed) {}
+
+    /** The settings the model's relay runs with. */
+    record Settings(int batch, long batchBytes, long leaseMs, long retryMs, long retryMaxMs, int maxAttempts) {}
+
+    /** One shard's keys: K:i, {K:i}:inflight + attempts, {K:i}:dead + dead-reasons, {K:i}:payloads. */
+    static final class Shard {
+        final Map<String, Long> scheduled = new TreeMap<>();
+        final Map<String, Flight> flights = new TreeMap<>();
+        final Map<String, Dead> dead = new TreeMap<>();
+        final Map<String, String> payloads = new TreeMap<>();
+
+        boolean holdsDeliveries() {
+            return !scheduled.isEmpty() || !flights.isEmpty();
+        }
+    }
+
+    /** How many shards any count may have: every shard index the model can touch is below it. */
+    static final int MAX_SHARDS = 4;
+
+    static final long RECHECK_MS = ShardStore.BLOCKED_RECHECK_MS;
+
+    final Settings settings;
+    final Map<Integer, Shard> shards = new TreeMap<>();
+    long now;
+    int metaShards;
+    List<Integer> draining = new ArrayList<>();
+    List<Integer> history = new ArrayList<>();
+    boolean paused;
+
+    // The ledger: every copy ever scheduled ends in exactly one of these, or is still live.
+    long created;
+    long replaced;
+    long cancelled;
+    long delivered;
+    long deadSuperseded;
+    long trimmed;
+    long purged;
+
+    ContractModel(Settings settings, long now, int shards) {
+        this.settings = settings;
+        this.now = now;
+        this.metaShards = shards;
+        for (int i = 0; i < MAX_SHARDS; i++) {
+            this.shards.put(i, new Shard());
+        }
+    }
+
+    Shard shard(int i) {
+        return shards.get(i);
+    }
+
+    // ---- producers ----
+
+    static int shardOf(String member, int count) {
+        return ShardSelector.shardOf(member.getBytes(StandardCharsets.UTF_8), count);
+    }
+
+    /** The shards a producer looks in for a member: under the count in force, then draining, then history. */
+    Set<Integer> candidates(String member) {
+        Set<Integer> out = new LinkedHashSet<>();
+        out.add(shardOf(member, metaShards));
+        draining.forEach(m -> out.add(shardOf(member, m)));
+        history.forEach(m -> out.add(shardOf(member, m)));
+        return out;
+    }
+
+    /** schedule.lua in the shard the member hashes to now, then cancel.lua in its other candidate shards. */
+    void schedule(String member, long due, String payload) {
+        int s = shardOf(member, metaShards);
+        Shard shard = shard(s);
+        created++;
+        if (shard.scheduled.containsKey(member)) {
+            replaced++;
+        }
+        if (payload != null) {
+            shard.payloads.put(member, payload);
+        }
+        shard.scheduled.put(member, due);
+        for (int other : candidates(member)) {
+            if (other != s && cancelIn(other, member)) {
+                replaced++;
+            }
+        }
+    }
+
+    /** A plain ZADD into the shard the member hashes to under K:meta's count: no other shard is touched. */
+    void plainZadd(String member, long due) {
+        Shard shard = shard(shardOf(member, metaShards));
+        created++;
+        if (shard.scheduled.put(member, due) != null) {
+            replaced++;
+        }
+    }
+
+    /** Moves the first scheduled copy among the candidates, removes the others; false when none is scheduled. */
+    boolean reschedule(String member, long due) {
+        boolean moved = false;
+        for (int s : candidates(member)) {
+            if (moved) {
+                if (cancelIn(s, member)) {
+                    replaced++;
+                }
+            } else if (shard(s).scheduled.containsKey(member)) {
+                shard(s).scheduled.put(member, due);
+                moved = true;
+            }
+        }
+        return moved;
+    }
+
+    /** Cancels every scheduled copy among the candidates. */
+    boolean cancel(String member) {
+        boolean removed = false;
+        for (int s : candidates(member)) {
+            if (cancelIn(s, member)) {
+                cancelled++;
+                removed = true;
+            }
+        }
+        return removed;
+    }
+
+    /** cancel.lua and entries.lua 'cancel': the payload goes only when nothing else in the shard refers to it. */
+    private boolean cancelIn(int s, String member) {
+        Shard shard = shard(s);
+        if (shard.scheduled.remove(member) == null) {
+            return false;
+        }
+        dropPayloadIfUnreferenced(shard, member);
+        return true;
+    }
+
+    private static void dropPayloadIfUnreferenced(Shard shard, String member) {
+        if (!shard.scheduled.containsKey(member)
+                && !shard.flights.containsKey(member)
+                && !shard.dead.containsKey(member)) {
+            shard.payloads.remove(member);
+        }
+    }
+
+    // ---- the relay ----
+
+    /** What a pop of the shard must answer (before the byte budget and the page rules are applied). */
+    record PopExpectation(long now, List<Popped> eligible, int expired, boolean emptyProbe, long earliest) {}
+
+    PopExpectation expectPop(int s, boolean knownDue) {
+        Shard shard = shard(s);
+        long earliest = Long.MAX_VALUE;
+        for (long due : shard.scheduled.values()) {
+            earliest = Math.min(earliest, due);
+        }
+        for (Flight f : shard.flights.values()) {
+            earliest = Math.min(earliest, f.score());
+        }
+        if (!knownDue && earliest == Long.MAX_VALUE) {
+            return new PopExpectation(0, List.of(), 0, true, -1);
+        }
+        if (!knownDue && earliest > now) {
+            return new PopExpectation(now, List.of(), 0, false, earliest);
+        }
+        List<Popped> eligible = new ArrayList<>();
+        int expired = 0;
+        // due retries first, among the first 2 x batch due entries of inflight (pop.lua's documented window)
+        List<Map.Entry<String, Flight>> dueFlights = shard.flights.entrySet().stream()
+                .filter(e -> e.getValue().score() <= now)
+                .sorted(Comparator.comparingLong(
+                                (Map.Entry<String, Flight> e) -> e.getValue().score())
+                        .thenComparing(Map.Entry::getKey))
+                .limit(2L * settings.batch())
+                .toList();
+        for (Map.Entry<String, Flight> e : dueFlights) {
+            Flight f = e.getValue();
+            if (f.leased()) {
+                expired++;
+            } else {
+                eligible.add(new Popped(e.getKey(), f.origin(), shard.payloads.get(e.getKey()), f.failed()));
+            }
+        }
+        // then due schedules whose member has no unsettled delivery, earliest first
+        shard.scheduled.entrySet().stream()
+                .filter(e -> e.getValue() <= now && !shard.flights.containsKey(e.getKey()))
+                .sorted(Map.Entry.<String, Long>comparingByValue().thenComparing(Map.Entry::getKey))
+                .forEach(e -> eligible.add(new Popped(e.getKey(), e.getValue(), shard.payloads.get(e.getKey()), 0)));
+        return new PopExpectation(now, eligible, expired, false, earliest);
+    }
+
+    /**
+     * Whether pop.lua's page limit (finding 1: at most 4 pages of due schedules, each as long as the room left in the
+     * batch) hides a due schedule the pop may take: true when the blocked members ahead of it fill those pages.
+     */
+    boolean pageLimitHides(int s, PopExpectation expected) {
+        Shard shard = shard(s);
+        int taken = (int) Math.min(
+                settings.batch(),
+                expected.eligible().stream()
+                        .filter(p -> shard.flights.containsKey(p.member()))
+                        .count());
+        List<String> due = shard.scheduled.entrySet().stream()
+                .filter(e -> e.getValue() <= now)
+                .sorted(Map.Entry.<String, Long>comparingByValue().thenComparing(Map.Entry::getKey))
+                .map(Map.Entry::getKey)
+                .toList();
+        int offset = 0;
+        for (int pages = 0; taken < settings.batch() && pages < 4; pages++) {
+            int want = settings.batch() - taken;
+            List<String> page = due.subList(Math.min(offset, due.size()), Math.min(offset + want, due.size()));
+            for (String m : page) {
+                if (!shard.flights.containsKey(m)) {
+                    taken++;
+                }
+            }
+            offset += page.size();
+            if (page.size() < want) {
+                return false;
+            }
+        }
+        return due.stream().skip(offset).anyMatch(m -> !shard.flights.containsKey(m)) && taken < settings.batch();
+    }
+
+    /** How many of the eligible entries one pop takes: the batch size, cut by the byte budget (one at least). */
+    int popCount(List<Popped> eligible) {
+        int n = Math.min(settings.batch(), eligible.size());
+        long bytes = 0;
+        for (int i = 0; i < n; i++) {
+            Popped p = eligible.get(i);
+            bytes += utf8(p.member()) + (p.payload() == null ? 0 : utf8(p.payload()));
+            if (bytes > settings.batchBytes() && i > 0) {
+                return i;
+            }
+        }
+        return n;
+    }
+
+    /** Applies what a pop took: each entry leased under the token until now + lease. */
+    void applyPop(int s, String token, List<Popped> taken) {
+        Shard shard = shard(s);
+        for (Popped p : taken) {
+            shard.scheduled.computeIfPresent(p.member(), (m, due) -> shard.flights.containsKey(m) ? due : null);
+            shard.flights.put(p.member(), new Flight(now + settings.leaseMs(), p.failed(), p.origin(), token));
+        }
+    }
+
+    /**
+     * The most a pop's nextDue may be (when the batch was not full): the shard must be looked at again no later than
+     * the earliest moment something in it can move.
+     */
+    long latestNextDue(int s) {
+        Shard shard = shard(s);
+        long bound = Long.MAX_VALUE;
+        for (Map.Entry<String, Long> e : shard.scheduled.entrySet()) {
+            if (!shard.flights.containsKey(e.getKey())) {
+                bound = Math.min(bound, e.getValue());
+            }
+        }
+        for (Flight f : shard.flights.values()) {
+            bound = Math.min(bound, f.score());
+        }
+        return Math.max(bound, now + RECHECK_MS);
+    }
+
+    /** ack.lua: settles the members still leased under the token; returns how many. */
+    int ack(int s, String token, List<String> members) {
+        Shard shard = shard(s);
+        int settled = 0;
+        for (String m : members) {
+            Flight f = shard.flights.get(m);
+            if (f != null && f.token().equals(token)) {
+                shard.flights.remove(m);
+                dropPayloadIfUnreferenced(shard, m);
+                delivered++;
+                settled++;
+            }
+        }
+        return settled;
+    }
+
+    /** What requeue.lua answers: how many wait for a retry, which died (in order). */
+    record Requeued(int requeued, List<String> dead) {}
+
+    /** requeue.lua 'members' / 'release' on the members still leased under the token. */
+    Requeued requeue(int s, String token, List<String> members, int maxAttempts, String reason, boolean release) {
+        Shard shard = shard(s);
+        List<Flight> work = new ArrayList<>();
+        List<String> names = new ArrayList<>();
+        for (String m : members) {
+            Flight f = shard.flights.get(m);
+            if (f != null && f.token().equals(token)) {
+                names.add(m);
+                work.add(f);
+            }
+        }
+        return settle(shard, names, work, maxAttempts, reason, release);
+    }
+
+    /** requeue.lua 'expired': every lease of the shard whose deadline passed, whoever held it. */
+    Requeued requeueExpired(int s, String reason) {
+        Shard shard = shard(s);
+        List<String> names = new ArrayList<>();
+        List<Flight> work = new ArrayList<>();
+        shard.flights.entrySet().stream()
+                .filter(e -> e.getValue().score() <= now && e.getValue().leased())
+                .sorted(Comparator.comparingLong(
+                                (Map.Entry<String, Flight> e) -> e.getValue().score())
+                        .thenComparing(Map.Entry::getKey))
+                .forEach(e -> {
+                    names.add(e.getKey());
+                    work.add(e.getValue());
+                });
+        return settle(shard, names, work, settings.maxAttempts(), reason, false);
+    }
+
+    private Requeued settle(
+            Shard shard, List<String> names, List<Flight> work, int maxAttempts, String reason, boolean release) {
+        int requeued = 0;
+        List<String> died = new ArrayList<>();
+        for (int i = 0; i < names.size(); i++) {
+            String m = names.get(i);
+            Flight f = work.get(i);
+            int failed = release ? f.failed() : f.failed() + 1;
+            if (!release && failed >= maxAttempts) {
+                shard.flights.remove(m);
+                ContractWorld.covered("deliveries dead-lettered");
+                if (shard.dead.put(m, new Dead(now, reason + " (due: " + f.origin() + ") (attempts: " + failed + ")"))
+                        != null) {
+                    deadSuperseded++;
+                }
+                died.add(m);
+            } else {
+                long delay = release
+                        ? settings.retryMs()
+                        : Math.min(settings.retryMs() * (1L << Math.min(failed - 1, 30)), settings.retryMaxMs());
+                shard.flights.put(m, new Flight(now + delay, failed, f.origin(), ""));
+                requeued++;
+            }
+        }
+        return new Requeued(requeued, died);
+    }
+
+    // ---- shard counts ----
+
+    /** reshard.lua: the count in force changes; the old one drains and joins the history. */
+    void reshard(int count) {
+        if (count != metaShards) {
+            draining.add(0, metaShards);
+            history.add(0, metaShards);
+        }
+        draining = distinct(draining, m -> m > count, 64);
+        history = distinct(history, m -> m != count, 8);
+        metaShards = count;
+    }
+
+    private static List<Integer> distinct(List<Integer> list, Predicate<Integer> keep, int limit) {
+        List<Integer> out = new ArrayList<>();
+        for (int m : list) {
+            if (keep.test(m) && !out.contains(m) && out.size() < limit) {
+                out.add(m);
+            }
+        }
+        return out;
+    }
+
+    /** Whether the shards a draining count adds beyond the count in force hold nothing a relay must still pop. */
+    boolean drained(int count) {
+        for (int s = metaShards; s < count; s++) {
+            if (shard(s).holdsDeliveries()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Whether those shards hold nothing at all, dead letters included. */
+    boolean empty(int count) {
+        for (int s = metaShards; s < count; s++) {
+            if (shard(s).holdsDeliveries() || !shard(s).dead.isEmpty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // ---- operators ----
+
+    /** The shards an operator's action reaches: all of them (correct), or the relay's scan width (finding 3). */
+    int opsShards(int scanWidth) {
+        return Finding.STRANDED_DEAD_LETTERS.tolerated() ? scanWidth : MAX_SHARDS;
+    }
+
+    /** dead-letters.lua 'replay' of one member in one shard; true when replayed. */
+    boolean replay(int s, String member) {
+        Shard shard = shard(s);
+        if (!shard.dead.containsKey(member) || shard.flights.containsKey(member)) {
+            return false;
+        }
+        shard.dead.remove(member);
+        shard.flights.put(member, new Flight(now, 0, now, ""));
+        ContractWorld.covered("dead letters replayed");
+        return true;
+    }
+
+    /** dead-letters.lua 'purge' of one member in one shard; true when it was dead. */
+    boolean purge(int s, String member) {
+        Shard shard = shard(s);
+        if (shard.dead.remove(member) == null) {
+            return false;
+        }
+        purged++;
+        dropPayloadIfUnreferenced(shard, member);
+        return true;
+    }
+
+    /** DeadSetTrimmer's max-age bound: removes what died at or before the cutoff. */
+    void trimDiedBy(int s, String member) {
+        Shard shard = shard(s);
+        shard.dead.remove(member);
+        trimmed++;
+        dropPayloadIfUnreferenced(shard, member);
+    }
+
+    /** entries.lua 'cancel' in one shard. */
+    boolean opsCancel(int s, String member) {
+        if (cancelIn(s, member)) {
+            cancelled++;
+            return true;
+        }
+        return false;
+    }
+
+    /** entries.lua 'now' in one shard. */
+    boolean deliverNow(int s, String member) {
+        Shard shard = shard(s);
+        if (!shard.scheduled.containsKey(member)) {
+            return false;
+        }
+        shard.scheduled.put(member, now);
+        return true;
+    }
+
+    /** A dead letter where it lives. */
+    record DeadLetter(int shard, String member, long diedAt, String reason) {}
+
+    /** Every dead letter over the first {@code width} shards, oldest first. */
+    List<DeadLetter> deadLetters(int width) {
+        List<DeadLetter> all = new ArrayList<>();
+        for (int s = 0; s < width; s++) {
+            int shard = s;
+            shard(s).dead.forEach((m, d) -> all.add(new DeadLetter(shard, m, d.diedAt(), d.reason())));
+        }
+        all.sort(DEAD_ORDER);
+        return all;
+    }
+
+    static final Comparator<DeadLetter> DEAD_ORDER = Comparator.comparingLong(DeadLetter::diedAt)
+            .thenComparing(DeadLetter::member)
+            .thenComparingInt(DeadLetter::shard);
+
+    // ---- totals and laws ----
+
+    private long sum(ToLongFunction<Shard> size) {
+        return shards.values().stream().mapToLong(size).sum();
+    }
+
+    long scheduledTotal() {
+        return sum(s -> s.scheduled.size());
+    }
+
+    long dueTotal() {
+        return sum(s -> s.scheduled.values().stream().filter(due -> due <= now).count());
+    }
+
+    long flightTotal() {
+        return sum(s -> s.flights.size());
+    }
+
+    long deadTotal() {
+        return sum(s -> s.dead.size());
+    }
+
+    /**
+     * The model's own laws, whatever Redis says: every copy ever scheduled is live or ended in exactly one way, and a
+     * payload exists exactly while its id is scheduled, in flight or dead in its shard.
+     */
+    void checkLaws() {
+        long live = scheduledTotal() + flightTotal() + deadTotal();
+        long ended = replaced + cancelled + delivered + deadSuperseded + trimmed + purged;
+        if (created != live + ended) {
+            throw new AssertionError("ledger: " + created + " scheduled, " + live + " live + " + ended + " ended");
+        }
+        for (Map.Entry<Integer, Shard> e : shards.entrySet()) {
+            Shard shard = e.getValue();
+            Set<String> referenced = new TreeSet<>();
+            referenced.addAll(shard.scheduled.keySet());
+            referenced.addAll(shard.flights.keySet());
+            referenced.addAll(shard.dead.keySet());
+            referenced.removeIf(m -> !m.startsWith(ContractWorld.ID_PREFIX));
+            if (!referenced.equals(shard.payloads.keySet())) {
+                throw new AssertionError("shard " + e.getKey() + ": payloads " + shard.payloads.keySet()
+                        + " but ids referring to one " + referenced);
+            }
+        }
+    }
+
+    private static int utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8).length;
+    }
+}

@@ -1,0 +1,348 @@
+package io.delayrelay.app.engine;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import io.delayrelay.app.engine.ContractModel.Settings;
+import io.delayrelay.app.engine.ContractWorld.Failure;
+import io.delayrelay.app.support.PrivateRedis;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.IntRange;
+import net.jqwik.api.lifecycle.AddLifecycleHook;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.AroundPropertyHook;
+import net.jqwik.api.lifecycle.BeforeContainer;
+import net.jqwik.api.lifecycle.PropertyExecutionResult;
+import net.jqwik.api.lifecycle.PropertyExecutor;
+import net.jqwik.api.lifecycle.PropertyLifecycleContext;
+import net.jqwik.api.state.Action;
+import net.jqwik.api.state.ActionChain;
+import net.jqwik.api.state.Transformer;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A model-based test of the whole Redis contract (issue 22): random sequences of producer actions (schedule by id
+ * and by message through the Java producer's scripts, a plain ZADD, re-schedule, cancel), relay actions (pops by
+ * two instances with their lease tokens, acks, nacks, confirm timeouts, returns, unsent batches, lease expiry and
+ * the reaper's take-back, reshards up and down, the topology keepers' retirement) and operator actions (dead-letter
+ * replay, purge and trim, cancel and deliver-now, pause and resume, the listed and counted figures), with time
+ * advancing, on the production classes and the real Lua scripts on a real Redis (a private redis-server). After
+ * every step every key of the business is compared with {@link ContractModel}; a failure shrinks to a short
+ * sequence and names the seed that replays it.
+ *
+ * <p>Time is pinned ({@link PinnedClockRedis}), so the model decides what is due. {@code -Dmodel.tries=N} runs N
+ * sequences (1,000 by default), {@code -Dmodel.steps=N} allows up to N steps each (40), {@code -Dmodel.seed=S}
+ * replays a seed, {@code -Dmodel.tolerate=1,2,3} relaxes the checks of known findings ({@link ContractModel.Finding}).
+ * docs/model-test.md tells what is modelled and how to read a failure.
+ */
+class ContractModelTest {
+
+    private static final int DEFAULT_TRIES = 1000;
+    private static final int DEFAULT_STEPS = 40;
+    private static final long START_MS = 1_800_000_000_000L;
+
+    private static PrivateRedis redis;
+    private static ContractWorld.Shared shared;
+    private static ContractWorld current;
+    private static final AtomicLong worlds = new AtomicLong();
+    private static final AtomicLong steps = new AtomicLong();
+    private static long startedNanos;
+    private static Settings nextSettings;
+    private static int nextShards;
+    private static Level logLevel;
+
+    @BeforeContainer
+    static void startRedis() {
+        redis = PrivateRedis.start("");
+        shared = ContractWorld.Shared.on(redis.factory());
+        // reshards, retirements, trims and dead letters are logged: thousands of sequences would fill the test output
+        // (the model checks every outcome the logs would tell)
+        Logger relayLog = (Logger) LoggerFactory.getLogger("io.delayrelay");
+        logLevel = relayLog.getLevel();
+        relayLog.setLevel(Level.OFF);
+        startedNanos = System.nanoTime();
+    }
+
+    @AfterContainer
+    static void stopRedis() {
+        finish();
+        System.out.printf(
+                "contract model: %d sequences, %d steps, %.1f s%n",
+                worlds.get(), steps.get(), (System.nanoTime() - startedNanos) / 1e9);
+        printCoverage();
+        ((Logger) LoggerFactory.getLogger("io.delayrelay")).setLevel(logLevel);
+        if (redis != null) {
+            redis.close();
+        }
+    }
+
+    @Property(tries = DEFAULT_TRIES)
+    @AddLifecycleHook(RunSettings.class)
+    void theRedisContractHoldsAfterEveryStep(
+            @ForAll("settings") Settings settings,
+            @ForAll @IntRange(min = 1, max = ContractModel.MAX_SHARDS) int shards,
+            @ForAll("sequences") ActionChain<ContractWorld> chain) {
+        nextSettings = settings;
+        nextShards = shards;
+        chain.withInvariant("Redis holds what the model holds", ContractWorld::check)
+                .run();
+    }
+
+    private static ContractWorld newWorld(Settings settings, int shards) {
+        finish();
+        if (worlds.get() > 0 && worlds.get() % 5000 == 0) {
+            System.out.printf(
+                    "contract model: %d sequences, %d steps, %.1f s so far%n",
+                    worlds.get(), steps.get(), (System.nanoTime() - startedNanos) / 1e9);
+            printCoverage();
+        }
+        current = new ContractWorld(
+                shared,
+                "model-" + ProcessHandle.current().pid() + "-" + worlds.incrementAndGet(),
+                settings,
+                START_MS,
+                shards);
+        return current;
+    }
+
+    private static void printCoverage() {
+        ContractWorld.COVERAGE.forEach((situation, n) -> System.out.printf("  %,10d %s%n", n.get(), situation));
+    }
+
+    /** Counts the steps of the world that ran last and deletes its keys. */
+    private static void finish() {
+        if (current != null) {
+            steps.addAndGet(current.steps);
+            current.delete();
+            current = null;
+        }
+    }
+
+    @Provide
+    Arbitrary<Settings> settings() {
+        return Combinators.combine(Arbitraries.of(1, 2, 3), Arbitraries.of(1L << 20, 12L, 30L), Arbitraries.of(2, 3))
+                .as((batch, bytes, attempts) -> new Settings(batch, bytes, 1000, 300, 1200, attempts));
+    }
+
+    /**
+     * The business's settings and first shard count are parameters of their own (set before the chain runs), not
+     * a flat map over the chain: jqwik then shrinks the sequence and the settings each on its own.
+     */
+    @Provide
+    Arbitrary<ActionChain<ContractWorld>> sequences() {
+        int maxSteps = Integer.getInteger("model.steps", DEFAULT_STEPS);
+        return ActionChain.<ContractWorld>startWith(() -> newWorld(nextSettings, nextShards))
+                .withAction(4, scheduleById())
+                .withAction(2, scheduleMessage())
+                .withAction(2, plainZadd())
+                .withAction(2, reschedule())
+                .withAction(1, scheduleAgainWhileInFlight())
+                .withAction(1, cancel())
+                .withAction(8, pop())
+                .withAction(3, ack())
+                .withAction(4, fail())
+                .withAction(2, reap())
+                .withAction(4, advance())
+                .withAction(2, reshard())
+                .withAction(2, retire())
+                .withAction(2, trim())
+                .withAction(1, replay())
+                .withAction(1, purge())
+                .withAction(1, opsEntries())
+                .withAction(1, pause())
+                .withAction(1, look())
+                .withMaxTransformations(maxSteps);
+    }
+
+    // ---- actions ----
+
+    private static Arbitrary<Long> delays() {
+        return Arbitraries.of(-1500L, -1L, 0L, 1L, 200L, 1000L, 3000L);
+    }
+
+    private static Arbitrary<String> members() {
+        return Combinators.combine(
+                        Arbitraries.of(ContractWorld.ID_PREFIX, ContractWorld.MESSAGE_PREFIX),
+                        Arbitraries.integers().between(0, ContractWorld.MEMBERS - 1))
+                .as((prefix, i) -> prefix + i);
+    }
+
+    private static Arbitrary<Integer> memberIndexes() {
+        return Arbitraries.integers().between(0, ContractWorld.MEMBERS - 1);
+    }
+
+    private static Action.Independent<ContractWorld> action(Arbitrary<Transformer<ContractWorld>> transformers) {
+        return () -> transformers;
+    }
+
+    private static Action<ContractWorld> scheduleById() {
+        return action(Combinators.combine(memberIndexes(), delays(), Arbitraries.of(false, true))
+                .as((i, delay, after) -> Transformer.mutate(
+                        "scheduleById id" + i + (after ? " after " + Math.max(0, delay) : " at now" + signed(delay)),
+                        w -> w.scheduleById(i, after ? Math.max(0, delay) : delay, after))));
+    }
+
+    private static Action<ContractWorld> scheduleMessage() {
+        return action(Combinators.combine(memberIndexes(), delays())
+                .as((i, delay) -> Transformer.mutate(
+                        "schedule m" + i + " at now" + signed(delay), w -> w.scheduleMessage(i, delay))));
+    }
+
+    private static Action<ContractWorld> scheduleAgainWhileInFlight() {
+        return action(delays().map(delay -> Transformer.mutate(
+                "schedule every member in flight again at now" + signed(delay),
+                w -> w.scheduleAgainWhileInFlight(delay))));
+    }
+
+    private static Action<ContractWorld> plainZadd() {
+        return action(Combinators.combine(memberIndexes(), delays())
+                .as((i, delay) ->
+                        Transformer.mutate("ZADD m" + i + " at now" + signed(delay), w -> w.plainZadd(i, delay))));
+    }
+
+    private static Action<ContractWorld> reschedule() {
+        return action(Combinators.combine(members(), delays())
+                .as((m, delay) -> Transformer.mutate(
+                        "reschedule " + m + " to now" + signed(delay), w -> w.reschedule(m, delay))));
+    }
+
+    private static Action<ContractWorld> cancel() {
+        return action(members().map(m -> Transformer.mutate("cancel " + m, w -> w.cancel(m))));
+    }
+
+    private static Action<ContractWorld> pop() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 1),
+                        Arbitraries.integers().between(0, ContractModel.MAX_SHARDS - 1),
+                        Arbitraries.of(false, true))
+                .as((instance, pick, known) -> Transformer.mutate(
+                        "pop shard #" + pick + " by instance " + instance + (known ? " (known due)" : ""),
+                        w -> w.pop(instance, pick, known))));
+    }
+
+    private static Action<ContractWorld> ack() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 7),
+                        Arbitraries.integers().between(0, 7))
+                .as((pick, mask) ->
+                        Transformer.mutate("ack lease #" + pick + " mask " + mask, w -> w.ack(pick, mask))));
+    }
+
+    private static Action<ContractWorld> fail() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 7),
+                        Arbitraries.integers().between(0, 7),
+                        Arbitraries.of(Failure.class))
+                .as((pick, mask, failure) -> Transformer.mutate(
+                        failure + " lease #" + pick + " mask " + mask, w -> w.fail(pick, mask, failure))));
+    }
+
+    private static Action<ContractWorld> reap() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 1),
+                        Arbitraries.integers().between(0, ContractModel.MAX_SHARDS - 1))
+                .as((instance, pick) -> Transformer.mutate(
+                        "reap shard #" + pick + " by instance " + instance,
+                        w -> w.reap(instance, pick % w.scanWidth(instance)))));
+    }
+
+    private static Action<ContractWorld> advance() {
+        return action(Arbitraries.of(1L, 49L, 50L, 300L, 1000L, 1200L, 5000L)
+                .map(ms -> Transformer.mutate("time +" + ms + " ms", w -> w.advance(ms))));
+    }
+
+    private static Action<ContractWorld> reshard() {
+        return action(Arbitraries.integers()
+                .between(1, ContractModel.MAX_SHARDS)
+                .map(n -> Transformer.mutate("reshard to " + n, w -> w.reshard(n))));
+    }
+
+    private static Action<ContractWorld> retire() {
+        return Action.just(Transformer.mutate("topology keepers retire drained counts", ContractWorld::retire));
+    }
+
+    private static Action<ContractWorld> trim() {
+        return action(Combinators.combine(Arbitraries.of(1, 2, 3), Arbitraries.of(3000L, 600_000L))
+                .as((size, age) -> Transformer.mutate(
+                        "trim dead sets to " + size + ", max age " + age + " ms", w -> w.trim(size, age))));
+    }
+
+    private static Action<ContractWorld> replay() {
+        return action(Combinators.combine(Arbitraries.integers().between(0, 2), members(), Arbitraries.of(1, 2, 3))
+                .as((kind, m, limit) ->
+                        Transformer.mutate("replay " + target(kind, m, limit), w -> w.replay(kind, m, limit))));
+    }
+
+    private static Action<ContractWorld> purge() {
+        return action(Combinators.combine(Arbitraries.integers().between(0, 2), members(), Arbitraries.of(1, 2, 3))
+                .as((kind, m, limit) ->
+                        Transformer.mutate("purge " + target(kind, m, limit), w -> w.purge(kind, m, limit))));
+    }
+
+    private static String target(int kind, String member, int limit) {
+        return switch (kind) {
+            case 0 -> "dead letter " + member;
+            case 1 -> "every dead letter";
+            default -> "the oldest " + limit + " dead letter(s)";
+        };
+    }
+
+    private static Action<ContractWorld> opsEntries() {
+        return action(Combinators.combine(Arbitraries.of(true, false), members())
+                .as((cancel, m) -> Transformer.mutate(
+                        (cancel ? "ops cancel " : "ops deliver now ") + m, w -> w.opsEntries(cancel, m))));
+    }
+
+    private static Action<ContractWorld> pause() {
+        return action(Arbitraries.of(true, false)
+                .map(pause -> Transformer.mutate(pause ? "operator pause" : "operator resume", w -> w.pause(pause))));
+    }
+
+    private static Action<ContractWorld> look() {
+        return Action.just(
+                Transformer.mutate("list dead letters, read the backlog and the count", ContractWorld::look));
+    }
+
+    private static String signed(long delay) {
+        return delay < 0 ? Long.toString(delay) : "+" + delay;
+    }
+
+    /**
+     * {@code -Dmodel.tries} and {@code -Dmodel.seed} override the property's tries and seed; a failure names the seed
+     * that replays it.
+     */
+    public static final class RunSettings implements AroundPropertyHook {
+
+        public RunSettings() {}
+
+        @Override
+        public PropertyExecutionResult aroundProperty(PropertyLifecycleContext context, PropertyExecutor property) {
+            String tries = System.getProperty("model.tries");
+            if (tries != null && !tries.isBlank()) {
+                context.attributes().setTries(Integer.parseInt(tries.trim()));
+            }
+            String seed = System.getProperty("model.seed");
+            if (seed != null && !seed.isBlank()) {
+                context.attributes().setSeed(seed.trim());
+            }
+            PropertyExecutionResult result = property.execute();
+            if (result.status() == PropertyExecutionResult.Status.FAILED) {
+                String replay = "replay: -Dmodel.seed=" + result.seed().orElse("?") + " -Dmodel.tries="
+                        + result.countTries() + " (the failing sequence is that seed's last; the next run also tries"
+                        + " the shrunk one first, from target/jqwik-database)";
+                System.out.println("contract model failed; " + replay);
+                return result.mapToFailed(new AssertionError(
+                        replay + ": "
+                                + result.throwable().map(Throwable::getMessage).orElse(""),
+                        result.throwable().orElse(null)));
+            }
+            return result;
+        }
+    }
+}
