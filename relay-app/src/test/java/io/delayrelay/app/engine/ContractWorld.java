@@ -123,7 +123,7 @@ final class ContractWorld {
             BusinessRelay relay = new BusinessRelay(spec(shards), shared.stores()[i], null, events, new RedisClock());
             relay.adoptTopology(0);
             relays[i] = relay;
-            keepers[i] = new TopologyKeeper(() -> List.of(relay), Duration.ZERO, System::nanoTime, events);
+            keepers[i] = new TopologyKeeper(() -> List.of(relay), Duration.ZERO, System::nanoTime, events, 0);
             reapers[i] = new LeaseReaper(shared.stores()[i], events);
         }
     }
