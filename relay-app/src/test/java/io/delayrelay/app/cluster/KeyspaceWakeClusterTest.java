@@ -129,6 +129,14 @@ class KeyspaceWakeClusterTest {
         // the cluster bus spreads the new node by gossip: a slot can move only once every node knows it
         await().atMost(Duration.ofSeconds(30)).until(() -> ports.stream()
                 .allMatch(p -> cli(p, "cluster", "nodes").contains(to)));
+        // and a slot can move to it only once it knows the whole slot map itself (else it answers CLUSTERDOWN to
+        // the MIGRATE: seen once on a loaded machine)
+        List<String> others =
+                ports.stream().map(p -> cli(p, "cluster", "myid").trim()).toList();
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> cli(added, "cluster", "info").contains("cluster_state:ok")
+                        && others.stream()
+                                .allMatch(id -> cli(added, "cluster", "nodes").contains(id)));
         Shell.run(
                 120,
                 "redis-cli",
