@@ -14,15 +14,17 @@ Runs a chaos soak for MINUTES of load (default 10; --smoke: 2), on servers of it
   - a producer (scripts/soak/SoakTool.java): plain ZADD by message and relay-api's producer by id, with
     re-schedules, reschedules and cancels, due 0.5-10 s ahead (Redis time), about SOAK_RATE operations a second,
   - a consumer recording every delivery with its arrival time.
-Every SOAK_FAULT_EVERY s (+-25%) one random fault: kill -9 of a relay then restart; SIGTERM then restart; SIGSTOP of
+Every SOAK_FAULT_EVERY s (+-25%) one fault, drawn from a shuffled deck of every kind: kill -9 of a relay then restart; SIGTERM then restart; SIGSTOP of
 Redis for 5-20 s; stop/start of a RabbitMQ node; keyspace notifications dropped for 10-20 s and restored; the shard
 count 16->8 (or 8->16) by editing the relays' configuration file and POST /actuator/refresh on every relay (a live
 reload, the same EnvironmentChangeEvent a config center sends); an operator pause for 3-10 s and resume through the
-ops endpoint; a dead-letter replay through the ops endpoint.
+ops endpoint; a dead-letter replay through the ops endpoint. A restarted relay is not waited for (start-up takes
+30-130 s on a loaded 2-core box): its start-up is part of the chaos, and when it became ready is in the timeline.
 After the load: every fault is undone, dead letters are replayed, the relays drain (until Redis holds nothing
 scheduled, in flight or dead and no delivery came for 10 s; at most SOAK_DRAIN_MAX s), the relays stop with SIGTERM
 and the checker (SoakTool check) judges the journals: every member's latest payload delivered, none before its due
-(x-delay-relayed-at >= x-delay-due-at and arrival >= due - SOAK_SKEW_MS), nothing delivered that a successful cancel
+(arrival >= due - SOAK_SKEW_MS, Redis and the consumer share this host's clock; x-delay-relayed-at >=
+x-delay-due-at within SOAK_STAMP_SLACK_MS), nothing delivered that a successful cancel
 took out before its due, duplicates against the window threads x batch-size x 4 per disruptive fault (kill -9,
 SIGTERM, Redis freeze, broker node stop), nothing left in Redis, and delay_relay_relayed_total summed over every
 relay lifetime (each scraped before it is stopped) against the distinct publishes received.
@@ -41,6 +43,9 @@ Environment:
   SOAK_RABBIT_PORTS   the cluster's AMQP ports (default "5691 5692 5693"; the fault tests use 5681-5683)
   SOAK_DRAIN_MAX      longest drain after the load, seconds (default 240)
   SOAK_SKEW_MS        clock skew allowed between Redis time and arrival time (default 20; same host)
+  SOAK_STAMP_SLACK_MS how far x-delay-relayed-at may read before x-delay-due-at (default 100): the stamp is the
+                      relay's estimate of Redis time, behind the pop's own TIME by up to a reply's latency; such
+                      deliveries are counted and printed, and beyond the slack judged early
 Needs: java 17, redis-server, redis-cli, rabbitmq-server/rabbitmqctl, curl, python3 (free ports).
 USAGE
 }
@@ -69,6 +74,7 @@ FAULTS=${SOAK_FAULTS:-"kill9 sigterm redis-stop rabbit-node notify reshard pause
 SEED=${SOAK_SEED:-$(date +%s)}
 DRAIN_MAX=${SOAK_DRAIN_MAX:-240}
 SKEW_MS=${SOAK_SKEW_MS:-20}
+STAMP_SLACK_MS=${SOAK_STAMP_SLACK_MS:-100}
 export RABBIT_CLUSTER_PORTS=${SOAK_RABBIT_PORTS:-"5691 5692 5693"}
 DIR=${SOAK_DIR:-$ROOT/target/soak/$(date -u +%Y%m%dT%H%M%SZ)}
 export RABBIT_CLUSTER_DIR=$DIR/rabbit-cluster
@@ -259,32 +265,64 @@ PRODUCER_PID=$!
 DISRUPTIVE=0
 declare -A FAULT_COUNT
 pick() { local a=($1); echo "${a[$((RANDOM % ${#a[@]}))]}"; }
-restart_relay() { # index how
-  local i=$1 t0
-  t0=$(ms)
-  start_relay "$i"
-  if await_ready "$i" 180; then
-    event "  ready" "relay $i life ${RELAY_LIFE[$i]} (pid ${RELAY_PID[$i]}) ready after $(( $(ms) - t0 )) ms"
-  else
-    event "  NOT READY" "relay $i life ${RELAY_LIFE[$i]} not ready within 180 s (log $DIR/relay-$i-life-${RELAY_LIFE[$i]}.log)"
+# Faults are drawn from a shuffled deck of every kind, dealt again when empty: each kind comes up as often as the
+# others (a short run still sees every one), in an order the seed decides.
+DECK=()
+draw() {
+  if [ "${#DECK[@]}" -eq 0 ]; then
+    local a=($FAULTS) j k t
+    for ((j = ${#a[@]} - 1; j > 0; j--)); do k=$((RANDOM % (j + 1))); t=${a[$j]}; a[$j]=${a[$k]}; a[$k]=$t; done
+    DECK=("${a[@]}")
   fi
+  FAULT=${DECK[0]}
+  DECK=("${DECK[@]:1}")
+}
+# A restarted relay is not waited for (on a loaded box start-up takes 30-130 s): the soak goes on, and the moment it
+# is ready is logged by note_ready. Stopping and restarting a relay that is still starting is part of the chaos.
+declare -a STARTED_AT
+restart_relay() { # index
+  local i=$1
+  start_relay "$i"
+  STARTED_AT[$i]=$(ms)
+}
+note_ready() {
+  local i
+  for i in $(seq 1 "$RELAYS"); do
+    if [ -n "${STARTED_AT[$i]:-}" ] && ready "$i"; then
+      event "  ready" "relay $i life ${RELAY_LIFE[$i]} (pid ${RELAY_PID[$i]}) ready $(( $(ms) - STARTED_AT[$i] )) ms after its start"
+      STARTED_AT[$i]=""
+    fi
+  done
+}
+# A relay whose ops endpoint answers (ready), at random; empty when none is.
+ready_relay() {
+  local i cand=()
+  for i in $(seq 1 "$RELAYS"); do ready "$i" && cand+=("$i"); done
+  [ "${#cand[@]}" -gt 0 ] && echo "${cand[$((RANDOM % ${#cand[@]}))]}"
+  return 0
 }
 fault() { # name
   local f=$1 i node secs t0 out
-  i=$((RANDOM % RELAYS + 1))
+  i=$(ready_relay)
+  if [ -z "$i" ]; then
+    case "$f" in
+      kill9|sigterm) i=$((RANDOM % RELAYS + 1)) ;; # every relay is starting: hit one of them anyway
+      pause|replay|reshard) event "$f" "skipped: no relay ready"; return 0 ;;
+    esac
+  fi
   FAULT_COUNT[$f]=$(( ${FAULT_COUNT[$f]:-0} + 1 ))
   case "$f" in
     kill9)
       scrape "$i"
       event kill9 "relay $i (pid ${RELAY_PID[$i]}, life ${RELAY_LIFE[$i]})"
-      kill -9 "${RELAY_PID[$i]}"; wait "${RELAY_PID[$i]}" 2>/dev/null || true
+      kill -9 "${RELAY_PID[$i]}" 2>/dev/null; wait "${RELAY_PID[$i]}" 2>/dev/null || true
       DISRUPTIVE=$((DISRUPTIVE + 1))
       restart_relay "$i" ;;
     sigterm)
       scrape "$i"
       t0=$(ms)
       event sigterm "relay $i (pid ${RELAY_PID[$i]}, life ${RELAY_LIFE[$i]})"
-      kill -TERM "${RELAY_PID[$i]}"; wait "${RELAY_PID[$i]}" 2>/dev/null || true
+      kill -TERM "${RELAY_PID[$i]}" 2>/dev/null; wait "${RELAY_PID[$i]}" 2>/dev/null || true
       event "  exited" "relay $i after $(( $(ms) - t0 )) ms"
       DISRUPTIVE=$((DISRUPTIVE + 1))
       restart_relay "$i" ;;
@@ -316,6 +354,7 @@ fault() { # name
       write_config
       out=""
       for j in $(seq 1 "$RELAYS"); do
+        ready "$j" || { out+="relay $j: not ready (starts with the file's count); "; continue; }
         out+="relay $j: $(curl -s --max-time 30 -X POST "http://127.0.0.1:${MGMT_PORT[$j]}/actuator/refresh" | tr -d '\n' | cut -c1-80); "
       done
       event reshard "shards $from -> $SHARDS by file + /actuator/refresh ($out)"
@@ -323,9 +362,11 @@ fault() { # name
       event "  K:meta" "$(rcli HGETALL "delayqueue:$BUSINESS:meta" | paste -sd' ' | cut -c1-200)" ;;
     pause)
       secs=$((3 + RANDOM % 8))
-      event pause "relay $i: $(ops "$i" POST /pause '{"by":"soak"}') for ${secs}s"
+      event pause "relay $i: $(ops "$i" POST /pause '{"by":"soak"}' | grep -o '"paused":[a-z]*' | head -n 1) for ${secs}s"
       sleep "$secs"
-      event "  resume" "relay $i: $(ops "$i" POST /resume '{"by":"soak"}')" ;;
+      # the resume goes to any ready relay: the pause is fleet-wide
+      i=$(ready_relay); i=${i:-1}
+      event "  resume" "relay $i: $(ops "$i" POST /resume '{"by":"soak"}' | grep -o '"paused":[a-z]*' | head -n 1)" ;;
     replay)
       event replay "relay $i: $(ops "$i" POST /replay '{}')" ;;
   esac
@@ -335,10 +376,11 @@ START=$(ms)
 NEXT=$((START + FAULT_EVERY * 1000))
 while kill -0 "$PRODUCER_PID" 2>/dev/null; do
   now=$(ms)
+  note_ready
   if [ "$now" -ge "$NEXT" ]; then
     for i in $(seq 1 "$RELAYS"); do scrape "$i"; done
-    f=$(pick "$FAULTS")
-    fault "$f" || event "  FAULT ERROR" "$f failed (status $?); continuing"
+    draw
+    fault "$FAULT" || event "  FAULT ERROR" "$FAULT failed (status $?); continuing"
     # the next fault ~FAULT_EVERY s after this one started (+-25%), at least 5 s after this one ended
     NEXT=$(( now + FAULT_EVERY * 750 + RANDOM % (FAULT_EVERY * 500 + 1) ))
     [ "$NEXT" -ge $(( $(ms) + 5000 )) ] || NEXT=$(( $(ms) + 5000 ))
@@ -351,14 +393,12 @@ event load-end "$(tail -n 1 "$DIR/producer.log")"
 
 # ---- undo, drain, stop ------------------------------------------------------------------------------------------
 for i in $(seq 1 "$RELAYS"); do
-  if ! ready "$i"; then
-    event "  NOT READY" "relay $i at the end of the load: restarting it"
-    kill -9 "${RELAY_PID[$i]}" 2>/dev/null || true
-    restart_relay "$i"
-  fi
+  kill -0 "${RELAY_PID[$i]}" 2>/dev/null || { event "  DEAD" "relay $i exited by itself: restarting it"; restart_relay "$i"; }
+  await_ready "$i" 240 || event "  NOT READY" "relay $i not ready 240 s after the load ended"
 done
+note_ready
 rcli CONFIG SET notify-keyspace-events Kz >/dev/null
-event resume "$(ops 1 POST /resume '{"by":"soak-end"}')"
+event resume "$(ops 1 POST /resume '{"by":"soak-end"}' | grep -o '"paused":[a-z]*' | head -n 1)"
 backlog() { # scheduled in-flight dead over every shard key of the business
   local s=0 f=0 d=0 key
   while read -r key; do
@@ -374,7 +414,7 @@ t0=$(ms)
 last_count=-1 quiet_since=$(ms)
 while :; do
   read -r s f d < <(backlog)
-  [ "$d" -gt 0 ] && event replay-end "dead $d: $(ops 1 POST /replay '{}')"
+  if [ "$d" -gt 0 ]; then event replay-end "dead $d: $(ops 1 POST /replay '{}')"; fi
   count=$(wc -l <"$DIR/delivered.txt")
   if [ "$count" != "$last_count" ]; then last_count=$count; quiet_since=$(ms); fi
   if [ "$s" = 0 ] && [ "$f" = 0 ] && [ "$d" = 0 ] && [ $(( $(ms) - quiet_since )) -ge 10000 ]; then
@@ -411,7 +451,7 @@ echo "relay lives: $(for i in $(seq 1 "$RELAYS"); do printf 'relay %s: %s  ' "$i
 echo "duplicate window: threads $THREADS x batch-size $BATCH x 4 x $DISRUPTIVE disruptive fault(s) = $WINDOW"
 set +e
 tool check --produced "$DIR/produced.txt" --delivered "$DIR/delivered.txt" --duplicate-window "$WINDOW" \
-  --skew-ms "$SKEW_MS" --redis-port "$REDIS_PORT" --business "$BUSINESS" --relayed-metric "${RELAYED:-0}" \
+  --skew-ms "$SKEW_MS" --stamp-slack-ms "$STAMP_SLACK_MS" --redis-port "$REDIS_PORT" --business "$BUSINESS" --relayed-metric "${RELAYED:-0}" \
   | tee "$DIR/check.txt"
 status=${PIPESTATUS[0]}
 set -e
