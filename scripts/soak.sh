@@ -18,7 +18,8 @@ Every SOAK_FAULT_EVERY s (+-25%) one fault, drawn from a shuffled deck of every 
 Redis for 5-20 s; stop/start of a RabbitMQ node; keyspace notifications dropped for 10-20 s and restored; the shard
 count 16->8 (or 8->16) by editing the relays' configuration file and POST /actuator/refresh on every relay (a live
 reload, the same EnvironmentChangeEvent a config center sends); an operator pause for 3-10 s and resume through the
-ops endpoint; a dead-letter replay through the ops endpoint. A restarted relay is not waited for (start-up takes
+ops endpoint; a dead-letter replay through the ops endpoint; the queue's binding removed for 5-10 s (publishes come
+back unroutable and, past max-attempts 4, become the dead letters that the replays bring back). A restarted relay is not waited for (start-up takes
 30-130 s on a loaded 2-core box): its start-up is part of the chaos, and when it became ready is in the timeline.
 After the load: every fault is undone, dead letters are replayed, the relays drain (until Redis holds nothing
 scheduled, in flight or dead and no delivery came for 10 s; at most SOAK_DRAIN_MAX s), the relays stop with SIGTERM
@@ -39,6 +40,7 @@ Environment:
   SOAK_RATE           producer operations per second (default 200)
   SOAK_FAULT_EVERY    seconds between faults (default 20)
   SOAK_FAULTS         space-separated subset of: kill9 sigterm redis-stop rabbit-node notify reshard pause replay
+                      unbind (default: all)
   SOAK_SEED           seed of the fault choice and the producer (default: time)
   SOAK_RABBIT_PORTS   the cluster's AMQP ports (default "5691 5692 5693"; the fault tests use 5681-5683)
   SOAK_DRAIN_MAX      longest drain after the load, seconds (default 240)
@@ -70,7 +72,7 @@ done
 RELAYS=${SOAK_RELAYS:-2}
 RATE=${SOAK_RATE:-200}
 FAULT_EVERY=${SOAK_FAULT_EVERY:-20}
-FAULTS=${SOAK_FAULTS:-"kill9 sigterm redis-stop rabbit-node notify reshard pause replay"}
+FAULTS=${SOAK_FAULTS:-"kill9 sigterm redis-stop rabbit-node notify reshard pause replay unbind"}
 SEED=${SOAK_SEED:-$(date +%s)}
 DRAIN_MAX=${SOAK_DRAIN_MAX:-240}
 SKEW_MS=${SOAK_SKEW_MS:-20}
@@ -263,6 +265,17 @@ tool produce --redis-port "$REDIS_PORT" --business "$BUSINESS" --rate "$RATE" --
 PRODUCER_PID=$!
 
 DISRUPTIVE=0
+backlog() { # scheduled in-flight dead over every shard key of the business
+  local s=0 f=0 d=0 key
+  while read -r key; do
+    case "$key" in
+      *"}:inflight") f=$((f + $(rcli ZCARD "$key"))) ;;
+      *"}:dead") d=$((d + $(rcli ZCARD "$key"))) ;;
+      "delayqueue:$BUSINESS:"[0-9]*) s=$((s + $(rcli ZCARD "$key"))) ;;
+    esac
+  done < <(rcli --scan --pattern "*delayqueue:$BUSINESS:*")
+  echo "$s $f $d"
+}
 declare -A FAULT_COUNT
 pick() { local a=($1); echo "${a[$((RANDOM % ${#a[@]}))]}"; }
 # Faults are drawn from a shuffled deck of every kind, dealt again when empty: each kind comes up as often as the
@@ -368,7 +381,13 @@ fault() { # name
       i=$(ready_relay); i=${i:-1}
       event "  resume" "relay $i: $(ops "$i" POST /resume '{"by":"soak"}' | grep -o '"paused":[a-z]*' | head -n 1)" ;;
     replay)
-      event replay "relay $i: $(ops "$i" POST /replay '{}')" ;;
+      event replay "relay $i (dead before: $(backlog | cut -d' ' -f3)): $(ops "$i" POST /replay '{}')" ;;
+    unbind)
+      secs=$((5 + RANDOM % 6))
+      event unbind "queue binding removed for ${secs}s"
+      out=$(tool unbind --rabbit-ports "$(echo "$RABBIT_CLUSTER_PORTS" | tr ' ' ',')" --exchange soak.x --queue soak.q \
+        --routing-key soak --seconds "$secs" 2>&1 | tail -n 1)
+      event "  bound" "$out; dead now $(backlog | cut -d' ' -f3)" ;;
   esac
 }
 
@@ -399,17 +418,6 @@ done
 note_ready
 rcli CONFIG SET notify-keyspace-events Kz >/dev/null
 event resume "$(ops 1 POST /resume '{"by":"soak-end"}' | grep -o '"paused":[a-z]*' | head -n 1)"
-backlog() { # scheduled in-flight dead over every shard key of the business
-  local s=0 f=0 d=0 key
-  while read -r key; do
-    case "$key" in
-      *"}:inflight") f=$((f + $(rcli ZCARD "$key"))) ;;
-      *"}:dead") d=$((d + $(rcli ZCARD "$key"))) ;;
-      "delayqueue:$BUSINESS:"[0-9]*) s=$((s + $(rcli ZCARD "$key"))) ;;
-    esac
-  done < <(rcli --scan --pattern "*delayqueue:$BUSINESS:*")
-  echo "$s $f $d"
-}
 t0=$(ms)
 last_count=-1 quiet_since=$(ms)
 while :; do

@@ -67,6 +67,7 @@ public final class SoakTool {
             case "produce" -> produce(o);
             case "consume" -> consume(o);
             case "check" -> System.exit(check(o));
+            case "unbind" -> unbind(o);
             default -> {
                 System.err.println("usage: SoakTool produce|consume|check --key value ... (see scripts/soak.sh)");
                 System.exit(2);
@@ -316,6 +317,34 @@ public final class SoakTool {
         OUT.printf("consume: %d deliveries recorded%n", count[0]);
     }
 
+    /**
+     * Takes the queue's binding away for {@code seconds}, then binds it again: the relay's publishes come back
+     * unroutable (mandatory), are retried and, past max-attempts, become dead letters: what the replay fault and the
+     * final replay then bring back.
+     */
+    private static void unbind(Map<String, String> o) throws Exception {
+        ConnectionFactory cf = new ConnectionFactory();
+        cf.setUsername("guest");
+        cf.setPassword("guest");
+        List<Address> addresses = new ArrayList<>();
+        for (String p : need(o, "rabbit-ports").split(",")) {
+            addresses.add(new Address("127.0.0.1", Integer.parseInt(p.trim())));
+        }
+        String exchange = need(o, "exchange");
+        String queue = need(o, "queue");
+        String routingKey = need(o, "routing-key");
+        try (Connection connection = cf.newConnection(addresses, "soak-unbind")) {
+            Channel channel = connection.createChannel();
+            channel.queueUnbind(queue, exchange, routingKey);
+            try {
+                Thread.sleep(Long.parseLong(need(o, "seconds")) * 1000);
+            } finally {
+                channel.queueBind(queue, exchange, routingKey);
+            }
+        }
+        OUT.println("unbind: binding " + exchange + " -> " + queue + " removed and restored");
+    }
+
     // ---------------------------------------------------------------------------------------------------------
     // Checker
 
@@ -375,6 +404,7 @@ public final class SoakTool {
         long stampSlack = Long.parseLong(o.getOrDefault("stamp-slack-ms", "100"));
         List<Long> stampDeficits = new ArrayList<>();
         long window = Long.parseLong(need(o, "duplicate-window"));
+        long lateMs = Long.parseLong(o.getOrDefault("late-ms", "2000"));
         Map<String, Member> members = new HashMap<>();
         long[] ops = new long[4];
         try (BufferedReader in = Files.newBufferedReader(Path.of(need(o, "produced")))) {
@@ -449,6 +479,7 @@ public final class SoakTool {
         long supersededUndelivered = 0;
         long uncertain = 0;
         List<Long> lateness = new ArrayList<>();
+        TreeMap<Long, Long> lateByDue = new TreeMap<>();
         for (Map.Entry<String, Member> e : members.entrySet()) {
             String name = e.getKey();
             Member m = e.getValue();
@@ -523,7 +554,12 @@ public final class SoakTool {
                                 .filter(d -> d.body.equals(v.payload) && d.dueAt == v.due())
                                 .mapToLong(d -> d.received - v.due())
                                 .min()
-                                .ifPresent(first -> lateness.add(first));
+                                .ifPresent(first -> {
+                                    lateness.add(first);
+                                    if (first > lateMs) {
+                                        lateByDue.merge(v.due(), first, Math::max);
+                                    }
+                                });
                     }
                 } else if (!delivered) {
                     supersededUndelivered++;
@@ -560,6 +596,7 @@ public final class SoakTool {
                     lateness.get(lateness.size() / 2), lateness.get((int) (lateness.size() * 0.99)),
                     lateness.get((int) (lateness.size() * 0.999)), lateness.get(lateness.size() - 1));
         }
+        lateClusters(lateByDue, lateMs);
         printSome("LOST", lost);
         printSome("EARLY", early);
         printSome("CANCELLED BUT DELIVERED", cancelledDelivered);
@@ -585,6 +622,42 @@ public final class SoakTool {
         }
         OUT.println("RESULT: PASS");
         return 0;
+    }
+
+    /**
+     * Latest versions that arrived more than {@code lateMs} after their due, grouped by due time (entries due within
+     * 2 s of each other form one group), to be read against the fault timeline.
+     */
+    private static void lateClusters(TreeMap<Long, Long> lateByDue, long lateMs) {
+        OUT.printf("arrived over %d ms after due: %d latest versions%n", lateMs, lateByDue.size());
+        java.time.format.DateTimeFormatter hms = java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss")
+                .withZone(java.time.ZoneOffset.UTC);
+        long start = -1;
+        long end = -1;
+        long count = 0;
+        long worst = 0;
+        List<long[]> groups = new ArrayList<>();
+        for (Map.Entry<Long, Long> e : lateByDue.entrySet()) {
+            if (start >= 0 && e.getKey() - end > 2000) {
+                groups.add(new long[] {start, end, count, worst});
+                start = -1;
+            }
+            if (start < 0) {
+                start = e.getKey();
+                count = 0;
+                worst = 0;
+            }
+            end = e.getKey();
+            count++;
+            worst = Math.max(worst, e.getValue());
+        }
+        if (start >= 0) {
+            groups.add(new long[] {start, end, count, worst});
+        }
+        for (long[] g : groups) {
+            OUT.printf("  due %s-%s UTC: %d late, by up to %d ms%n", hms.format(Instant.ofEpochMilli(g[0])),
+                    hms.format(Instant.ofEpochMilli(g[1])), g[2], g[3]);
+        }
     }
 
     private static void printSome(String what, List<String> items) {
