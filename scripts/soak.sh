@@ -302,7 +302,11 @@ note_ready() {
   local i
   for i in $(seq 1 "$RELAYS"); do
     if [ -n "${STARTED_AT[$i]:-}" ] && ready "$i"; then
-      event "  ready" "relay $i life ${RELAY_LIFE[$i]} (pid ${RELAY_PID[$i]}) ready $(( $(ms) - STARTED_AT[$i] )) ms after its start"
+      # A config center pushes a change to an instance that read its configuration before the change; here that is
+      # a refresh once the relay is ready (it may have read relay.yaml before the last reshard rewrote it).
+      local changed
+      changed=$(curl -s --max-time 30 -X POST "http://127.0.0.1:${MGMT_PORT[$i]}/actuator/refresh" | tr -d '\n' | cut -c1-80)
+      event "  ready" "relay $i life ${RELAY_LIFE[$i]} (pid ${RELAY_PID[$i]}) ready $(( $(ms) - STARTED_AT[$i] )) ms after its start; refresh: $changed"
       STARTED_AT[$i]=""
     fi
   done
