@@ -11,7 +11,7 @@ Runs a chaos soak for MINUTES of load (default 10; --smoke: 2), on servers of it
   - a private redis-server on a free port (AOF on, keyspace notifications "Kz"),
   - the 3-node RabbitMQ cluster of scripts/rabbit-cluster.sh on SOAK_RABBIT_PORTS, with a quorum queue,
   - SOAK_RELAYS relay exec-jar processes (business "soak", 16 shards, ops token, management on free ports),
-  - a producer (scripts/soak/SoakTool.java): plain ZADD by message and relay-api's producer by id, with
+  - a producer (bench/soak/SoakTool.java): plain ZADD by message and relay-api's producer by id, with
     re-schedules, reschedules and cancels, due 0.5-10 s ahead (Redis time), about SOAK_RATE operations a second,
   - a consumer recording every delivery with its arrival time.
 Every SOAK_FAULT_EVERY s (+-25%) one fault, drawn from a shuffled deck of every kind: kill -9 of a relay then restart; SIGTERM then restart; SIGSTOP of
@@ -137,7 +137,7 @@ fi
 # The tool compiles against the exec jar's own libraries (relay-api's producer, Lettuce, the AMQP client).
 mkdir -p "$DIR/lib" "$DIR/classes"
 unzip -q -o -j "$JAR" 'BOOT-INF/lib/*' -d "$DIR/lib"
-javac -nowarn -cp "$DIR/lib/*" -d "$DIR/classes" scripts/soak/SoakTool.java 2>&1 | grep -v '^Note:' || true
+javac -nowarn -cp "$DIR/lib/*" -d "$DIR/classes" bench/soak/SoakTool.java 2>&1 | grep -v '^Note:' || true
 cat >"$DIR/tool-logback.xml" <<'XML'
 <configuration>
   <appender name="E" class="ch.qos.logback.core.ConsoleAppender"><encoder><pattern>%d %-5level %logger{20} %msg%n</pattern></encoder></appender>
