@@ -31,7 +31,7 @@ SIGTERM, Redis freeze, broker node stop), nothing left in Redis, and delay_relay
 relay lifetime (each scraped before it is stopped) against the distinct publishes received.
 
 Exit status: 0 pass; 1 loss, early delivery or a cancelled entry delivered; 3 only duplicates over the window or
-entries left in Redis; 2 set-up failure. Prints the fault timeline and the figures; keeps everything (journals, relay
+entries left in Redis; 2 set-up failure. Prints the fault timeline and the figures (every finding in full in SOAK_DIR/lost.txt, early.txt, cancelled-delivered.txt, unknown-payload.txt); keeps everything (journals, relay
 logs, broker logs, timeline) in SOAK_DIR.
 
 Environment:
@@ -464,6 +464,7 @@ echo "duplicate window: threads $THREADS x batch-size $BATCH x 4 x $DISRUPTIVE d
 set +e
 tool check --produced "$DIR/produced.txt" --delivered "$DIR/delivered.txt" --duplicate-window "$WINDOW" \
   --skew-ms "$SKEW_MS" --stamp-slack-ms "$STAMP_SLACK_MS" --redis-port "$REDIS_PORT" --business "$BUSINESS" --relayed-metric "${RELAYED:-0}" \
+  --out-dir "$DIR" \
   | tee "$DIR/check.txt"
 status=${PIPESTATUS[0]}
 set -e

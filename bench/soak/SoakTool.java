@@ -42,7 +42,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * The load and the independent judge of {@code scripts/soak.sh}: a producer, a consumer and a checker that share
  * nothing with the relay but the Redis contract (relay-api's producer, plain ZADD) and what arrives at the queue.
  *
- * <p>Why one file of about 500 lines: soak.sh compiles it once against the exec jar's own libraries, so the soak
+ * <p>Why one file of about 700 lines: soak.sh compiles it once against the exec jar's own libraries, so the soak
  * needs no build module of its own; the three parts share only the journal formats below, which are easiest to
  * keep consistent when they sit side by side.
  *
@@ -597,6 +597,13 @@ public final class SoakTool {
                     lateness.get((int) (lateness.size() * 0.999)), lateness.get(lateness.size() - 1));
         }
         lateClusters(lateByDue, lateMs);
+        if (o.containsKey("out-dir")) { // every finding in full, one a line, for a reproduction
+            Path dir = Path.of(o.get("out-dir"));
+            Files.write(dir.resolve("lost.txt"), lost);
+            Files.write(dir.resolve("early.txt"), early);
+            Files.write(dir.resolve("cancelled-delivered.txt"), cancelledDelivered);
+            Files.write(dir.resolve("unknown-payload.txt"), unknown);
+        }
         printSome("LOST", lost);
         printSome("EARLY", early);
         printSome("CANCELLED BUT DELIVERED", cancelledDelivered);
