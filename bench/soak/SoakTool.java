@@ -319,7 +319,7 @@ public final class SoakTool {
 
     /**
      * Takes the queue's binding away for {@code seconds}, then binds it again: the relay's publishes come back
-     * unroutable (mandatory), are retried and, past max-attempts, become dead letters: what the replay fault and the
+     * unroutable (mandatory) and go to the dead set at once (a deterministic failure): what the replay fault and the
      * final replay then bring back.
      */
     private static void unbind(Map<String, String> o) throws Exception {
