@@ -611,7 +611,23 @@ public final class SoakTool {
 
         int soft = 0;
         if (o.containsKey("redis-port")) {
-            soft = leftovers(Integer.parseInt(o.get("redis-port")), need(o, "business"));
+            Map<String, Integer> deadShard = new HashMap<>();
+            soft = leftovers(Integer.parseInt(o.get("redis-port")), need(o, "business"), deadShard);
+            // a lost member may still sit in a dead set: say where, and whether a shard count in force reaches it
+            Map<Integer, Long> lostDeadByShard = new TreeMap<>();
+            long lostNowhere = 0;
+            for (String l : lost) {
+                Integer shard = deadShard.get(l.substring(0, l.indexOf(' ')));
+                if (shard == null) {
+                    lostNowhere++;
+                } else {
+                    lostDeadByShard.merge(shard, 1L, Long::sum);
+                }
+            }
+            if (!lost.isEmpty()) {
+                OUT.printf("lost, where they are: %d in a dead set (by shard: %s), %d in no key of the business%n",
+                        lost.size() - lostNowhere, lostDeadByShard, lostNowhere);
+            }
         }
         if (o.containsKey("relayed-metric")) {
             long metric = Long.parseLong(o.get("relayed-metric"));
@@ -677,7 +693,7 @@ public final class SoakTool {
     }
 
     /** Counts what is left in the business's keys: scheduled, in flight, waiting for a retry, dead. */
-    private static int leftovers(int port, String business) {
+    private static int leftovers(int port, String business, Map<String, Integer> deadShard) {
         RedisClient client = RedisClient.create(RedisURI.create("127.0.0.1", port));
         try (StatefulRedisConnection<String, String> c = client.connect()) {
             RedisCommands<String, String> r = c.sync();
@@ -703,6 +719,13 @@ public final class SoakTool {
                     continue;
                 }
                 long n = kind.equals("payloads") ? r.hlen(key) : r.zcard(key);
+                if (kind.equals("dead")) {
+                    int shard = Integer.parseInt(key.substring(key.lastIndexOf(':', key.length() - 7) + 1,
+                            key.length() - "}:dead".length()));
+                    for (String member : r.zrange(key, 0, -1)) {
+                        deadShard.put(member, shard);
+                    }
+                }
                 counts.merge(kind, n, Long::sum);
             }
             OUT.printf("left in Redis: scheduled %d, in flight or waiting for a retry %d, dead %d, payloads %d; "
