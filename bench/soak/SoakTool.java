@@ -1,21 +1,5 @@
 package io.delayrelay.soak;
 
-import com.rabbitmq.client.AMQP;
-import com.rabbitmq.client.Address;
-import com.rabbitmq.client.Channel;
-import com.rabbitmq.client.Connection;
-import com.rabbitmq.client.ConnectionFactory;
-import com.rabbitmq.client.DefaultConsumer;
-import com.rabbitmq.client.Envelope;
-import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.api.RedisDelayedMessageProducer;
-import io.delayrelay.api.ShardSelector;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanIterator;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
@@ -34,6 +18,23 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Address;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.ShardSelector;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanIterator;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceClientConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
@@ -116,11 +117,13 @@ public final class SoakTool {
         LettuceConnectionFactory factory = new LettuceConnectionFactory(
                 new RedisStandaloneConfiguration("127.0.0.1", port),
                 // longer than any Redis freeze of the soak: a write waits instead of failing with an unknown outcome
-                LettuceClientConfiguration.builder().commandTimeout(Duration.ofSeconds(120)).build());
+                LettuceClientConfiguration.builder()
+                        .commandTimeout(Duration.ofSeconds(120))
+                        .build());
         factory.afterPropertiesSet();
         factory.start();
-        RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(
-                factory, 16, Duration.ofSeconds(1), DelayQueueKeys::forBusiness);
+        RedisDelayedMessageProducer producer =
+                new RedisDelayedMessageProducer(factory, 16, Duration.ofSeconds(1), DelayQueueKeys::forBusiness);
         RedisClient client = RedisClient.create(RedisURI.create("127.0.0.1", port));
         client.setDefaultTimeout(Duration.ofSeconds(120));
         StatefulRedisConnection<String, String> connection = client.connect();
@@ -382,8 +385,14 @@ public final class SoakTool {
     }
 
     private record Delivery(
-            long received, boolean redelivered, String messageId, long dueAt, long relayedAt, int attempt,
-            String id, String body) {
+            long received,
+            boolean redelivered,
+            String messageId,
+            long dueAt,
+            long relayedAt,
+            int attempt,
+            String id,
+            String body) {
 
         String member() {
             return id.equals("-") ? body : id;
@@ -450,8 +459,15 @@ public final class SoakTool {
                 if (f.length < 9) {
                     continue;
                 }
-                deliveries.add(new Delivery(Long.parseLong(f[0]), f[1].equals("1"), f[2], Long.parseLong(f[3]),
-                        Long.parseLong(f[4]), Integer.parseInt(f[5]), f[7], f[8]));
+                deliveries.add(new Delivery(
+                        Long.parseLong(f[0]),
+                        f[1].equals("1"),
+                        f[2],
+                        Long.parseLong(f[3]),
+                        Long.parseLong(f[4]),
+                        Integer.parseInt(f[5]),
+                        f[7],
+                        f[8]));
             }
         }
 
@@ -539,8 +555,8 @@ public final class SoakTool {
                     // a successful cancel found the entry still scheduled (not popped): its delivery must never come
                     cancelledBeforeDue++;
                     if (delivered) {
-                        cancelledDelivered.add(name + " payload=" + v.payload + " due=" + v.due() + " cancelled-at="
-                                + v.cancelledAt);
+                        cancelledDelivered.add(
+                                name + " payload=" + v.payload + " due=" + v.due() + " cancelled-at=" + v.cancelledAt);
                     }
                 } else if (v == last) {
                     expected++;
@@ -570,31 +586,48 @@ public final class SoakTool {
 
         OUT.println();
         OUT.println("== checker ==");
-        OUT.printf("produced: %d schedules, %d reschedules, %d cancels, %d writes with unknown outcome "
-                + "(%d members not judged)%n", ops[0], ops[1], ops[2], ops[3], uncertain);
-        OUT.printf("members: %d (%d by id, %d by message)%n", members.size(),
+        OUT.printf(
+                "produced: %d schedules, %d reschedules, %d cancels, %d writes with unknown outcome "
+                        + "(%d members not judged)%n",
+                ops[0], ops[1], ops[2], ops[3], uncertain);
+        OUT.printf(
+                "members: %d (%d by id, %d by message)%n",
+                members.size(),
                 members.values().stream().filter(m -> m.byId).count(),
                 members.values().stream().filter(m -> !m.byId).count());
-        OUT.printf("deliveries recorded: %d; distinct relay publishes: %d; broker redeliveries to the consumer: %d%n",
+        OUT.printf(
+                "deliveries recorded: %d; distinct relay publishes: %d; broker redeliveries to the consumer: %d%n",
                 deliveries.size(), publishes.size(), brokerRedeliveries);
         OUT.printf("expected (latest version of every member not cancelled): %d; lost: %d%n", expected, lost.size());
-        OUT.printf("early deliveries: %d; cancelled before due (by a successful cancel): %d, of them delivered: %d%n",
+        OUT.printf(
+                "early deliveries: %d; cancelled before due (by a successful cancel): %d, of them delivered: %d%n",
                 early.size(), cancelledBeforeDue, cancelledDelivered.size());
-        OUT.printf("x-delay-relayed-at before x-delay-due-at: %d deliveries, by %s ms (allowed up to %d ms: the "
-                + "stamp is the relay's estimate of Redis time, which lags by up to one script reply's latency; the "
-                + "pop itself compares with Redis TIME; arrival time judges early)%n", stampDeficits.size(),
-                stampDeficits.isEmpty() ? "-" : stampDeficits.stream().mapToLong(x -> x).min().getAsLong() + "-"
-                        + stampDeficits.stream().mapToLong(x -> x).max().getAsLong(), stampSlack);
-        OUT.printf("superseded versions not delivered (replaced before their pop, allowed): %d%n",
-                supersededUndelivered);
-        OUT.printf("deliveries with a payload the producer never wrote: %d; with a due-at the producer never set "
-                + "(dead-letter replays, allowed): %d%n", unknown.size(), staleDue.size());
-        OUT.printf("duplicates (same payload and due-at published again): %d; window: %d (%s)%n", duplicates, window,
-                duplicates <= window ? "within" : "EXCEEDED");
+        OUT.printf(
+                "x-delay-relayed-at before x-delay-due-at: %d deliveries, by %s ms (allowed up to %d ms: the "
+                        + "stamp is the relay's estimate of Redis time, which lags by up to one script reply's latency; the "
+                        + "pop itself compares with Redis TIME; arrival time judges early)%n",
+                stampDeficits.size(),
+                stampDeficits.isEmpty()
+                        ? "-"
+                        : stampDeficits.stream().mapToLong(x -> x).min().getAsLong() + "-"
+                                + stampDeficits.stream().mapToLong(x -> x).max().getAsLong(),
+                stampSlack);
+        OUT.printf(
+                "superseded versions not delivered (replaced before their pop, allowed): %d%n", supersededUndelivered);
+        OUT.printf(
+                "deliveries with a payload the producer never wrote: %d; with a due-at the producer never set "
+                        + "(dead-letter replays, allowed): %d%n",
+                unknown.size(), staleDue.size());
+        OUT.printf(
+                "duplicates (same payload and due-at published again): %d; window: %d (%s)%n",
+                duplicates, window, duplicates <= window ? "within" : "EXCEEDED");
         if (!lateness.isEmpty()) {
-            OUT.printf("lateness of the latest versions (first arrival - due, ms): p50 %d, p99 %d, p99.9 %d, max %d%n",
-                    lateness.get(lateness.size() / 2), lateness.get((int) (lateness.size() * 0.99)),
-                    lateness.get((int) (lateness.size() * 0.999)), lateness.get(lateness.size() - 1));
+            OUT.printf(
+                    "lateness of the latest versions (first arrival - due, ms): p50 %d, p99 %d, p99.9 %d, max %d%n",
+                    lateness.get(lateness.size() / 2),
+                    lateness.get((int) (lateness.size() * 0.99)),
+                    lateness.get((int) (lateness.size() * 0.999)),
+                    lateness.get(lateness.size() - 1));
         }
         lateClusters(lateByDue, lateMs);
         if (o.containsKey("out-dir")) { // every finding in full, one a line, for a reproduction
@@ -625,15 +658,18 @@ public final class SoakTool {
                 }
             }
             if (!lost.isEmpty()) {
-                OUT.printf("lost, where they are: %d in a dead set (by shard: %s), %d in no key of the business%n",
+                OUT.printf(
+                        "lost, where they are: %d in a dead set (by shard: %s), %d in no key of the business%n",
                         lost.size() - lostNowhere, lostDeadByShard, lostNowhere);
             }
         }
         if (o.containsKey("relayed-metric")) {
             long metric = Long.parseLong(o.get("relayed-metric"));
-            OUT.printf("metrics: delay_relay_relayed_total summed over relay lifetimes %d vs distinct publishes "
-                    + "received %d (difference %d: confirms counted after a lifetime's last scrape, or publishes "
-                    + "confirmed that the consumer saw as one)%n", metric, publishes.size(), publishes.size() - metric);
+            OUT.printf(
+                    "metrics: delay_relay_relayed_total summed over relay lifetimes %d vs distinct publishes "
+                            + "received %d (difference %d: confirms counted after a lifetime's last scrape, or publishes "
+                            + "confirmed that the consumer saw as one)%n",
+                    metric, publishes.size(), publishes.size() - metric);
         }
         if (!lost.isEmpty() || !early.isEmpty() || !cancelledDelivered.isEmpty() || !unknown.isEmpty()) {
             OUT.println("RESULT: FAIL (loss, early delivery, cancelled delivery or unknown payload)");
@@ -653,8 +689,8 @@ public final class SoakTool {
      */
     private static void lateClusters(TreeMap<Long, Long> lateByDue, long lateMs) {
         OUT.printf("arrived over %d ms after due: %d latest versions%n", lateMs, lateByDue.size());
-        java.time.format.DateTimeFormatter hms = java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss")
-                .withZone(java.time.ZoneOffset.UTC);
+        java.time.format.DateTimeFormatter hms =
+                java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss").withZone(java.time.ZoneOffset.UTC);
         long start = -1;
         long end = -1;
         long count = 0;
@@ -678,8 +714,9 @@ public final class SoakTool {
             groups.add(new long[] {start, end, count, worst});
         }
         for (long[] g : groups) {
-            OUT.printf("  due %s-%s UTC: %d late, by up to %d ms%n", hms.format(Instant.ofEpochMilli(g[0])),
-                    hms.format(Instant.ofEpochMilli(g[1])), g[2], g[3]);
+            OUT.printf(
+                    "  due %s-%s UTC: %d late, by up to %d ms%n",
+                    hms.format(Instant.ofEpochMilli(g[0])), hms.format(Instant.ofEpochMilli(g[1])), g[2], g[3]);
         }
     }
 
@@ -700,7 +737,8 @@ public final class SoakTool {
             String k = "delayqueue:" + business;
             Map<String, Long> counts = new TreeMap<>();
             Set<String> seen = new HashSet<>();
-            ScanIterator<String> keys = ScanIterator.scan(r, ScanArgs.Builder.matches("*" + k + ":*").limit(500));
+            ScanIterator<String> keys = ScanIterator.scan(
+                    r, ScanArgs.Builder.matches("*" + k + ":*").limit(500));
             while (keys.hasNext()) {
                 String key = keys.next();
                 if (!seen.add(key)) {
@@ -720,19 +758,26 @@ public final class SoakTool {
                 }
                 long n = kind.equals("payloads") ? r.hlen(key) : r.zcard(key);
                 if (kind.equals("dead")) {
-                    int shard = Integer.parseInt(key.substring(key.lastIndexOf(':', key.length() - 7) + 1,
-                            key.length() - "}:dead".length()));
+                    int shard = Integer.parseInt(key.substring(
+                            key.lastIndexOf(':', key.length() - 7) + 1, key.length() - "}:dead".length()));
                     for (String member : r.zrange(key, 0, -1)) {
                         deadShard.put(member, shard);
                     }
                 }
                 counts.merge(kind, n, Long::sum);
             }
-            OUT.printf("left in Redis: scheduled %d, in flight or waiting for a retry %d, dead %d, payloads %d; "
-                    + "K:meta %s%n", counts.getOrDefault("scheduled", 0L), counts.getOrDefault("inflight", 0L),
-                    counts.getOrDefault("dead", 0L), counts.getOrDefault("payloads", 0L), r.hgetall(k + ":meta"));
-            long bad = counts.getOrDefault("scheduled", 0L) + counts.getOrDefault("inflight", 0L)
-                    + counts.getOrDefault("dead", 0L) + counts.getOrDefault("payloads", 0L);
+            OUT.printf(
+                    "left in Redis: scheduled %d, in flight or waiting for a retry %d, dead %d, payloads %d; "
+                            + "K:meta %s%n",
+                    counts.getOrDefault("scheduled", 0L),
+                    counts.getOrDefault("inflight", 0L),
+                    counts.getOrDefault("dead", 0L),
+                    counts.getOrDefault("payloads", 0L),
+                    r.hgetall(k + ":meta"));
+            long bad = counts.getOrDefault("scheduled", 0L)
+                    + counts.getOrDefault("inflight", 0L)
+                    + counts.getOrDefault("dead", 0L)
+                    + counts.getOrDefault("payloads", 0L);
             return bad > 0 ? 1 : 0;
         } finally {
             client.shutdown();
