@@ -389,7 +389,7 @@ fault() { # name
       i=$(ready_relay); i=${i:-1}
       event "  resume" "relay $i: $(ops "$i" POST /resume '{"by":"soak"}' | grep -o '"paused":[a-z]*' | head -n 1)" ;;
     replay)
-      event replay "relay $i (dead before: $(backlog | cut -d' ' -f3)): $(ops "$i" POST /replay '{}')" ;;
+      event replay "relay $i (dead before: $(backlog | cut -d' ' -f3)): $(ops "$i" POST /replay '{"all":true}')" ;;
     unbind)
       secs=$((5 + RANDOM % 6))
       event unbind "queue binding removed for ${secs}s"
@@ -431,7 +431,7 @@ last_count=-1 quiet_since=$(ms)
 while :; do
   read -r s f d < <(backlog)
   if [ "$d" -gt 0 ]; then
-    out=$(ops 1 POST /replay '{}')
+    out=$(ops 1 POST /replay '{"all":true}')
     # logged when something changed: dead letters the endpoint cannot reach would repeat the same line every 2 s
     [ "$d" = "${last_dead:-}" ] && [[ "$out" == *'"replayed":0'* ]] || event replay-end "dead $d: $out"
     last_dead=$d
