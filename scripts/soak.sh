@@ -42,6 +42,9 @@ Environment:
   SOAK_FAULT_EVERY    seconds between faults (default 20)
   SOAK_FAULTS         space-separated subset of: kill9 sigterm redis-stop rabbit-node notify reshard pause replay
                       unbind (default: all)
+  SOAK_FAULT_ORDER    a fixed sequence of faults (names as above), repeated, instead of the shuffled deck; e.g.
+                      "unbind reshard notify pause notify pause notify pause notify" leaves dead letters in
+                      shards 8-15 and retires them (16 -> 8) long before the final replay
   SOAK_SEED           seed of the fault choice and the producer (default: time)
   SOAK_RABBIT_PORTS   the cluster's AMQP ports (default "5691 5692 5693"; the fault tests use 5681-5683)
   SOAK_DRAIN_MAX      longest drain after the load, seconds (default 240)
@@ -286,7 +289,9 @@ pick() { local a=($1); echo "${a[$((RANDOM % ${#a[@]}))]}"; }
 # others (a short run still sees every one), in an order the seed decides.
 DECK=()
 draw() {
-  if [ "${#DECK[@]}" -eq 0 ]; then
+  if [ "${#DECK[@]}" -eq 0 ] && [ -n "${SOAK_FAULT_ORDER:-}" ]; then
+    DECK=($SOAK_FAULT_ORDER) # a fixed order, dealt again and again: a reproduction of one interleaving
+  elif [ "${#DECK[@]}" -eq 0 ]; then
     local a=($FAULTS) j k t
     for ((j = ${#a[@]} - 1; j > 0; j--)); do k=$((RANDOM % (j + 1))); t=${a[$j]}; a[$j]=${a[$k]}; a[$k]=$t; done
     DECK=("${a[@]}")
