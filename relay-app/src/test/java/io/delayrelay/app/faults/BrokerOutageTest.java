@@ -170,7 +170,7 @@ class BrokerOutageTest {
             assertThat(cpuPercent)
                     .as("relay CPU during the outage (%% of one core)")
                     .isLessThan(50.0);
-            await().atMost(Duration.ofSeconds(20)).until(() -> kit.countAll(business, "inflight") == 0);
+            kit.awaitInflightSettled(business, Duration.ofSeconds(20));
         } finally {
             producing.set(false);
             load.join(5_000);

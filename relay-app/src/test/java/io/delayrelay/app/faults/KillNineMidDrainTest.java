@@ -89,7 +89,7 @@ class KillNineMidDrainTest {
                                     + " retried after a confirm timeout")
                     .measure(drained.all());
             long drainMs = System.currentTimeMillis() - restarted;
-            await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(business, "inflight") == 0);
+            kit.awaitInflightSettled(business, Duration.ofSeconds(15));
             FaultFigures.of(
                     "1 kill -9 mid-drain (200k)",
                     report,

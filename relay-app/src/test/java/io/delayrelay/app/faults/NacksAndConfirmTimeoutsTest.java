@@ -16,7 +16,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * Fault 4: a slow or refusing broker. Nacks (a full queue with x-overflow=reject-publish) and confirm timeouts (a
@@ -82,7 +81,7 @@ class NacksAndConfirmTimeoutsTest {
         report.assertClean();
         assertThat(redelivered).as("messages the broker nacked first").isPositive();
         assertThat(kit.countAll(business, "dead")).isZero();
-        await().atMost(Duration.ofSeconds(10)).until(() -> kit.countAll(business, "inflight") == 0);
+        kit.awaitInflightSettled(business, Duration.ofSeconds(10));
     }
 
     @Test
@@ -130,7 +129,7 @@ class NacksAndConfirmTimeoutsTest {
                 .doesNotHaveDuplicates();
         assertThat(retried).as("deliveries retried after a confirm timeout").isPositive();
         assertThat(kit.countAll(business, "dead")).isZero();
-        await().atMost(Duration.ofSeconds(10)).until(() -> kit.countAll(business, "inflight") == 0);
+        kit.awaitInflightSettled(business, Duration.ofSeconds(10));
     }
 
     private List<String> schedule(String business, String prefix) {

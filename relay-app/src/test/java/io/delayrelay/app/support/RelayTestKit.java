@@ -24,12 +24,14 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.LongString;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import org.awaitility.Awaitility;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.Cursor;
 import org.springframework.data.redis.core.ScanOptions;
 
@@ -247,6 +249,39 @@ public final class RelayTestKit implements AutoCloseable {
             }
         }
         return total;
+    }
+
+    /**
+     * The latest score in the business's {@code {K:i}:inflight} sets (a lease deadline, or the retry time of a
+     * delivery put back after a failure; retry delays double per failed attempt), epoch ms; 0 when they are empty.
+     */
+    public long latestInflightScoreMs(String business) {
+        long latest = 0;
+        try (RedisConnection c = redis()) {
+            for (String key : keysOf(business)) {
+                if (key.endsWith("}:inflight")) {
+                    Set<Tuple> last = c.zSetCommands().zRangeWithScores(key.getBytes(StandardCharsets.UTF_8), -1, -1);
+                    if (last != null && !last.isEmpty()) {
+                        latest = Math.max(
+                                latest, last.iterator().next().getScore().longValue());
+                    }
+                }
+            }
+        }
+        return latest;
+    }
+
+    /**
+     * Waits until the business's {@code {K:i}:inflight} sets are empty: until their latest retry time or lease
+     * deadline (read now), plus {@code margin}. A delivery that failed several times waits twice as long after each
+     * failure, so a fixed bound would depend on how often it failed.
+     */
+    public void awaitInflightSettled(String business, Duration margin) {
+        long settleBy = Math.max(0, latestInflightScoreMs(business) - redisNowMs());
+        Awaitility.await("in-flight deliveries of " + business + " settled (latest retry or lease " + settleBy
+                        + " ms ahead, + " + margin.toMillis() + " ms)")
+                .atMost(Duration.ofMillis(settleBy).plus(margin))
+                .until(() -> countAll(business, "inflight") == 0);
     }
 
     /** Members scheduled in the shard zsets of a business. */
