@@ -127,6 +127,14 @@ public final class DelayQueueKeys {
         return sourceKey + ":backlog";
     }
 
+    /**
+     * {@code K:rate}: the token bucket of the business's fleet-wide {@code max-rate} (a hash: {@code tokens} and
+     * {@code at}, the Redis time of the last charge in microseconds); relay-owned, expires by itself.
+     */
+    public String rate() {
+        return sourceKey + ":rate";
+    }
+
     /** {@code K:wake}: pub/sub channel. */
     public String wake() {
         return sourceKey + ":wake";

@@ -2,6 +2,7 @@ package io.delayrelay.app.config;
 
 import java.time.Duration;
 
+import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.util.unit.DataSize;
 
 /**
@@ -23,6 +24,8 @@ public class BusinessSettings {
     public static final String DEFAULT_EXCHANGE_TYPE = "direct";
     public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
     public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
+    public static final Duration DEFAULT_SLO_ON_TIME = BusinessSpec.DEFAULT_SLO_ON_TIME;
+    public static final double DEFAULT_SLO_TARGET = BusinessSpec.DEFAULT_SLO_TARGET;
 
     /** Source key K of the business's shards; default delayqueue:<business>. No '{' or '}'. */
     private String sourceKey;
@@ -83,6 +86,57 @@ public class BusinessSettings {
 
     /** How long a dead letter is kept; older ones are trimmed (with their payloads). */
     private Duration deadMaxAge = DEFAULT_DEAD_MAX_AGE;
+
+    /**
+     * Most messages per second the whole fleet publishes for this business (a token bucket in Redis, K:rate, shared by
+     * every instance; bursts up to a tenth of a second's worth). None by default: as fast as the broker confirms.
+     */
+    private Integer maxRate;
+
+    /** The business's fire-time objective: {@code slo.on-time} and {@code slo.target}. */
+    private Slo slo = new Slo();
+
+    /** {@code slo.*}: how late a message may be and still count as on time, and the share that must be. */
+    public static class Slo {
+
+        /** A message confirmed within this long after its due time is on time (the lag histogram has a bucket here). */
+        private Duration onTime = DEFAULT_SLO_ON_TIME;
+
+        /** Share of messages that must be on time (0 < target < 1), e.g. 0.999: the burn-rate alerts' error budget. */
+        private double target = DEFAULT_SLO_TARGET;
+
+        public Duration getOnTime() {
+            return onTime;
+        }
+
+        public void setOnTime(Duration onTime) {
+            this.onTime = onTime;
+        }
+
+        public double getTarget() {
+            return target;
+        }
+
+        public void setTarget(double target) {
+            this.target = target;
+        }
+    }
+
+    public Integer getMaxRate() {
+        return maxRate;
+    }
+
+    public void setMaxRate(Integer maxRate) {
+        this.maxRate = maxRate;
+    }
+
+    public Slo getSlo() {
+        return slo;
+    }
+
+    public void setSlo(Slo slo) {
+        this.slo = slo;
+    }
 
     public String getSourceKey() {
         return sourceKey;

@@ -42,6 +42,8 @@ public final class BusinessSpecResolver {
     static final int MAX_SHARDS = 16384;
     static final DataSize MIN_BATCH_BYTES = DataSize.ofKilobytes(1);
     static final DataSize MAX_BATCH_BYTES = DataSize.ofMegabytes(512);
+    /** Highest max-rate (messages per second): far above what one business's relay fleet publishes. */
+    static final int MAX_RATE = 10_000_000;
 
     /** An inclusive range of valid values of an integer setting. */
     public record Range(int min, int max) {}
@@ -55,7 +57,8 @@ public final class BusinessSpecResolver {
             "threads", new Range(1, MAX_THREADS),
             "batch-size", new Range(1, MAX_BATCH_SIZE),
             "max-attempts", new Range(1, 1000),
-            "dead-max-size", new Range(1, Integer.MAX_VALUE));
+            "dead-max-size", new Range(1, Integer.MAX_VALUE),
+            "max-rate", new Range(1, MAX_RATE));
 
     private static Map<String, Range> ranges(Object... pairs) {
         Map<String, Range> ranges = new LinkedHashMap<>();
@@ -224,6 +227,16 @@ public final class BusinessSpecResolver {
                     "must be longer than publish-timeout (" + s.getPublishTimeout()
                             + "), or entries would be redelivered while still awaiting confirms"));
         }
+        if (s.getMaxRate() != null) {
+            range(problems, name, "max-rate", s.getMaxRate());
+        }
+        BusinessSettings.Slo slo = s.getSlo();
+        positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
+        double target = slo == null ? Double.NaN : slo.getTarget();
+        if (!(target > 0 && target < 1)) {
+            problems.add(ConfigProblem.property(
+                    name, "slo.target", target, "must be a ratio between 0 and 1 (exclusive), e.g. 0.999"));
+        }
         if (problems.size() > before) {
             return null;
         }
@@ -250,7 +263,10 @@ public final class BusinessSpecResolver {
                 s.getDeadMaxSize(),
                 s.getDeadMaxAge(),
                 s.isPaused(),
-                outgoing);
+                outgoing,
+                s.getMaxRate() == null ? BusinessSpec.NO_MAX_RATE : s.getMaxRate(),
+                slo.getOnTime(),
+                slo.getTarget());
     }
 
     private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {

@@ -24,6 +24,7 @@ public final class BusinessRelay implements ShardWakeups {
     private final WorkerPool workers;
     private final EventReporter events;
     private final RedisClock clock;
+    private final RateGovernor governor;
 
     BusinessRelay(
             BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events, RedisClock clock) {
@@ -32,11 +33,13 @@ public final class BusinessRelay implements ShardWakeups {
         this.clock = clock;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
+        this.governor = new RateGovernor(store, events);
         this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::announce);
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) ->
-                        new ScanWorker(index, keepRunning, state, store, signal, schedule, settler, events, clock));
+                        new ScanWorker(
+                                index, keepRunning, state, store, signal, schedule, settler, events, clock, governor));
     }
 
     void start() {

@@ -40,6 +40,19 @@ public interface RelayEvents {
      */
     default void wakeMode(BusinessSpec spec, boolean keyspace) {}
 
+    /**
+     * A worker charged the business's fleet-wide rate bucket ({@code max-rate}): {@code granted} entries may be
+     * popped, {@code left} whole tokens are left in the bucket (the fleet's current allowance).
+     */
+    default void rateCharged(BusinessSpec spec, int granted, long left) {}
+
+    /**
+     * Messages published with a relayed-at stamp (Redis time) before their due time: never expected (the pop takes
+     * only entries due by Redis TIME and the stamp is never before the pop's TIME); counted so that a test or an
+     * alert sees it if it ever happens.
+     */
+    default void publishedEarly(BusinessSpec spec, int shard, int count) {}
+
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {}
 }

@@ -22,6 +22,9 @@ import org.slf4j.MDC;
  * order, and the broker keeps a channel's order, so with one thread a shard's entries arrive in due order (an entry
  * that is retried comes after the later ones).
  * <p>
+ * A business with a fleet-wide {@code max-rate} pops no more than its {@link RateGovernor} allows, earliest known
+ * due shard first; while the bucket is empty its workers sleep.
+ * <p>
  * The loop runs until shutdown and nothing else: every iteration catches whatever it throws (errors included),
  * counts and logs it with business and shard, and backs off; a stray interrupt is logged and survived.
  */
@@ -41,6 +44,7 @@ final class ScanWorker implements Runnable {
     private final RedisClock clock;
     private final ShardPicker picker;
     private final LeaseReaper reaper;
+    private final RateGovernor governor;
     /** What this worker has in flight; shards without a batch in flight are preferred. */
     private final InFlightBudget budget = new InFlightBudget();
     /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
@@ -57,7 +61,8 @@ final class ScanWorker implements Runnable {
             ShardSchedule schedule,
             BatchSettler settler,
             EventReporter events,
-            RedisClock clock) {
+            RedisClock clock,
+            RateGovernor governor) {
         this.index = index;
         this.keepRunning = keepRunning;
         this.state = state;
@@ -69,6 +74,7 @@ final class ScanWorker implements Runnable {
         this.clock = clock;
         this.picker = new ShardPicker(schedule, clock::nowMs);
         this.reaper = new LeaseReaper(store, events);
+        this.governor = governor;
     }
 
     @Override
@@ -91,18 +97,32 @@ final class ScanWorker implements Runnable {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
                 return;
             }
+            long capped = governor.closedForMs(spec);
+            if (capped > 0) {
+                // max-rate: the fleet's bucket has no chunk for this instance yet; ask Redis again once it has
+                RateGovernor.sleep(capped);
+                return;
+            }
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
             InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
             PopResult popped = null;
             try {
-                shard = picker.next(state.scanWidth(), state.quarantine()::isQuarantined, budget::inFlight);
+                shard = picker.next(
+                        state.scanWidth(), state.quarantine()::isQuarantined, budget::inFlight, spec.rateCapped());
                 if (shard == ShardPicker.NONE) {
                     reservation.release();
                     sleepUntilDue(spec);
                     return;
                 }
                 MDC.put("shard", Integer.toString(shard));
-                popped = pop(spec, shard);
+                int allowance = governor.take(spec, spec.batchSize());
+                if (allowance == 0) {
+                    // capped: the shard is still due; the next worker past the gate takes it
+                    schedule.lower(shard, clock.nowMs());
+                    return;
+                }
+                popped = pop(spec, shard, allowance);
+                governor.giveBack(spec, allowance - popped.entries().size());
             } finally {
                 if (popped == null || popped.isEmpty()) {
                     // nothing to hand to the settler: the room is free again (a second release does nothing)
@@ -122,9 +142,9 @@ final class ScanWorker implements Runnable {
     }
 
     /** Pops the shard, records what the pop says of its next due time, and takes back the expired leases it saw. */
-    private PopResult pop(BusinessSpec spec, int shard) {
+    private PopResult pop(BusinessSpec spec, int shard, int limit) {
         long stamp = schedule.stamp(shard);
-        PopResult popped = store.pop(spec, shard, picker.lastKnownDue());
+        PopResult popped = store.pop(spec, shard, picker.lastKnownDue(), limit);
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }
@@ -148,7 +168,8 @@ final class ScanWorker implements Runnable {
             throw new BrokerUnavailableException("nothing of the batch reached RabbitMQ (see the publish failures)");
         }
         brokerFailures = 0;
-        if (popped.moreDue()) {
+        if (popped.moreDue() && !spec.rateCapped()) {
+            // (a capped business picks the earliest known due shard instead: this one is known due again)
             picker.drain(shard);
         }
     }

@@ -48,6 +48,14 @@ final class ShardPicker {
 
     /** The shard to pop next, or {@link #NONE}. */
     int next(int width, IntPredicate quarantined, IntPredicate busy) {
+        return next(width, quarantined, busy, false);
+    }
+
+    /**
+     * The shard to pop next, or {@link #NONE}; {@code earliestFirst} (a rate-capped business): the due shard with
+     * the earliest known due time rather than any due one.
+     */
+    int next(int width, IntPredicate quarantined, IntPredicate busy, boolean earliestFirst) {
         int drained = draining;
         draining = NONE;
         lastKnownDue = false;
@@ -59,6 +67,10 @@ final class ShardPicker {
             return drained;
         }
         long now = redisNowMs.getAsLong();
+        if (earliestFirst) {
+            int due = schedule.claimEarliestDue(now, quarantined);
+            return due >= 0 && due < width ? due : NONE;
+        }
         int due = schedule.claimDue(now, quarantined.or(busy));
         if (due < 0) {
             due = schedule.claimDue(now, quarantined);

@@ -161,6 +161,28 @@ final class ShardSchedule {
     }
 
     /**
+     * Like {@link #claimDue}, but claims the due shard with the earliest known due time (ties: the lowest index), so
+     * that a rate-capped business, which pops small batches, takes the earliest due across its shards first.
+     */
+    int claimEarliestDue(long nowMs, IntPredicate skip) {
+        AtomicLongArray current = next;
+        while (true) {
+            int best = -1;
+            long bestDue = Long.MAX_VALUE;
+            for (int shard = 0; shard < current.length(); shard++) {
+                long due = current.get(shard);
+                if (due <= nowMs && due < bestDue && !skip.test(shard)) {
+                    best = shard;
+                    bestDue = due;
+                }
+            }
+            if (best < 0 || current.compareAndSet(best, bestDue, NONE)) {
+                return best;
+            }
+        }
+    }
+
+    /**
      * Marks every shard due now, as if each were announced (a pop under way keeps this mark, see {@link #record(int,
      * long, long)}): each is claimed by one worker and popped once, and reports again.
      */

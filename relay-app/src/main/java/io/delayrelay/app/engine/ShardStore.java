@@ -23,7 +23,8 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
  * The relay's Redis operations on one shard: each is one Lua script call on one cluster slot. Longer than 300 lines
- * because it is the one Java caller of every engine script (pop, ack, requeue, release, reshard, undrain, rounds):
+ * because it is the one Java caller of every engine script (pop, ack, requeue, release, reshard, undrain, rounds, the
+ * rate cap's bucket):
  * their KEYS and ARGV orders and reply shapes stay side by side with the scripts' contract, not spread over the loop.
  */
 public class ShardStore {
@@ -34,6 +35,7 @@ public class ShardStore {
     private static final RedisScript<List> RESHARD = script("reshard");
     private static final RedisScript<byte[]> UNDRAIN = lua("undrain", byte[].class);
     private static final RedisScript<Long> SHARD_SIZE = lua("shard-size", Long.class);
+    private static final RedisScript<List> RATE = script("rate");
 
     /**
      * How long a due schedule held back by its member's unsettled flight waits before a pop looks at it again: a
@@ -95,12 +97,17 @@ public class ShardStore {
      * last pop of it came back full), so the script skips its emptiness probe.
      */
     public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
+        return pop(spec, shard, knownDue, spec.batchSize());
+    }
+
+    /** Like {@link #pop(BusinessSpec, int, boolean)}, taking at most {@code limit} entries (the rate cap's allowance). */
+    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
         List<?> reply = redis.execute(
                 POP,
                 keys.shardKeyBytes(shard, POP_KEYS),
-                num(spec.batchSize()),
+                num(Math.min(limit, spec.batchSize())),
                 num(spec.lease().toMillis()),
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
@@ -124,6 +131,25 @@ public class ShardStore {
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
         return new PopResult(now, entries, nextDue, token, expired);
+    }
+
+    /** What {@link #chargeRate} got: tokens granted, ms until a chunk is there again, whole tokens left. */
+    public record RateCharge(int granted, long waitMs, long left) {}
+
+    /**
+     * Charges the business's fleet-wide rate bucket ({@code K:rate}, rate.lua): gives back {@code giveBack} unused
+     * tokens, then takes up to {@code want} if at least {@code min(want, chunk)} are there.
+     */
+    public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
+        List<?> reply = redis.execute(
+                RATE,
+                List.of(bytes(keys.rate())),
+                num(rate),
+                num(burst),
+                num(want),
+                num(chunk),
+                num(giveBack));
+        return new RateCharge((int) asLong(reply.get(0)), asLong(reply.get(1)), asLong(reply.get(2)));
     }
 
     /**

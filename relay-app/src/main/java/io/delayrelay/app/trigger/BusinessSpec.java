@@ -30,6 +30,9 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param deadMaxAge       longest a dead letter is kept
  * @param paused           whether configuration pauses the workers (an operator may pause them too)
  * @param outgoing         how entries become AMQP messages
+ * @param maxRate          most messages per second the fleet publishes for the business; {@link #NO_MAX_RATE}: no cap
+ * @param sloOnTime        a message confirmed within this long after its due time is on time
+ * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
  */
 public record BusinessSpec(
         String name,
@@ -52,4 +55,100 @@ public record BusinessSpec(
         int deadMaxSize,
         Duration deadMaxAge,
         boolean paused,
-        OutgoingMessages outgoing) {}
+        OutgoingMessages outgoing,
+        int maxRate,
+        Duration sloOnTime,
+        double sloTarget) {
+
+    /** {@link #maxRate()} of a business without a cap. */
+    public static final int NO_MAX_RATE = 0;
+
+    /** The objective's defaults, for specs built without one. */
+    public static final Duration DEFAULT_SLO_ON_TIME = Duration.ofSeconds(1);
+
+    public static final double DEFAULT_SLO_TARGET = 0.999;
+
+    /** A business without a rate cap and with the default on-time objective. */
+    public BusinessSpec(
+            String name,
+            DelayQueueKeys keys,
+            int shards,
+            int threads,
+            String threadNamePrefix,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int batchSize,
+            long batchBytes,
+            Duration maxIdle,
+            Duration lease,
+            int maxAttempts,
+            Duration retryDelay,
+            Duration retryDelayMax,
+            Duration publishTimeout,
+            int deadMaxSize,
+            Duration deadMaxAge,
+            boolean paused,
+            OutgoingMessages outgoing) {
+        this(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                NO_MAX_RATE,
+                DEFAULT_SLO_ON_TIME,
+                DEFAULT_SLO_TARGET);
+    }
+
+    /** Whether the business has a fleet-wide rate cap. */
+    public boolean rateCapped() {
+        return maxRate > 0;
+    }
+
+    /** This spec with another rate cap ({@link #NO_MAX_RATE}: none). */
+    public BusinessSpec withMaxRate(int rate) {
+        return new BusinessSpec(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                rate,
+                sloOnTime,
+                sloTarget);
+    }
+}

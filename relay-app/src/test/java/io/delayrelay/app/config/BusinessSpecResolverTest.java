@@ -241,7 +241,8 @@ class BusinessSpecResolverTest {
                         Map.entry("threads", new Range(1, 256)),
                         Map.entry("batch-size", new Range(1, 2000)),
                         Map.entry("max-attempts", new Range(1, 1000)),
-                        Map.entry("dead-max-size", new Range(1, Integer.MAX_VALUE)));
+                        Map.entry("dead-max-size", new Range(1, Integer.MAX_VALUE)),
+                        Map.entry("max-rate", new Range(1, 10_000_000)));
         assertThatThrownBy(() -> BusinessSpecResolver.INTEGER_RANGES.put("x", new Range(0, 0)))
                 .isInstanceOf(UnsupportedOperationException.class);
     }
