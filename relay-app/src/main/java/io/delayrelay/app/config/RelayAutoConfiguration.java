@@ -69,8 +69,9 @@ public class RelayAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    public BatchPublisher relayBatchPublisher(ConnectionFactory rabbitConnectionFactory, RedisClock clock) {
-        return new AmqpBatchPublisher(rabbitConnectionFactory, clock);
+    public BatchPublisher relayBatchPublisher(
+            ConnectionFactory rabbitConnectionFactory, RedisClock clock, RelayEvents events) {
+        return new AmqpBatchPublisher(rabbitConnectionFactory, clock, events);
     }
 
     @Bean

@@ -37,9 +37,8 @@ public final class BusinessRelay implements ShardWakeups {
         this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::announce);
         this.workers = new WorkerPool(
                 state,
-                (index, keepRunning) ->
-                        new ScanWorker(
-                                index, keepRunning, state, store, signal, schedule, settler, events, clock, governor));
+                (index, keepRunning) -> new ScanWorker(
+                        index, keepRunning, state, store, signal, schedule, settler, events, clock, governor));
     }
 
     void start() {

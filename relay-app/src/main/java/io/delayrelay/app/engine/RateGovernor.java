@@ -83,7 +83,8 @@ final class RateGovernor {
         if (!spec.rateCapped() || unused <= 0) {
             return;
         }
-        ShardStore.RateCharge charge = store.chargeRate(spec.keys(), spec.maxRate(), burst(spec), 0, chunk(spec), unused);
+        ShardStore.RateCharge charge =
+                store.chargeRate(spec.keys(), spec.maxRate(), burst(spec), 0, chunk(spec), unused);
         after(spec, charge);
     }
 

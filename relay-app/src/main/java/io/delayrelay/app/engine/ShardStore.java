@@ -142,13 +142,7 @@ public class ShardStore {
      */
     public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
         List<?> reply = redis.execute(
-                RATE,
-                List.of(bytes(keys.rate())),
-                num(rate),
-                num(burst),
-                num(want),
-                num(chunk),
-                num(giveBack));
+                RATE, List.of(bytes(keys.rate())), num(rate), num(burst), num(want), num(chunk), num(giveBack));
         return new RateCharge((int) asLong(reply.get(0)), asLong(reply.get(1)), asLong(reply.get(2)));
     }
 

@@ -1,12 +1,14 @@
 package io.delayrelay.app.metrics;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 
 import io.delayrelay.app.engine.DeadReason;
 import io.delayrelay.app.engine.PublishOutcome;
@@ -45,6 +47,14 @@ public class MicrometerRelayEvents implements RelayEvents {
         Duration.ofMinutes(1), Duration.ofMinutes(2), Duration.ofMinutes(5), Duration.ofMinutes(10)
     };
 
+    /** The lag buckets plus one at {@code onTime} (the business's slo.on-time), in order. */
+    static Duration[] withBucket(Duration onTime) {
+        return Stream.concat(Arrays.stream(LAG_BUCKETS), Stream.of(onTime))
+                .distinct()
+                .sorted()
+                .toArray(Duration[]::new);
+    }
+
     private final MeterRegistry registry;
     private final Map<String, BusinessMeters> businesses = new ConcurrentHashMap<>();
 
@@ -52,11 +62,15 @@ public class MicrometerRelayEvents implements RelayEvents {
         this.registry = registry;
     }
 
-    /** Creates the meters of a business (idempotent); later calls update its shards and threads gauges. */
+    /**
+     * Creates the meters of a business (idempotent); later calls update its shards, threads, rate and objective
+     * gauges (and give the lag histogram a bucket at a changed slo.on-time).
+     */
     public void register(BusinessSpec spec) {
         BusinessMeters meters = meters(spec);
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
+        meters.follow(registry, spec);
     }
 
     private BusinessMeters meters(BusinessSpec spec) {
@@ -68,6 +82,7 @@ public class MicrometerRelayEvents implements RelayEvents {
             BusinessMeters created = new BusinessMeters(registry, name);
             created.shards.set(spec.shards());
             created.threads.set(spec.threads());
+            created.follow(registry, spec);
             return created;
         });
     }
@@ -143,11 +158,37 @@ public class MicrometerRelayEvents implements RelayEvents {
         try {
             BusinessMeters meters = meters(spec);
             meters.relayed.increment(messages.size());
+            Timer lag = meters.lag;
+            long onTimeMs = meters.onTimeMs;
+            int onTime = 0;
             for (DueMessage message : messages) {
-                meters.lag.record(Math.max(0, confirmedAtMs - message.dueAtMs()), TimeUnit.MILLISECONDS);
+                long lagMs = Math.max(0, confirmedAtMs - message.dueAtMs());
+                lag.record(lagMs, TimeUnit.MILLISECONDS);
+                if (lagMs <= onTimeMs) {
+                    onTime++;
+                }
             }
+            meters.onTime.increment(onTime);
         } catch (RuntimeException e) {
             log.debug("business={}: recording relayed metrics failed", spec.name(), e);
+        }
+    }
+
+    @Override
+    public void rateCharged(BusinessSpec spec, int granted, long left) {
+        try {
+            meters(spec).rateAllowance.set(left);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording the rate allowance failed", spec.name(), e);
+        }
+    }
+
+    @Override
+    public void publishedEarly(BusinessSpec spec, int shard, int count) {
+        try {
+            meters(spec).early.increment(count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: recording early publishes failed", spec.name(), e);
         }
     }
 
@@ -229,8 +270,20 @@ public class MicrometerRelayEvents implements RelayEvents {
 
     /** The fixed meters of one business and the values its gauges read. */
     private static final class BusinessMeters {
+        final String business;
         final Counter relayed;
-        final Timer lag;
+        /** The lag histogram, with a bucket at {@link #onTimeMs}; replaced when slo.on-time changes. */
+        volatile Timer lag;
+        /** The business's slo.on-time in ms; -1 until {@link #follow} ran. */
+        volatile long onTimeMs = -1;
+
+        final Counter onTime;
+        final Counter early;
+        final AtomicLong maxRate = new AtomicLong();
+        /** Tokens left at the last charge; NaN without a cap. */
+        final AtomicLong rateAllowance = new AtomicLong();
+
+        volatile double sloTarget = Double.NaN;
         final Counter redeliveries;
         final Counter errors;
         final Counter workerRestarts;
@@ -250,16 +303,41 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong keyspaceMode = new AtomicLong(); // 1: keyspace notifications wake it; 0: it polls
 
         BusinessMeters(MeterRegistry registry, String business) {
+            this.business = business;
             relayed = Counter.builder(RelayMeterNames.RELAYED)
                     .description("Messages confirmed by the broker")
                     .tag(TAG_BUSINESS, business)
                     .register(registry);
-            lag = Timer.builder(RelayMeterNames.LAG)
-                    .description("Broker confirm time minus due time")
+            lag = lagTimer(registry, business, BusinessSpec.DEFAULT_SLO_ON_TIME);
+            onTime = Counter.builder(RelayMeterNames.ON_TIME)
+                    .description("Confirmed messages whose lag was at most the business's slo.on-time")
                     .tag(TAG_BUSINESS, business)
-                    .serviceLevelObjectives(LAG_BUCKETS)
-                    .minimumExpectedValue(Duration.ofMillis(1))
-                    .maximumExpectedValue(Duration.ofMinutes(10))
+                    .register(registry);
+            early = Counter.builder(RelayMeterNames.EARLY)
+                    .description("Messages published before their due time by Redis time (must stay 0)")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.SLO_ON_TIME, this, m -> m.onTimeMs < 0 ? Double.NaN : m.onTimeMs / 1000.0)
+                    .description("The business's slo.on-time: how late a message may be and still be on time")
+                    .baseUnit("seconds")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.SLO_TARGET, this, m -> m.sloTarget)
+                    .description("The business's slo.target: the share of messages that must be on time")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.MAX_RATE, maxRate, AtomicLong::get)
+                    .description("The business's fleet-wide max-rate (messages per second), 0 without a cap")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(
+                            RelayMeterNames.RATE_ALLOWANCE,
+                            this,
+                            m -> m.maxRate.get() == 0 ? Double.NaN : m.rateAllowance.get())
+                    .description("Tokens left in the business's rate bucket at this instance's last charge (NaN"
+                            + " without a cap)")
+                    .baseUnit(RelayMeterNames.UNIT_MESSAGES)
+                    .tag(TAG_BUSINESS, business)
                     .register(registry);
             redeliveries = Counter.builder(RelayMeterNames.REDELIVERIES)
                     .description("Entries put back for redelivery after their lease expired")
@@ -338,6 +416,35 @@ public class MicrometerRelayEvents implements RelayEvents {
                                 keyspace ? RelayMeterNames.MODE_KEYSPACE : RelayMeterNames.MODE_POLLING)
                         .register(registry);
             }
+        }
+
+        /** Follows the spec's cap and objective; a changed slo.on-time gets the lag histogram a bucket there. */
+        synchronized void follow(MeterRegistry registry, BusinessSpec spec) {
+            maxRate.set(spec.maxRate());
+            sloTarget = spec.sloTarget();
+            long ms = spec.sloOnTime().toMillis();
+            if (ms != onTimeMs) {
+                if (onTimeMs >= 0) {
+                    // the buckets of a registered timer are fixed: a new one starts from 0 (a counter reset, which
+                    // rate() and increase() take in their stride)
+                    registry.remove(lag);
+                    lag = lagTimer(registry, business, spec.sloOnTime());
+                } else if (!spec.sloOnTime().equals(BusinessSpec.DEFAULT_SLO_ON_TIME)) {
+                    registry.remove(lag);
+                    lag = lagTimer(registry, business, spec.sloOnTime());
+                }
+                onTimeMs = ms;
+            }
+        }
+
+        private static Timer lagTimer(MeterRegistry registry, String business, Duration onTime) {
+            return Timer.builder(RelayMeterNames.LAG)
+                    .description("Broker confirm time minus due time")
+                    .tag(TAG_BUSINESS, business)
+                    .serviceLevelObjectives(withBucket(onTime))
+                    .minimumExpectedValue(Duration.ofMillis(1))
+                    .maximumExpectedValue(Duration.ofMinutes(10))
+                    .register(registry);
         }
 
         private double sampleAgeSeconds() {

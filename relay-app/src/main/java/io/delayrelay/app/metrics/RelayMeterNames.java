@@ -54,6 +54,33 @@ public final class RelayMeterNames {
      */
     public static final String WAKE_MODE = "delay.relay.wake.mode";
 
+    /**
+     * Counter: messages published with a relayed-at stamp (Redis time) before their due time. Must read 0.
+     * Prometheus {@code delay_relay_early_total}.
+     */
+    public static final String EARLY = "delay.relay.early";
+    /**
+     * Counter: confirmed messages whose lag was at most the business's {@code slo.on-time} (the lag histogram's
+     * bucket at slo.on-time counts the same). Prometheus {@code delay_relay_on_time_total}: the on-time ratio is its
+     * rate over {@code delay_relay_relayed_total}'s.
+     */
+    public static final String ON_TIME = "delay.relay.on.time";
+    /** Gauge: the business's {@code slo.on-time}. Prometheus {@code delay_relay_slo_on_time_seconds}. */
+    public static final String SLO_ON_TIME = "delay.relay.slo.on.time";
+    /** Gauge: the business's {@code slo.target} (a ratio). Prometheus {@code delay_relay_slo_target}. */
+    public static final String SLO_TARGET = "delay.relay.slo.target";
+    /**
+     * Gauge: the business's fleet-wide {@code max-rate} in messages per second, 0 without a cap. Prometheus
+     * {@code delay_relay_max_rate}.
+     */
+    public static final String MAX_RATE = "delay.relay.max.rate";
+    /**
+     * Gauge: whole tokens left in the business's rate bucket ({@code K:rate}) at this instance's last charge: the
+     * fleet's current allowance, 0 while the cap holds the business back; NaN without a cap. Prometheus
+     * {@code delay_relay_rate_allowance_messages}.
+     */
+    public static final String RATE_ALLOWANCE = "delay.relay.rate.allowance";
+
     /** Tag: business name (every relay meter has it). */
     public static final String TAG_BUSINESS = "business";
     /** Tag of {@link #DEAD_LETTERED}: unroutable, max-attempts, lease-expired. */

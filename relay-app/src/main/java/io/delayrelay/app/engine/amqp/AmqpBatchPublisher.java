@@ -13,6 +13,7 @@ import com.rabbitmq.client.AlreadyClosedException;
 import io.delayrelay.app.engine.BatchPublisher;
 import io.delayrelay.app.engine.PublishOutcome;
 import io.delayrelay.app.engine.RedisClock;
+import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -44,10 +45,18 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
      */
     private final ScheduledThreadPoolExecutor confirmTimeouts = confirmTimeouts();
 
+    private final RelayEvents events;
+
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
+        this(connectionFactory, clock, RelayEvents.NOOP);
+    }
+
+    /** {@code events} hears of messages stamped before their due time ({@link RelayEvents#publishedEarly}). */
+    public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock, RelayEvents events) {
         this.connectionFactory = connectionFactory;
         this.template = new RabbitTemplate(connectionFactory);
         this.messages = new AmqpMessageBuilder(clock);
+        this.events = events;
     }
 
     /**
@@ -59,6 +68,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         PendingBatch pending = new PendingBatch(batch.size());
         long timeoutMs = spec.publishTimeout().toMillis();
         PublishChannel channel = null;
+        int early = 0;
         for (int i = 0; i < batch.size(); i++) {
             DueMessage message = batch.get(i);
             AmqpMessageBuilder.Built built;
@@ -77,6 +87,9 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                                 PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
                                 "building the message failed: " + Exceptions.rootMessage(e)));
                 continue;
+            }
+            if (built.early(message)) {
+                early++;
             }
             PublishOutcome closed = channel == null ? null : channel.closedOutcome();
             if (closed != null && closed.cause() != PublishOutcome.Cause.CHANNEL_CLOSED) {
@@ -112,6 +125,9 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                 break;
             }
         }
+        if (early > 0) {
+            reportEarly(spec, batch.get(0).shard(), early);
+        }
         if (!pending.isDone()) {
             PublishChannel used = channel;
             ScheduledFuture<?> timeout = confirmTimeouts.schedule(
@@ -129,6 +145,20 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             pending.future().whenComplete((outcomes, error) -> timeout.cancel(false));
         }
         return pending.future();
+    }
+
+    /** Never expected; logged and counted so that it cannot pass unseen. The listener's failure stays here. */
+    private void reportEarly(BusinessSpec spec, int shard, int count) {
+        log.error(
+                "business={} shard={}: {} message(s) stamped x-delay-relayed-at before their due time (Redis time)",
+                spec.name(),
+                shard,
+                count);
+        try {
+            events.publishedEarly(spec, shard, count);
+        } catch (RuntimeException e) {
+            log.debug("business={}: relay event listener failed", spec.name(), e);
+        }
     }
 
     /** The calling thread's channel, opened on first use and after it closed. */

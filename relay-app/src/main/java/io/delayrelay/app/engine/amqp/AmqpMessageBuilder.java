@@ -35,7 +35,14 @@ final class AmqpMessageBuilder {
         }
     }
 
-    record Built(String routingKey, AMQP.BasicProperties properties, byte[] body) {}
+    /** A message ready to publish; {@code relayedAtMs} is its {@code x-delay-relayed-at} stamp. */
+    record Built(String routingKey, AMQP.BasicProperties properties, byte[] body, long relayedAtMs) {
+
+        /** Whether the stamp says it leaves before it is due (never expected: counted as early). */
+        boolean early(DueMessage message) {
+            return relayedAtMs < message.dueAtMs();
+        }
+    }
 
     private static final ClassValue<Boolean> DEFAULT_SHAPE = new ClassValue<>() {
         @Override
@@ -78,7 +85,7 @@ final class AmqpMessageBuilder {
         // never before the pop's own Redis TIME: the estimate trails Redis time by the reply's way back
         long relayedAt = Math.max(clock.nowMs(), message.poppedAtMs());
         if (DEFAULT_SHAPE.get(outgoing.getClass())) {
-            return new Built(routingKey, properties(message, relayedAt), message.body());
+            return new Built(routingKey, properties(message, relayedAt), message.body(), relayedAt);
         }
         Message amqp = outgoing.toAmqpMessage(message, springProperties(message, relayedAt));
         if (amqp == null) {
@@ -87,7 +94,8 @@ final class AmqpMessageBuilder {
         return new Built(
                 routingKey,
                 converter.fromMessageProperties(amqp.getMessageProperties(), StandardCharsets.UTF_8.name()),
-                amqp.getBody());
+                amqp.getBody(),
+                relayedAt);
     }
 
     private static AMQP.BasicProperties properties(DueMessage message, long relayedAt) {
