@@ -19,6 +19,7 @@ import org.springframework.util.unit.DataSize;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 /**
  * How {@link BusinessSpecResolver} turns configuration and trigger beans into businesses, on a plain
@@ -360,6 +361,51 @@ class BusinessSpecResolverTest {
                 .as("the coded business is still resolved")
                 .extracting(BusinessSpec::name)
                 .containsExactly("coded");
+    }
+
+    @Test
+    void theRateCapAndTheOnTimeObjectiveComeFromDefaultsAndTheBusiness() {
+        env.setProperty("relay.defaults.max-rate", "500");
+        env.setProperty("relay.defaults.slo.on-time", "250ms");
+        env.setProperty("relay.businesses.orders.exchange", "orders.ex");
+        env.setProperty("relay.businesses.orders.routing-key", "orders.rk");
+        env.setProperty("relay.businesses.orders.max-rate", "2000");
+        env.setProperty("relay.businesses.orders.slo.target", "0.99");
+        env.setProperty("relay.businesses.plain.exchange", "plain.ex");
+        env.setProperty("relay.businesses.plain.routing-key", "plain.rk");
+
+        List<BusinessSpec> specs = BusinessSpecResolver.resolve(env, List.of());
+
+        assertThat(specs)
+                .extracting(BusinessSpec::name, BusinessSpec::maxRate, BusinessSpec::sloOnTime, BusinessSpec::sloTarget)
+                .containsExactly(
+                        tuple("orders", 2000, Duration.ofMillis(250), 0.99),
+                        tuple("plain", 500, Duration.ofMillis(250), 0.999));
+    }
+
+    @Test
+    void withoutSettingsABusinessHasNoCapAndTheDefaultObjective() {
+        env.setProperty("relay.businesses.orders.exchange", "orders.ex");
+        env.setProperty("relay.businesses.orders.routing-key", "orders.rk");
+
+        BusinessSpec spec = single(BusinessSpecResolver.resolve(env, List.of()));
+
+        assertThat(spec.rateCapped()).isFalse();
+        assertThat(spec.maxRate()).isEqualTo(BusinessSpec.NO_MAX_RATE);
+        assertThat(spec.sloOnTime()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(spec.sloTarget()).isEqualTo(0.999);
+    }
+
+    @Test
+    void aBadObjectiveIsRefusedNamingBusinessPropertyAndValue() {
+        assertThat(problems(s -> s.replace("$", "slo.target=1")))
+                .containsExactly("relay.businesses.b.slo.target=1.0: must be a ratio between 0 and 1 (exclusive), e.g."
+                        + " 0.999");
+        assertThat(problems(s -> s.replace("$", "slo.target=0"))).hasSize(1);
+        assertThat(problems(s -> s.replace("$", "slo.on-time=0s")))
+                .containsExactly("relay.businesses.b.slo.on-time=PT0S: must be a positive duration");
+        assertThat(problems(s -> s.replace("$", "max-rate=0")))
+                .containsExactly("relay.businesses.b.max-rate=0: must be between 1 and 10000000");
     }
 
     @Test
