@@ -166,7 +166,7 @@ class RelayValuesSchemaTest {
             if (name.startsWith("relay.defaults.")) {
                 String key = name.substring("relay.defaults.".length());
                 withRange(schema, BusinessSpecResolver.INTEGER_RANGES.get(key));
-                properties(business).put(key, schema);
+                put(business, key.split("\\."), schema); // a nested key (slo.on-time) is an object of its own
             } else {
                 put(relay, name.substring("relay.".length()).split("\\."), schema);
             }
@@ -237,6 +237,7 @@ class RelayValuesSchemaTest {
         switch (type) {
             case "java.lang.Boolean", "boolean" -> schema.put("type", "boolean");
             case "java.lang.Integer", "int", "java.lang.Long", "long" -> schema.put("type", "integer");
+            case "java.lang.Double", "double" -> schema.put("type", "number");
             case "java.time.Duration" -> {
                 schema.put("type", "string");
                 schema.put("pattern", DURATION);
