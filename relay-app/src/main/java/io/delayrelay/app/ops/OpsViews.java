@@ -57,7 +57,10 @@ final class OpsViews {
         }
     }
 
-    /** A business's settings in force. */
+    /**
+     * A business's settings in force; {@code maxRate} 0: no rate cap; {@code sloOnTimeMs} and {@code sloTarget}: the
+     * on-time objective (the console reads the on-time share from the lag histogram's bucket at sloOnTimeMs).
+     */
     record ConfigView(
             String sourceKey,
             String exchange,
@@ -73,7 +76,10 @@ final class OpsViews {
             int maxAttempts,
             String retryDelay,
             String retryDelayMax,
-            String publishTimeout) {
+            String publishTimeout,
+            int maxRate,
+            long sloOnTimeMs,
+            double sloTarget) {
         static ConfigView of(BusinessSpec spec) {
             return new ConfigView(
                     spec.keys().sourceKey(),
@@ -90,7 +96,10 @@ final class OpsViews {
                     spec.maxAttempts(),
                     spec.retryDelay().toString(),
                     spec.retryDelayMax().toString(),
-                    spec.publishTimeout().toString());
+                    spec.publishTimeout().toString(),
+                    spec.maxRate(),
+                    spec.sloOnTime().toMillis(),
+                    spec.sloTarget());
         }
     }
 

@@ -147,6 +147,37 @@ function rememberSample(name, local) {
   while (list.length > 2 && now - list[1].at >= WINDOW_MS) list.shift();
 }
 
+// share of confirmed messages within the objective's on-time bound, from the lag histogram's bucket at that bound
+// (the relay adds one there): [upper bound ms, cumulative count] pairs, after minus before
+function onTimeShare(after, before, onTimeMs) {
+  const at = (buckets) => { const b = (buckets || []).find((x) => x[0] === onTimeMs); return b ? b[1] : null; };
+  const hit = at(after);
+  if (hit === null) return null;
+  const last = after[after.length - 1][1] - (before && before.length ? before[before.length - 1][1] : 0);
+  const within = hit - (before && before.length ? at(before) || 0 : 0);
+  return last > 0 ? within / last : null;
+}
+
+// on time over the last minute of this instance, else since it started (a quiet minute has no share of its own)
+function onTime(b) {
+  const list = state.samples[b.name] || [];
+  const onTimeMs = b.config.sloOnTimeMs;
+  let share = null;
+  if (list.length >= 2) share = onTimeShare(list[list.length - 1].buckets, list[0].buckets, onTimeMs);
+  if (share === null && b.local && b.local.lagBuckets) share = onTimeShare(b.local.lagBuckets, null, onTimeMs);
+  return share;
+}
+
+function onTimeCell(b) {
+  const share = onTime(b);
+  const target = b.config.sloTarget;
+  const title = 'this instance: share confirmed within ' + duration(b.config.sloOnTimeMs) + ' of due (objective ' +
+    (target * 100).toFixed(2).replace(/\.?0+$/, '') + ' %), over the last minute or since start';
+  if (share === null) return el('td', { class: 'num', title }, '—');
+  const text = (Math.floor(share * 10000) / 100).toFixed(2) + ' %';
+  return el('td', { class: 'num' + (share < target ? ' dead-count' : ''), 'data-field': 'on-time', title }, text);
+}
+
 // relayed per minute and lag p99 of this instance between the oldest kept reading (about a minute ago) and now
 function rates(name) {
   const list = state.samples[name] || [];
@@ -175,6 +206,15 @@ function stateCell(b) {
     pills.push(el('span', { class: 'pill warn', title: p.at ? 'since ' + new Date(p.at).toISOString() : '' },
       'paused' + (by ? ' ' + by : '')));
   } else pills.push(el('span', { class: 'pill ok' }, 'relaying'));
+  if (b.config && b.config.maxRate > 0) {
+    // the fleet-wide cap: with entries due, the due backlog is what the cap holds back
+    const due = b.backlog && b.backlog.due > 0;
+    pills.push(el('span', {
+      class: 'pill ' + (due ? 'warn' : 'info') + ' gap', 'data-field': 'cap',
+      title: 'max-rate: the whole fleet publishes at most ' + fmt.format(b.config.maxRate) + ' messages/s' +
+        (due ? '; the due backlog waits for the cap' : ''),
+    }, 'capped at ' + fmt.format(b.config.maxRate) + '/s'));
+  }
   const td = el('td', {}, pills);
   if (state.overview && state.overview.writeEnabled) {
     // Resume lifts only an operator's pause: a business paused by configuration stays paused until its config says so
@@ -218,11 +258,12 @@ function renderOverview(data) {
       backlog.error ? null : el('td', { class: 'num' }, backlog.oldestOverdueMs ? duration(backlog.oldestOverdueMs) : '—'),
       el('td', { class: 'num' }, r.perMinute === null ? '—' : fmt.format(Math.round(r.perMinute))),
       el('td', { class: 'num' }, r.p99 || '—'),
+      onTimeCell(b),
       el('td', { class: 'num', title: b.scanWidth > b.shards ? 'retired shards still draining' : '' }, draining),
       el('td', { class: 'num' }, instances === null ? '—' : String(instances)));
   });
   const body = $('#overview tbody');
-  body.replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 11, class: 'empty' }, 'No business configured.'))]));
+  body.replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 12, class: 'empty' }, 'No business configured.'))]));
 
   const tile = (label, value, cls) => el('div', { class: 'tile ' + (cls || '') },
     el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));

@@ -14,6 +14,7 @@ import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
@@ -59,7 +60,8 @@ class ConsoleBrowserTest {
             INFLIGHT = 4,
             DEAD = 5,
             RELAYED_PER_MINUTE = 7,
-            SHARDS = 9;
+            ON_TIME = 9,
+            SHARDS = 10;
 
     private final RelayTestKit kit = new RelayTestKit();
     private WebRelay relay;
@@ -115,7 +117,18 @@ class ConsoleBrowserTest {
         Map<String, Object> properties = kit.baseProperties();
         RelayTestKit.business(properties, orders, ordersExchange, "order.due");
         RelayTestKit.business(properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true);
-        RelayTestKit.business(properties, invoices, invoicesExchange, "invoice.due", "shards", 4);
+        // invoices: capped fleet-wide at 60 messages/s, on time within 1 s: a burst of 240 due at once is late
+        RelayTestKit.business(
+                properties,
+                invoices,
+                invoicesExchange,
+                "invoice.due",
+                "shards",
+                4,
+                "max-rate",
+                60,
+                "slo.on-time",
+                "1s");
         properties.put("relay.ops.token", TOKEN);
         properties.put("relay.ops.tokens.alice", ALICE);
         properties.put("relay.metrics.sample-interval", "200ms");
@@ -131,7 +144,7 @@ class ConsoleBrowserTest {
             await().atMost(PAGE_WAIT).untilAsserted(() -> {
                 JsonNode view = relay.get("/actuator/relay/" + business).json();
                 List<String> cells = overviewCells(browser, business);
-                assertThat(cells).as("overview row of %s", business).hasSize(11);
+                assertThat(cells).as("overview row of %s", business).hasSize(12);
                 JsonNode backlog = view.get("backlog");
                 assertThat(cells.get(DUE)).isEqualTo(figure(backlog.get("due").asLong()));
                 assertThat(cells.get(SCHEDULED))
@@ -152,8 +165,32 @@ class ConsoleBrowserTest {
         for (int i = 0; i < 240; i++) {
             producer.scheduleAfter(invoices, "invoice-" + i, Duration.ZERO);
         }
-        assertThat(RelayTestKit.collect(invoicesQueue, 240, Duration.ofSeconds(15), Duration.ZERO))
-                .hasSize(240);
+        List<Received> invoiced = RelayTestKit.collect(invoicesQueue, 240, Duration.ofSeconds(30), Duration.ZERO);
+        assertThat(invoiced).hasSize(240);
+        // the cap: 240 at 60/s take 3 s or more after the first burst of 6; never faster
+        long[] stamps = invoiced.stream()
+                .mapToLong(r -> r.header(RelayHeaders.RELAYED_AT))
+                .sorted()
+                .toArray();
+        assertThat(stamps[239] - stamps[0]).as("240 invoices capped at 60/s").isGreaterThanOrEqualTo(3_500);
+        assertThat(overviewCells(browser, invoices).get(STATE)).contains("capped at 60/s");
+        assertThat(overviewCells(browser, orders).get(STATE)).doesNotContain("capped");
+        // on time: the share within slo.on-time from the lag histogram's bucket there; the capped burst made most of
+        // the invoices later than 1 s, below the objective (99.9 %)
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            JsonNode view = relay.get("/actuator/relay/" + invoices).json();
+            long within = 0;
+            long all = view.get("local").get("lagCount").asLong();
+            for (JsonNode bucket : view.get("local").get("lagBuckets")) {
+                if (bucket.get(0).asLong() == 1_000) {
+                    within = bucket.get(1).asLong();
+                }
+            }
+            assertThat(all).isEqualTo(240);
+            assertThat(within).isLessThan(240);
+            assertThat(overviewCells(browser, invoices).get(ON_TIME))
+                    .isEqualTo(String.format("%.2f %%", Math.floor(within * 10000.0 / all) / 100));
+        });
         await().atMost(PAGE_WAIT)
                 .ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
                 .untilAsserted(() -> assertThat(overviewCells(browser, invoices).get(RELAYED_PER_MINUTE))
