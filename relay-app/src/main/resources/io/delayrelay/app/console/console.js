@@ -175,7 +175,7 @@ function onTimeCell(b) {
     (target * 100).toFixed(2).replace(/\.?0+$/, '') + ' %), over the last minute or since start';
   if (share === null) return el('td', { class: 'num', title }, '—');
   const text = (Math.floor(share * 10000) / 100).toFixed(2) + ' %';
-  return el('td', { class: 'num' + (share < target ? ' dead-count' : ''), 'data-field': 'on-time', title }, text);
+  return el('td', { class: 'num nowrap' + (share < target ? ' dead-count' : ''), 'data-field': 'on-time', title }, text);
 }
 
 // relayed per minute and lag p99 of this instance between the oldest kept reading (about a minute ago) and now
