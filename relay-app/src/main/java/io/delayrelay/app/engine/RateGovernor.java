@@ -9,9 +9,10 @@ import io.delayrelay.app.trigger.BusinessSpec;
  * A business's fleet-wide rate cap ({@code max-rate}) as this instance's workers see it. Before a pop a worker takes
  * an allowance from the business's token bucket in Redis ({@code K:rate}, charged by rate.lua on Redis time, shared
  * by every instance) and pops at most that many entries; what the pop did not use goes back into the bucket. The
- * bucket refills at max-rate per second and holds at most a tenth of a second's worth (the burst); a worker takes
- * nothing unless a chunk of a fiftieth of a second's worth is there (at most a batch), so that a capped business pops
- * batches of a useful size, not one entry per token.
+ * bucket refills at max-rate per second and holds at most a tenth of a second's worth (the burst). A worker takes a
+ * chunk, a fiftieth of a second's worth (at most a batch), and nothing while less than that is there: a capped
+ * business pops batches of a useful size, not one entry per token, and no bigger, so that its shards drain at the
+ * same pace and the earliest due across them go first.
  * <p>
  * When the bucket has no chunk left the workers of this instance wait, without asking Redis, until the bucket says
  * one will be there (a local gate on the monotonic clock): capped workers sleep, they do not spin. A business without
@@ -66,14 +67,17 @@ final class RateGovernor {
     }
 
     /**
-     * The most entries the next pop may take: {@code want} without a cap; else what the bucket grants (0: nothing
-     * now, the gate is closed until a chunk is there).
+     * The most entries the next pop may take: {@code want} without a cap; else what the bucket grants, at most a
+     * chunk (0: nothing now, the gate is closed until a chunk is there).
      */
     int take(BusinessSpec spec, int want) {
         if (!spec.rateCapped()) {
             return want;
         }
-        ShardStore.RateCharge charge = store.chargeRate(spec.keys(), spec.maxRate(), burst(spec), want, chunk(spec), 0);
+        // a chunk per pop: the shards of a backlog drain at the same pace, so that the earliest due across them go
+        // first (a pop takes the earliest of one shard; a whole burst from one shard would run ahead of the others)
+        int ask = (int) Math.min(want, chunk(spec));
+        ShardStore.RateCharge charge = store.chargeRate(spec.keys(), spec.maxRate(), burst(spec), ask, chunk(spec), 0);
         after(spec, charge);
         return charge.granted();
     }

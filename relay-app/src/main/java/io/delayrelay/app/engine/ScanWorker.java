@@ -117,8 +117,8 @@ final class ScanWorker implements Runnable {
                 MDC.put("shard", Integer.toString(shard));
                 int allowance = governor.take(spec, spec.batchSize());
                 if (allowance == 0) {
-                    // capped: the shard is still due; the next worker past the gate takes it
-                    schedule.lower(shard, clock.nowMs());
+                    // capped: the shard is still due, with its place in the earliest-first order
+                    schedule.lower(shard, picker.claimedDue());
                     return;
                 }
                 popped = pop(spec, shard, allowance);

@@ -25,6 +25,9 @@ final class ShardPicker {
     private final ShardSchedule schedule;
     private final LongSupplier redisNowMs;
     private int draining = NONE;
+    /** The due time the schedule knew the shard {@link #next} returned last by: what puts it back unpopped. */
+    private long claimedDue;
+
     /** Whether the shard {@link #next} returned last is known to have due entries. */
     private boolean lastKnownDue;
 
@@ -46,6 +49,15 @@ final class ShardPicker {
         return lastKnownDue;
     }
 
+    /**
+     * The due time the schedule knew the shard {@link #next} returned last by ({@code now} when it claimed any due
+     * shard): a worker that does not pop it after all (the rate cap gave nothing) puts it back with this, keeping its
+     * place.
+     */
+    long claimedDue() {
+        return claimedDue;
+    }
+
     /** The shard to pop next, or {@link #NONE}. */
     int next(int width, IntPredicate quarantined, IntPredicate busy) {
         return next(width, quarantined, busy, false);
@@ -64,13 +76,16 @@ final class ShardPicker {
             // notified meanwhile is peeked instead of being left to a pop that may already have read the shard
             schedule.claim(drained);
             lastKnownDue = true;
+            claimedDue = redisNowMs.getAsLong();
             return drained;
         }
         long now = redisNowMs.getAsLong();
         if (earliestFirst) {
-            int due = schedule.claimEarliestDue(now, quarantined);
-            return due >= 0 && due < width ? due : NONE;
+            ShardSchedule.Earliest due = schedule.claimEarliestDue(now, quarantined);
+            claimedDue = due.dueMs();
+            return due.shard() >= 0 && due.shard() < width ? due.shard() : NONE;
         }
+        claimedDue = now;
         int due = schedule.claimDue(now, quarantined.or(busy));
         if (due < 0) {
             due = schedule.claimDue(now, quarantined);

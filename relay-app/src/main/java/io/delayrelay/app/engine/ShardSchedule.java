@@ -34,6 +34,9 @@ final class ShardSchedule {
     private volatile AtomicLongArray next = new AtomicLongArray(0);
     /** Per shard, how often {@link #lower} ran: a pop's report must not undo a lowering that came after the pop. */
     private volatile AtomicLongArray lowerings = new AtomicLongArray(0);
+    /** The shard {@link #claimEarliestDue} claimed last: its next search starts after it. */
+    private volatile int lastEarliest = -1;
+
     /** When {@link #sweepDue} last allowed a sweep (System.nanoTime). */
     private final AtomicLong lastSweepNanos = new AtomicLong(System.nanoTime());
     /** Runs between the two reads of a report (tests put an announcement there; a no-op otherwise). */
@@ -161,25 +164,36 @@ final class ShardSchedule {
     }
 
     /**
-     * Like {@link #claimDue}, but claims the due shard with the earliest known due time (ties: the lowest index), so
-     * that a rate-capped business, which pops small batches, takes the earliest due across its shards first.
+     * Like {@link #claimDue}, but claims the due shard with the earliest known due time, so that a rate-capped
+     * business, which pops a chunk at a time, takes the earliest due across its shards first. Ties (every shard a
+     * sweep marked due, every shard whose last pop came back full at the same time) go round: the search starts after
+     * the shard claimed last, so a sweep does not send the workers back to shard 0. Returns the shard and the due time
+     * it was known by (to put it back with, see {@link #lower}), or {@code (-1, NONE)}.
      */
-    int claimEarliestDue(long nowMs, IntPredicate skip) {
+    Earliest claimEarliestDue(long nowMs, IntPredicate skip) {
         AtomicLongArray current = next;
-        while (true) {
+        int width = current.length();
+        while (width > 0) {
+            int start = Math.floorMod(lastEarliest + 1, width);
             int best = -1;
             long bestDue = Long.MAX_VALUE;
-            for (int shard = 0; shard < current.length(); shard++) {
+            for (int k = 0; k < width; k++) {
+                int shard = (start + k) % width;
                 long due = current.get(shard);
                 if (due <= nowMs && due < bestDue && !skip.test(shard)) {
                     best = shard;
                     bestDue = due;
                 }
             }
-            if (best < 0 || current.compareAndSet(best, bestDue, NONE)) {
-                return best;
+            if (best < 0) {
+                break;
+            }
+            if (current.compareAndSet(best, bestDue, NONE)) {
+                lastEarliest = best;
+                return new Earliest(best, bestDue);
             }
         }
+        return new Earliest(-1, NONE);
     }
 
     /**

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.delayrelay.api.DelayQueueKeys;
@@ -174,13 +175,19 @@ final class EngineFixture implements AutoCloseable {
     static final class CountingStore extends ShardStore {
         final AtomicInteger pops = new AtomicInteger();
         final AtomicReference<Throwable> failNextPop = new AtomicReference<>();
+        /** Calls of the rate bucket, tokens granted, calls that gave tokens back and how many. */
+        final AtomicInteger rateCharges = new AtomicInteger();
+
+        final AtomicLong granted = new AtomicLong();
+        final AtomicInteger giveBacks = new AtomicInteger();
+        final AtomicLong givenBack = new AtomicLong();
 
         CountingStore(RelayTestKit kit) {
             super(kit.redisFactory());
         }
 
         @Override
-        public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
+        public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit) {
             pops.incrementAndGet();
             Throwable failure = failNextPop.getAndSet(null);
             if (failure instanceof RuntimeException e) {
@@ -189,7 +196,19 @@ final class EngineFixture implements AutoCloseable {
             if (failure instanceof Error e) {
                 throw e;
             }
-            return super.pop(spec, shard, knownDue);
+            return super.pop(spec, shard, knownDue, limit);
+        }
+
+        @Override
+        public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
+            rateCharges.incrementAndGet();
+            if (giveBack > 0) {
+                givenBack.addAndGet(giveBack);
+                giveBacks.incrementAndGet();
+            }
+            RateCharge charge = super.chargeRate(keys, rate, burst, want, chunk, giveBack);
+            granted.addAndGet(charge.granted());
+            return charge;
         }
     }
 
