@@ -125,6 +125,15 @@ public record BusinessSpec(
 
     /** This spec with another rate cap ({@link #NO_MAX_RATE}: none). */
     public BusinessSpec withMaxRate(int rate) {
+        return with(rate, sloOnTime, sloTarget);
+    }
+
+    /** This spec with another on-time objective. */
+    public BusinessSpec withSlo(Duration onTime, double target) {
+        return with(maxRate, onTime, target);
+    }
+
+    private BusinessSpec with(int rate, Duration onTime, double target) {
         return new BusinessSpec(
                 name,
                 keys,
@@ -148,7 +157,7 @@ public record BusinessSpec(
                 paused,
                 outgoing,
                 rate,
-                sloOnTime,
-                sloTarget);
+                onTime,
+                target);
     }
 }

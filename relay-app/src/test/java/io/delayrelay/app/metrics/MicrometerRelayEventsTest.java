@@ -73,6 +73,46 @@ class MicrometerRelayEventsTest {
         assertThat(registry.get(RelayMeterNames.ERRORS).counter().count()).isEqualTo(1.0);
     }
 
+    @Test
+    void countsOnTimeMessagesAgainstSloOnTimeWhichTheLagHistogramHasABucketFor() {
+        BusinessSpec orders = spec("orders");
+        events.register(orders);
+        // default slo.on-time 1 s: lags of 1,000 ms and 100 ms are on time, 1,001 ms is not
+        events.relayed(orders, 0, List.of(message(1_000), message(1_900), message(999)), 2_000);
+
+        assertThat(registry.get(RelayMeterNames.ON_TIME).counter().count()).isEqualTo(2.0);
+        assertThat(registry.get(RelayMeterNames.SLO_TARGET).gauge().value()).isEqualTo(0.999);
+        assertThat(registry.get(RelayMeterNames.SLO_ON_TIME).gauge().value()).isEqualTo(1.0);
+        assertThat(registry.get(RelayMeterNames.EARLY).counter().count()).isZero();
+
+        // a reloaded slo.on-time of 300 ms: the histogram gets a bucket there (a new timer), the counter follows
+        events.register(orders.withSlo(Duration.ofMillis(300), 0.99));
+        events.relayed(orders, 0, List.of(message(1_000), message(1_800)), 2_000);
+
+        assertThat(registry.get(RelayMeterNames.ON_TIME).counter().count()).isEqualTo(3.0);
+        assertThat(registry.get(RelayMeterNames.SLO_TARGET).gauge().value()).isEqualTo(0.99);
+        assertThat(registry.get(RelayMeterNames.LAG).timer().takeSnapshot().histogramCounts())
+                .anySatisfy(b -> assertThat(b.bucket(TimeUnit.MILLISECONDS)).isEqualTo(300.0));
+        assertThat(registry.get(RelayMeterNames.LAG).timers()).hasSize(1);
+    }
+
+    @Test
+    void countsEarlyPublishesAndFollowsTheRateAllowanceOfACappedBusiness() {
+        BusinessSpec orders = spec("orders");
+        events.register(orders);
+        assertThat(registry.get(RelayMeterNames.MAX_RATE).gauge().value()).isZero();
+        assertThat(registry.get(RelayMeterNames.RATE_ALLOWANCE).gauge().value()).isNaN();
+
+        BusinessSpec capped = orders.withMaxRate(2_000);
+        events.register(capped);
+        events.rateCharged(capped, 40, 160);
+        events.publishedEarly(capped, 0, 2);
+
+        assertThat(registry.get(RelayMeterNames.MAX_RATE).gauge().value()).isEqualTo(2_000.0);
+        assertThat(registry.get(RelayMeterNames.RATE_ALLOWANCE).gauge().value()).isEqualTo(160.0);
+        assertThat(registry.get(RelayMeterNames.EARLY).counter().count()).isEqualTo(2.0);
+    }
+
     private static DueMessage message(long dueAtMs) {
         return new DueMessage("orders", 0, new byte[] {1}, new byte[] {1}, false, dueAtMs, dueAtMs, 1, "id");
     }
