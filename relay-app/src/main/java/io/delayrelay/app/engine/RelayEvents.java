@@ -40,6 +40,12 @@ public interface RelayEvents {
      */
     default void wakeMode(BusinessSpec spec, boolean keyspace) {}
 
+    /**
+     * This instance's share of the business's shards changed: it pops {@code owned} of them, one of {@code seats}
+     * live seats in the fleet's division.
+     */
+    default void divisionChanged(BusinessSpec spec, int owned, int seats) {}
+
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {}
 }

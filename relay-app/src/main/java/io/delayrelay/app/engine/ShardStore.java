@@ -34,6 +34,7 @@ public class ShardStore {
     private static final RedisScript<List> RESHARD = script("reshard");
     private static final RedisScript<byte[]> UNDRAIN = lua("undrain", byte[].class);
     private static final RedisScript<Long> SHARD_SIZE = lua("shard-size", Long.class);
+    private static final RedisScript<List> SEAT = script("seat");
 
     /**
      * How long a due schedule held back by its member's unsettled flight waits before a pop looks at it again: a
@@ -199,6 +200,31 @@ public class ShardStore {
     }
 
     private static final byte[] ROUND_VALUE = {'1'};
+
+    /**
+     * A renewed seat in the fleet's division of a business's shards: {@code rank} (0-based) among {@code of} live
+     * seats, {@code seat} the number drawn from {@code K:cursor}, {@code dropped} expired seats removed now.
+     */
+    record Seat(long seat, int rank, int of, int dropped) {}
+
+    /**
+     * Renews {@code holder}'s seat for {@code ttlMs} (drawing one with {@code INCR K:cursor} when it has none or it
+     * expired) and drops expired seats: {@code seat.lua}, one slot ({@code K:cursor}'s).
+     */
+    public Seat takeSeat(DelayQueueKeys keys, String holder, long ttlMs) {
+        List<?> reply = redis.execute(SEAT, seatKeys(keys), bytes(holder), num(ttlMs), bytes("renew"));
+        return new Seat(asLong(reply.get(2)), (int) asLong(reply.get(0)), (int) asLong(reply.get(1)), (int)
+                asLong(reply.get(4)));
+    }
+
+    /** Gives {@code holder}'s seat up: the other instances divide the shards without it at their next renewal. */
+    public void leaveSeat(DelayQueueKeys keys, String holder) {
+        redis.execute(SEAT, seatKeys(keys), bytes(holder), num(0), bytes("leave"));
+    }
+
+    private static List<byte[]> seatKeys(DelayQueueKeys keys) {
+        return List.of(bytes(keys.cursor()), bytes(keys.seats()));
+    }
 
     /** ARGV of requeue.lua before the members. */
     private static final int REQUEUE_FIXED_ARGS = 7;

@@ -139,6 +139,13 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void divisionChanged(BusinessSpec spec, int owned, int seats) {
+        BusinessMeters meters = meters(spec);
+        meters.shardsOwned.set(owned);
+        meters.seats.set(seats);
+    }
+
+    @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
         try {
             BusinessMeters meters = meters(spec);
@@ -241,6 +248,8 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong oldestOverdueMs = new AtomicLong();
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
+        final AtomicLong shardsOwned = new AtomicLong();
+        final AtomicLong seats = new AtomicLong();
         final AtomicLong paused = new AtomicLong();
         /** Monotonic time of the last successful sample's reading; 0: none yet. */
         final AtomicLong sampledAtNanos = new AtomicLong();
@@ -319,6 +328,14 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .register(registry);
             Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get)
                     .description("Shard count producers hash into")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.SHARDS_OWNED, shardsOwned, AtomicLong::get)
+                    .description("Shards this instance pops in the fleet's division")
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
+            Gauge.builder(RelayMeterNames.SEATS, seats, AtomicLong::get)
+                    .description("Live seats (relay instances) in the business's division of the shards")
                     .tag(TAG_BUSINESS, business)
                     .register(registry);
             Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get)

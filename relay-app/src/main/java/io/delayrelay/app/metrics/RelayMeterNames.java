@@ -39,6 +39,13 @@ public final class RelayMeterNames {
     public static final String BACKLOG_SAMPLE_AGE = "delay.relay.backlog.sample.age";
     /** Gauge: current shard count M. Prometheus {@code delay_relay_shards}. */
     public static final String SHARDS = "delay.relay.shards";
+    /**
+     * Gauge: shards this instance pops in the fleet's division (INCR K:cursor seats). Prometheus
+     * {@code delay_relay_shards_owned}: summed over the fleet it equals the scan width when each shard has one owner.
+     */
+    public static final String SHARDS_OWNED = "delay.relay.shards.owned";
+    /** Gauge: live seats in the business's division, as this instance last saw. Prometheus {@code delay_relay_seats}. */
+    public static final String SEATS = "delay.relay.seats";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
     public static final String THREADS = "delay.relay.threads";
     /**

@@ -7,10 +7,10 @@
 -- ARGV[5] byte budget of the reply (members plus payloads; optional): the batch ends before the entry that would
 --         exceed it, one entry is always taken; entries left out stay where they are, due, for the next pop
 -- ARGV[6] '1' when the caller knows the shard has due entries (its last pop of it came back full): the emptiness
---         probe (two ZRANGEs before TIME) is skipped (optional; anything else probes)
+--         probe (EXISTS and two ZRANGEs before TIME) is skipped (optional; anything else probes)
 -- Returns {now, n, nextDue, expired, member1, due1, payload1, failed1, member2, ...}
 --   n = 0: nothing due; nextDue = the earliest score in K:i or inflight, or -1 when both are empty (then now = 0:
---          an empty shard, the common idle case, costs two ZRANGEs and no TIME).
+--          an empty shard, the common idle case, costs one EXISTS and no TIME).
 --   n > 0: nextDue = the earliest score left (-1 when empty), or now when the batch came back full (count or byte
 --          budget): more is due, the caller comes back at once, so the two ZRANGEs that would say so are skipped.
 --          dueX is the entry's original due time (kept across retries, so the AMQP message id is too), payloadX is
@@ -31,6 +31,10 @@
 local known = ARGV[6] == '1'
 local first, firstFlight = {}, {}
 if not known then
+  -- an empty shard (the idle case, and most of a sweep) costs one EXISTS
+  if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+    return {0, 0, -1, 0}
+  end
   first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   firstFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   if not first[2] and not firstFlight[2] then
