@@ -13,6 +13,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One business in the engine: its state, its worker pool, its batch settler, and what its workers share (the wake
  * signal, the known due times). Starts, stops and re-configures them together.
+ * <p>
+ * Longer than 300 lines because it is where a business's parts meet: start and stop, topology adoption, hot reload,
+ * the wake-up sources' port ({@link ShardWakeups}) and its seat in the fleet's {@link ShardDivision}; the work of
+ * each lives in its own class.
  */
 public final class BusinessRelay implements ShardWakeups {
 
@@ -255,14 +259,14 @@ public final class BusinessRelay implements ShardWakeups {
         ShardDivision.Share after = division.effective();
         if (!after.equals(before) || !reported) {
             reported = true;
-            int owned = ownedCount(after);
+            int owned = after.count(state.scanWidth());
             events.emit(spec, -1, e -> e.divisionChanged(spec, owned, after.of()));
         }
         if (!after.equals(before)) {
             log.info(
                     "business={}: this instance pops {} of {} shards now (seat {}, rank {} of {} live seats){}",
                     spec.name(),
-                    ownedCount(after),
+                    after.count(state.scanWidth()),
                     state.scanWidth(),
                     after.seat(),
                     after.rank(),
@@ -275,16 +279,6 @@ public final class BusinessRelay implements ShardWakeups {
             }
             signal.wakeAll();
         }
-    }
-
-    private int ownedCount(ShardDivision.Share share) {
-        int owned = 0;
-        for (int shard = 0; shard < state.scanWidth(); shard++) {
-            if (share.owns(shard)) {
-                owned++;
-            }
-        }
-        return owned;
     }
 
     /** Gives up the seat at stop: the other instances take this one's shards at their next renewal. */

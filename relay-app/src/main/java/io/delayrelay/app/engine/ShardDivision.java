@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
+import java.util.stream.IntStream;
 
 import io.delayrelay.api.DelayQueueKeys;
 
@@ -53,6 +54,11 @@ public final class ShardDivision {
 
         public boolean owns(int shard) {
             return of <= 1 || shard % of == rank;
+        }
+
+        /** How many of the shards {@code 0..width-1} this share pops. */
+        public int count(int width) {
+            return (int) IntStream.range(0, width).filter(this::owns).count();
         }
     }
 
