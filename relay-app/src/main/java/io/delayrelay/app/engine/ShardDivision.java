@@ -17,8 +17,8 @@ import io.delayrelay.api.DelayQueueKeys;
  * <p>
  * Hand-over: a seat not renewed within the TTL (its instance died, was frozen, or lost Redis) is dropped by the next
  * renewal of another instance, and every instance takes its new share at its own next renewal: a shard whose
- * instance stopped renewing at t is popped by another one by t + TTL + TTL/3 (4 s at the default 3 s TTL), and at
- * once after a graceful stop (the seat is given up). Newly taken shards are swept (popped once) at once.
+ * instance stopped renewing at t is popped by another one by t + TTL + TTL/3 (12 s at the default 9 s TTL; the
+ * killed instance's leases take the lease, 30 s, anyway), and at the others' next renewal after a graceful stop (the seat is given up). Newly taken shards are swept (popped once) at once.
  * <p>
  * An instance that could not renew its seat for a whole TTL pops every shard: it may have been dropped, and a shard
  * no one pops would be worse than a shard popped twice (pops are atomic: two poppers cost work, never a duplicate).
@@ -35,7 +35,7 @@ public final class ShardDivision {
      */
     public record Settings(boolean enabled, Duration seatTtl) {
 
-        public static final Duration DEFAULT_SEAT_TTL = Duration.ofSeconds(3);
+        public static final Duration DEFAULT_SEAT_TTL = Duration.ofSeconds(9);
         public static final Settings DEFAULT = new Settings(true, DEFAULT_SEAT_TTL);
 
         /** How often each instance renews its seat. */

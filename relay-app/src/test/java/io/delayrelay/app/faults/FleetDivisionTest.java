@@ -36,14 +36,14 @@ import static org.awaitility.Awaitility.await;
  * The fleet's division of the shards (INCR K:cursor seats), black-box: three exec-jar relays of one business. In the
  * steady state each shard is popped by exactly one instance (Redis MONITOR, pops attributed by client name); after
  * kill -9 of one instance, and after SIGSTOP of another, the shards they popped are taken over within the stated bound
- * (seat TTL + a third of it: 4 s at the default 3 s), and nothing is lost or delivered twice.
+ * (seat TTL + a third of it: 12 s at the default 9 s), and nothing is lost or delivered twice.
  */
 @Tag("faults")
 class FleetDivisionTest {
 
     static final int SHARDS = 12;
     /** relay.division.seat-ttl's default. */
-    static final Duration SEAT_TTL = Duration.ofSeconds(3);
+    static final Duration SEAT_TTL = Duration.ofSeconds(9);
     /** The stated hand-over bound: the seat expires within its TTL, the others take over at their next renewal. */
     static final Duration HAND_OVER = SEAT_TTL.plus(SEAT_TTL.dividedBy(3));
     /** Margin for a loaded 2-core machine: a poll (max-idle 100 ms), a publish and the consumer. */
@@ -94,7 +94,7 @@ class FleetDivisionTest {
                 .atMost(Duration.ofSeconds(20))
                 .until(() -> seats(keys).size() == 3);
         // every instance renews once more after the third joined, so all three know of each other
-        Thread.sleep(SEAT_TTL.dividedBy(3).plusMillis(500).toMillis());
+        awaitEveryoneRenewedSince(keys, kit.redisNowMs());
 
         // 1. steady state: who pops which shard, for 3 s
         Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(3));
@@ -155,7 +155,7 @@ class FleetDivisionTest {
         await("B back with a new seat")
                 .atMost(Duration.ofSeconds(15))
                 .until(() -> seats(keys).size() == 2);
-        Thread.sleep(SEAT_TTL.dividedBy(3).plusMillis(500).toMillis());
+        awaitEveryoneRenewedSince(keys, kit.redisNowMs());
         Map<Integer, Set<String>> thawed = poppersPerShard(business, Duration.ofSeconds(2));
         thawed.forEach((shard, who) ->
                 assertThat(who).as("after B thawed, shard %d", shard).hasSize(1));
@@ -280,6 +280,19 @@ class FleetDivisionTest {
             }
         }
         return names;
+    }
+
+    /**
+     * Waits until every seat was renewed after {@code sinceMs} (Redis time): each renewal sets the deadline to now +
+     * TTL, so every deadline is then past {@code sinceMs} + TTL.
+     */
+    private void awaitEveryoneRenewedSince(DelayQueueKeys keys, long sinceMs) {
+        await("every seat renewed since " + sinceMs)
+                .atMost(SEAT_TTL.plusSeconds(10))
+                .pollInterval(Duration.ofMillis(100))
+                .until(() -> seats(keys).values().stream()
+                        .mapToLong(v -> Long.parseLong(v.substring(v.indexOf(':') + 1)))
+                        .allMatch(deadline -> deadline > sinceMs + SEAT_TTL.toMillis()));
     }
 
     private Map<String, String> seats(DelayQueueKeys keys) {
