@@ -326,26 +326,26 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .baseUnit("seconds")
                     .tag(TAG_BUSINESS, business)
                     .register(registry);
-            Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get)
-                    .description("Shard count producers hash into")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.SHARDS_OWNED, shardsOwned, AtomicLong::get)
-                    .description("Shards this instance pops in the fleet's division")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.SEATS, seats, AtomicLong::get)
-                    .description("Live seats (relay instances) in the business's division of the shards")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get)
-                    .description("Worker threads")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
-                    .description("1 while the business is paused (by configuration or an operator), else 0")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
+            gauge(registry, business, RelayMeterNames.SHARDS, shards, "Shard count producers hash into");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.SHARDS_OWNED,
+                    shardsOwned,
+                    "Shards this instance pops in the fleet's division");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.SEATS,
+                    seats,
+                    "Live seats (relay instances) in the business's division of the shards");
+            gauge(registry, business, RelayMeterNames.THREADS, threads, "Worker threads");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.PAUSED,
+                    paused,
+                    "1 while the business is paused (by configuration or an operator), else 0");
             for (boolean keyspace : new boolean[] {true, false}) {
                 Gauge.builder(RelayMeterNames.WAKE_MODE, keyspaceMode, v -> keyspace ? v.get() : 1 - v.get())
                         .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
@@ -355,6 +355,14 @@ public class MicrometerRelayEvents implements RelayEvents {
                                 keyspace ? RelayMeterNames.MODE_KEYSPACE : RelayMeterNames.MODE_POLLING)
                         .register(registry);
             }
+        }
+
+        private static void gauge(
+                MeterRegistry registry, String business, String name, AtomicLong value, String description) {
+            Gauge.builder(name, value, AtomicLong::get)
+                    .description(description)
+                    .tag(TAG_BUSINESS, business)
+                    .register(registry);
         }
 
         private double sampleAgeSeconds() {
