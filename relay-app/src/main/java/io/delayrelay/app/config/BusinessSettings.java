@@ -23,6 +23,7 @@ public class BusinessSettings {
     public static final String DEFAULT_EXCHANGE_TYPE = "direct";
     public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
     public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
+    public static final String DEFAULT_ON_LATE = "dead";
 
     /** Source key K of the business's shards; default delayqueue:<business>. No '{' or '}'. */
     private String sourceKey;
@@ -83,6 +84,32 @@ public class BusinessSettings {
 
     /** How long a dead letter is kept; older ones are trimmed (with their payloads). */
     private Duration deadMaxAge = DEFAULT_DEAD_MAX_AGE;
+
+    /**
+     * How late after its due time an entry may still be published; a pop that finds it later (on Redis time; a
+     * retry counts from the original due time) sends it to the dead set with reason expired, or drops it (on-late).
+     * None by default: delivered however late.
+     */
+    private Duration maxLateness;
+
+    /** What happens to an entry past max-lateness or its own expiry: dead (dead set, replayable) or drop. */
+    private String onLate = DEFAULT_ON_LATE;
+
+    public Duration getMaxLateness() {
+        return maxLateness;
+    }
+
+    public void setMaxLateness(Duration maxLateness) {
+        this.maxLateness = maxLateness;
+    }
+
+    public String getOnLate() {
+        return onLate;
+    }
+
+    public void setOnLate(String onLate) {
+        this.onLate = onLate;
+    }
 
     public String getSourceKey() {
         return sourceKey;

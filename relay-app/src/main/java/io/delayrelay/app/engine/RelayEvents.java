@@ -22,6 +22,13 @@ public interface RelayEvents {
     /** Entries moved to the dead set. */
     default void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {}
 
+    /**
+     * Entries the late policy dropped (on-late: drop): popped past max-lateness or their own expiry, removed
+     * unpublished; {@code reason} is {@link DeadReason#EXPIRED}'s tag. (Late entries dead-lettered instead are
+     * reported by {@link #deadLettered} with reason expired.)
+     */
+    default void dropped(BusinessSpec spec, int shard, DeadReason reason, int count) {}
+
     /** Dead letters removed to keep the dead set within a bound ({@code max-size} or {@code max-age}). */
     default void deadTrimmed(BusinessSpec spec, String bound, long count) {}
 

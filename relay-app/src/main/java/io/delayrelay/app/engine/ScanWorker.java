@@ -138,6 +138,8 @@ final class ScanWorker implements Runnable {
         }
         schedule.record(shard, popped.nextDueMs(), stamp);
         failures = 0;
+        // the late policy already moved these (dead set or dropped) in the pop: only reported here
+        events.late(spec, shard, spec.dropLate(), popped.late());
         if (popped.expiredLeases() > 0) {
             // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard, and
             // come due again after the retry delay

@@ -42,8 +42,12 @@ public class ShardStore {
      */
     static final long BLOCKED_RECHECK_MS = 50;
 
-    /** pop.lua's reply header: now, n, nextDue, expired; the entries follow. */
-    private static final int POP_HEADER = 4;
+    /** pop.lua's reply header: now, n, nextDue, expired, late; the entries follow, then the late entries. */
+    private static final int POP_HEADER = 5;
+
+    private static final byte[] DROP = bytes("drop");
+    private static final byte[] DEAD = bytes("dead");
+    private static final byte[] NO_LIMIT = bytes("");
 
     /** A flag argument of pop.lua (the shard is known due) and ack.lua (a member had a payload). */
     private static final byte[] YES = {'1'};
@@ -52,7 +56,12 @@ public class ShardStore {
 
     /** Keys of pop.lua, in its KEYS order. */
     private static final int[] POP_KEYS = {
-        DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS
+        DelayQueueKeys.SHARD,
+        DelayQueueKeys.PAYLOADS,
+        DelayQueueKeys.INFLIGHT,
+        DelayQueueKeys.ATTEMPTS,
+        DelayQueueKeys.DEAD,
+        DelayQueueKeys.DEAD_REASONS
     };
     /** Keys of ack.lua, in its KEYS order. */
     private static final int[] ACK_KEYS = {
@@ -106,11 +115,14 @@ public class ShardStore {
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
                 num(spec.batchBytes()),
-                knownDue ? YES : NO);
+                knownDue ? YES : NO,
+                spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()),
+                spec.dropLate() ? DROP : DEAD);
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
         int expired = (int) asLong(reply.get(3));
+        int lateCount = (int) asLong(reply.get(4));
         List<PopResult.Entry> entries = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             int base = POP_HEADER + i * 4;
@@ -124,7 +136,16 @@ public class ShardStore {
                     payload,
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
-        return new PopResult(now, entries, nextDue, token, expired);
+        List<PopResult.Late> late = lateCount == 0 ? List.of() : new ArrayList<>(lateCount);
+        for (int i = 0; i < lateCount; i++) {
+            int base = POP_HEADER + n * 4 + i * 3;
+            byte[] expiry = (byte[]) reply.get(base + 2);
+            late.add(new PopResult.Late(
+                    (byte[]) reply.get(base),
+                    parseScore((byte[]) reply.get(base + 1)),
+                    expiry == null || expiry.length == 0 ? -1 : parseScore(expiry)));
+        }
+        return new PopResult(now, entries, nextDue, token, expired, late);
     }
 
     /**

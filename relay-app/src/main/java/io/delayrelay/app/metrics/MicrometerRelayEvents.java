@@ -169,6 +169,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void dropped(BusinessSpec spec, int shard, DeadReason reason, int count) {
+        counter(RelayMeterNames.DROPPED, spec.name(), RelayMeterNames.TAG_REASON, reason.tag(), count);
+    }
+
+    @Override
     public void deadTrimmed(BusinessSpec spec, String bound, long count) {
         try {
             meters(spec);
@@ -293,6 +298,11 @@ public class MicrometerRelayEvents implements RelayEvents {
                         .tag(RelayMeterNames.TAG_REASON, reason.tag())
                         .register(registry);
             }
+            Counter.builder(RelayMeterNames.DROPPED)
+                    .description("Late entries removed unpublished (on-late: drop)")
+                    .tag(TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_REASON, DeadReason.EXPIRED.tag())
+                    .register(registry);
             for (PublishOutcome.Cause cause : PublishOutcome.Cause.values()) {
                 // an unroutable message is dead-lettered at once (dead_lettered_total{reason="unroutable"}), never
                 // counted as a publish failure: a series for it would stay 0 forever

@@ -13,6 +13,12 @@ public final class RelayMeterNames {
     /** Counter: entries moved to the dead set, tag {@link #TAG_REASON}. Prometheus {@code delay_relay_dead_lettered_total}. */
     public static final String DEAD_LETTERED = "delay.relay.dead.lettered";
     /**
+     * Counter: entries removed unpublished by the late policy ({@code on-late: drop}), tag {@link #TAG_REASON}
+     * ({@code expired}). Prometheus {@code delay_relay_dropped_total}. (With {@code on-late: dead} they count in
+     * {@link #DEAD_LETTERED} with reason {@code expired}.)
+     */
+    public static final String DROPPED = "delay.relay.dropped";
+    /**
      * Counter: dead letters removed by the dead-set bounds, tag {@link #TAG_BOUND}. Prometheus
      * {@code delay_relay_dead_trimmed_total}.
      */

@@ -30,6 +30,8 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param deadMaxAge       longest a dead letter is kept
  * @param paused           whether configuration pauses the workers (an operator may pause them too)
  * @param outgoing         how entries become AMQP messages
+ * @param maxLateness      how late after its (original) due time an entry may still be published, or null: no limit
+ * @param dropLate         whether an entry past max-lateness or its own expiry is dropped (else dead-lettered)
  */
 public record BusinessSpec(
         String name,
@@ -52,4 +54,84 @@ public record BusinessSpec(
         int deadMaxSize,
         Duration deadMaxAge,
         boolean paused,
-        OutgoingMessages outgoing) {}
+        OutgoingMessages outgoing,
+        Duration maxLateness,
+        boolean dropLate) {
+
+    /** A business without a late policy (every entry is delivered however late). */
+    public BusinessSpec(
+            String name,
+            DelayQueueKeys keys,
+            int shards,
+            int threads,
+            String threadNamePrefix,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int batchSize,
+            long batchBytes,
+            Duration maxIdle,
+            Duration lease,
+            int maxAttempts,
+            Duration retryDelay,
+            Duration retryDelayMax,
+            Duration publishTimeout,
+            int deadMaxSize,
+            Duration deadMaxAge,
+            boolean paused,
+            OutgoingMessages outgoing) {
+        this(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                null,
+                false);
+    }
+
+    /** The same settings with a late policy. */
+    public BusinessSpec withLatePolicy(Duration maxLateness, boolean dropLate) {
+        return new BusinessSpec(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate);
+    }
+}
