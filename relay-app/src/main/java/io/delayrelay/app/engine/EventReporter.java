@@ -98,6 +98,33 @@ final class EventReporter {
         }
     }
 
+    /** Options of a message the relay did not apply (headers it sets itself, an envelope it cannot read). */
+    void optionsIgnored(BusinessSpec spec, int shard, byte[] member, MessageOptions options) {
+        if (options.problem() != null) {
+            log.warn(
+                    "business={} shard={}: member {}: {}; published the payload whole as the body",
+                    spec.name(),
+                    shard,
+                    preview(member),
+                    options.problem());
+            emit(spec, shard, e -> e.optionsIgnored(spec, shard, "malformed", 1));
+        }
+        if (!options.refused().isEmpty()) {
+            log.warn(
+                    "business={} shard={}: member {}: header(s) {} not published: the relay sets x-delay-* headers"
+                            + " itself",
+                    spec.name(),
+                    shard,
+                    preview(member),
+                    options.refused());
+            emit(
+                    spec,
+                    shard,
+                    e -> e.optionsIgnored(
+                            spec, shard, "relay-header", options.refused().size()));
+        }
+    }
+
     void leaseExpired(BusinessSpec spec, int shard, int count) {
         if (count == 0) {
             return;

@@ -29,6 +29,13 @@ public interface RelayEvents {
      */
     default void dropped(BusinessSpec spec, int shard, DeadReason reason, int count) {}
 
+    /**
+     * Per-message options the relay did not apply: {@code reason} {@code relay-header} (a producer header named like
+     * one the relay sets, not published) or {@code malformed} (an options envelope it could not read: published
+     * whole as the body).
+     */
+    default void optionsIgnored(BusinessSpec spec, int shard, String reason, int count) {}
+
     /** Dead letters removed to keep the dead set within a bound ({@code max-size} or {@code max-age}). */
     default void deadTrimmed(BusinessSpec spec, String bound, long count) {}
 

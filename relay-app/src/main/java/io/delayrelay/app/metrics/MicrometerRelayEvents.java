@@ -174,6 +174,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void optionsIgnored(BusinessSpec spec, int shard, String reason, int count) {
+        counter(RelayMeterNames.OPTIONS_IGNORED, spec.name(), RelayMeterNames.TAG_REASON, reason, count);
+    }
+
+    @Override
     public void deadTrimmed(BusinessSpec spec, String bound, long count) {
         try {
             meters(spec);

@@ -19,6 +19,12 @@ public final class RelayMeterNames {
      */
     public static final String DROPPED = "delay.relay.dropped";
     /**
+     * Counter: per-message options the relay did not apply, tag {@link #TAG_REASON} ({@code relay-header}: a
+     * producer header named x-delay-*, not published; {@code malformed}: an envelope it could not read, published
+     * whole). Prometheus {@code delay_relay_options_ignored_total}.
+     */
+    public static final String OPTIONS_IGNORED = "delay.relay.options.ignored";
+    /**
      * Counter: dead letters removed by the dead-set bounds, tag {@link #TAG_BOUND}. Prometheus
      * {@code delay_relay_dead_trimmed_total}.
      */
