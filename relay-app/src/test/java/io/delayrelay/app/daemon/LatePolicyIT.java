@@ -118,7 +118,7 @@ class LatePolicyIT {
                 }
             }
         }
-        JsonNode dead = ops.get("/actuator/relay/" + business + "/dead?limit=500");
+        JsonNode dead = ops.getAsOperator("/actuator/relay/" + business + "/dead?limit=500");
         assertThat(dead).as("the operator's dead-letter view").isNotNull();
         assertThat(dead.toString()).contains("expired: ").contains("stale-1");
         String metric =
@@ -186,7 +186,7 @@ class LatePolicyIT {
                         "tenant=acme",
                         RelayHeaders.ID + "=order-7",
                         RelayHeaders.BUSINESS + "=" + business);
-        JsonNode dead = ops.get("/actuator/relay/" + business + "/dead?limit=10");
+        JsonNode dead = ops.getAsOperator("/actuator/relay/" + business + "/dead?limit=10");
         assertThat(dead).isNotNull();
         assertThat(dead.toString()).contains("code-8").contains("expired: past its expiry");
         assertThat(kit.countAll(business, "dead")).isEqualTo(1);
