@@ -96,16 +96,21 @@ class LatePolicyIT {
         assertThat(all).extracting(Received::text).allMatch(t -> t.startsWith("fresh-"));
         assertThat(all).hasSize(FRESH);
         long worst = 0;
+        long worstStamp = 0;
         for (Received r : all) {
             long due = r.header(RelayHeaders.DUE_AT);
             assertThat(due).isGreaterThanOrEqualTo(freshFrom + 500);
             assertThat(r.header(RelayHeaders.RELAYED_AT)).as("never early").isGreaterThanOrEqualTo(due);
             worst = Math.max(worst, r.receivedAtMs() - due);
+            worstStamp = Math.max(worstStamp, r.header(RelayHeaders.RELAYED_AT) - due);
         }
         System.out.printf(
-                "FIGURE late policy (a): %d stale entries dead at start, %d fresh delivered, worst arrival lag %d ms%n",
-                STALE, all.size(), worst);
-        assertThat(worst).as("fresh ones on time (margin for a loaded machine)").isLessThan(1_000);
+                "FIGURE late policy (a): %d stale entries dead at start, %d fresh delivered, worst pop lag"
+                        + " (x-delay-relayed-at - due) %d ms, worst arrival lag %d ms%n",
+                STALE, all.size(), worstStamp, worst);
+        // on time: well inside max-lateness (2 s), with margin for a loaded machine and a cold JVM (C1 only)
+        assertThat(worstStamp).as("popped on time").isLessThan(1_000);
+        assertThat(worst).as("arrived on time").isLessThan(2_000);
 
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         await().atMost(Duration.ofSeconds(10)).until(() -> kit.countAll(business, "dead") == STALE);
