@@ -179,6 +179,34 @@ class LatePolicyPopTest {
         assertThat(replay.entries().get(0).payload()).isEqualTo(envelope(expiry, "one-time code"));
     }
 
+    @Test
+    void aReloadedPolicyAppliesFromTheNextPop() {
+        BusinessSpec none = f.spec("reload").maxIdle(Duration.ofMillis(20)).build();
+        EngineFixture.ConfirmingPublisher publisher = new EngineFixture.ConfirmingPublisher();
+        java.util.List<Integer> deadExpired = new java.util.concurrent.CopyOnWriteArrayList<>();
+        BusinessRelay relay = f.start(none, publisher, new RelayEvents() {
+            @Override
+            public void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {
+                if (reason == DeadReason.EXPIRED) {
+                    deadExpired.add(count);
+                }
+            }
+        });
+        f.zadd(none, 0, "late-but-delivered", f.kit.redisNowMs() - 10_000);
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.published.size() == 1);
+
+        relay.update(none.withLatePolicy(Duration.ofSeconds(2), false), 0);
+        f.zadd(none, 0, "late-and-dead", f.kit.redisNowMs() - 10_000);
+
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> deadExpired.stream().mapToInt(i -> i).sum() == 1);
+        assertThat(publisher.published).extracting(m -> text(m.member())).containsExactly("late-but-delivered");
+        try (RedisConnection c = f.kit.redis()) {
+            assertThat(c.zSetCommands().zScore(bytes(none.keys().dead(0)), bytes("late-and-dead")))
+                    .isNotNull();
+        }
+    }
+
     /** A contract v2 payload with an expiry and no headers (what schedule.lua writes). */
     static byte[] envelope(long expiry, String message) {
         byte[] head = ("DR2:" + expiry + ":0:").getBytes(StandardCharsets.US_ASCII);
