@@ -1,4 +1,4 @@
--- delay-relay producer contract v1: cancel.lua
+-- delay-relay producer contract v2 (unchanged since v1): cancel.lua
 -- Removes a scheduled entry (waiting in K:i) from one shard. An entry already popped (in flight) is being
 -- delivered and is not touched; neither is a dead letter.
 -- Any client may load it (SCRIPT LOAD, then EVALSHA); the Java producer (relay-api) runs this very file.

@@ -1,4 +1,4 @@
--- delay-relay producer contract v1: reschedule.lua
+-- delay-relay producer contract v2 (unchanged since v1): reschedule.lua
 -- Moves an entry that is scheduled (waiting in K:i) to a new due time, and wakes the relay when it became the
 -- shard's earliest entry. Its payload (when scheduled by id) is kept. An entry not scheduled (never was, already
 -- relayed, in flight, dead) is left alone.

@@ -1,4 +1,4 @@
--- delay-relay producer contract v1: schedule.lua
+-- delay-relay producer contract v2: schedule.lua (v1 calls, without ARGV[7..], do exactly what v1 did)
 -- Schedules one entry in one shard, by message or by id, and wakes the relay when it became the shard's
 -- earliest entry. Scheduling a member that is already scheduled replaces its due time (and payload).
 -- Any client may load it (SCRIPT LOAD, then EVALSHA); the Java producer (relay-api) runs this very file.
@@ -16,6 +16,15 @@
 --   ARGV[4] wake channel K:wake
 --   ARGV[5] shard index i, sent on the wake channel as "<i>:<due>"
 --   ARGV[6] optional: the message to store under the id ARGV[1] (schedule by id)
+--   ARGV[7] optional (v2, needs ARGV[6]): the message's expiry: '' none, '<epoch ms>', or '+<ms>' after the due
+--           time. Not before the due time. A delivery the relay would publish after it goes to the dead set with
+--           reason expired instead (or is dropped: the business's on-late).
+--   ARGV[8], ARGV[9], ... optional (v2, needs ARGV[6]): AMQP header name, value, name, value, ...: published
+--           unchanged beside the relay's own. Names must be non-empty, distinct, and not start with x-delay- (any
+--           case: the relay's headers); W3C traceparent / tracestate are headers like any other.
+--   With options, the payload is stored as an envelope the relay reads (docs/redis-contract.md, "Per-message
+--   options"): "\255DR2:<expiry>:<count>:" then "<bytes>:<name><bytes>:<value>" per header, then the message. A
+--   message that itself starts with "\255DR2:" is stored in an envelope without options, so it is published as is.
 -- Returns the due time, epoch ms.
 --
 -- A new schedule starts afresh: the member's attempts mark is removed, so the relay derives a new AMQP message
@@ -39,6 +48,54 @@ elseif mode == 'at' then
 else
   return redis.error_reply("ERR delay-relay schedule.lua: ARGV[2] must be 'at' or 'after', was " .. tostring(mode))
 end
+-- v2 options: checked before anything is written
+local payload = ARGV[6]
+if #ARGV > 6 then
+  if not payload then
+    return redis.error_reply('ERR delay-relay schedule.lua: per-message options (ARGV[7..]) need a message in ARGV[6]'
+        .. ' (schedule by id)')
+  end
+  local expiry = ARGV[7]
+  if expiry ~= '' then
+    local plus, digits = string.match(expiry, '^(%+?)(%d+)$')
+    if not digits or #digits > 15 then
+      return redis.error_reply("ERR delay-relay schedule.lua: ARGV[7] (expiry) must be '', epoch milliseconds or"
+          .. " '+<ms>' after the due time, was " .. expiry)
+    end
+    local at = tonumber(digits)
+    if plus == '+' then at = due + at end
+    if at < due then
+      return redis.error_reply('ERR delay-relay schedule.lua: ARGV[7] (expiry) ' .. expiry .. ' is before the due time '
+          .. string.format('%d', due))
+    end
+    expiry = string.format('%d', at)
+  end
+  if (#ARGV - 7) % 2 ~= 0 then
+    return redis.error_reply('ERR delay-relay schedule.lua: headers (ARGV[8..]) must be name, value pairs; the last'
+        .. ' name has no value: ' .. ARGV[#ARGV])
+  end
+  local seen, parts = {}, {}
+  for i = 8, #ARGV, 2 do
+    local name, value = ARGV[i], ARGV[i + 1]
+    if name == '' then
+      return redis.error_reply('ERR delay-relay schedule.lua: header name ARGV[' .. i .. '] is empty')
+    end
+    if string.lower(string.sub(name, 1, 8)) == 'x-delay-' then
+      return redis.error_reply('ERR delay-relay schedule.lua: header ' .. name .. ' is refused: the relay sets'
+          .. ' x-delay-* headers itself')
+    end
+    if seen[name] then
+      return redis.error_reply('ERR delay-relay schedule.lua: header ' .. name .. ' is given twice')
+    end
+    seen[name] = true
+    parts[#parts + 1] = #name .. ':' .. name .. #value .. ':' .. value
+  end
+  if expiry ~= '' or #parts > 0 or string.sub(payload, 1, 5) == '\255DR2:' then
+    payload = '\255DR2:' .. expiry .. ':' .. #parts .. ':' .. table.concat(parts) .. payload
+  end
+elseif payload and string.sub(payload, 1, 5) == '\255DR2:' then
+  payload = '\255DR2::0:' .. payload
+end
 -- Reads first: a key of the wrong type (written by another program) fails the script before anything is written
 -- (Lua writes are not rolled back); the payload hash is checked by its HSET, the first write. (Only commands a
 -- producer's ACL already allows: README "Redis: password, ACL user, TLS".)
@@ -46,8 +103,8 @@ local inFlight = redis.call('ZSCORE', KEYS[3], member)
 redis.call('ZSCORE', KEYS[1], member)
 redis.call('HMGET', KEYS[4], member)
 local dueText = string.format('%d', due)
-if ARGV[6] then
-  redis.call('HSET', KEYS[2], member, ARGV[6])
+if payload then
+  redis.call('HSET', KEYS[2], member, payload)
 end
 redis.call('ZADD', KEYS[1], dueText, member)
 if not inFlight then

@@ -23,6 +23,9 @@ same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesT
     (3 nodes from scripts/rabbit-cluster.sh on free ports, quorum queue; the cluster is stopped afterwards)
   7 20,000 ids by id + re-schedules while the relay JVM is killed -9
     twice and restarted: latest payload of every id, stable ids       (ChurnKillNineTest)
+  8 three relay instances dividing 12 shards: one popper per shard
+    (Redis MONITOR), kill -9 of one and SIGSTOP of another, their
+    shards taken over within seat-ttl x 4/3 (12 s)                    (FleetDivisionTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server, rabbitmqctl and
 rabbitmq-server. It never stops the shared servers. Takes about 8-12 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the

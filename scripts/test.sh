@@ -11,6 +11,7 @@ Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/
 ./mvnw -B verify, which runs in this order:
   1. every module's tests except the fault suite (surefire, test phase; about 4 minutes);
   2. after packaging, relay-app's fault suite (tests tagged "faults": kill -9 mid-drain, broker and Redis outages,
+     three instances dividing the shards (kill -9 and SIGSTOP hand-over),
      a RabbitMQ node loss, nacks and confirm timeouts, bad entries, churn, message ids across redeliveries;
      8-12 minutes on 2 cores). It stops only servers of its own (a private RabbitMQ node, a private redis-server,
      a 3-node RabbitMQ cluster on free ports), never the shared ones; figures in relay-app/target/faults/;

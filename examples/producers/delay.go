@@ -5,8 +5,9 @@
 // Try it from this folder: go mod init producer && go get github.com/redis/go-redis/v9 && go run delay.go COMMAND ...
 // Connects to REDIS_HOST:REDIS_PORT (default 127.0.0.1:6379); reads the scripts from CONTRACT_DIR (default
 // ../../contract, the repository's contract/ folder seen from here). Commands as in delay.sh: shard M KEY... |
-// schedule_plain K MESSAGE DELAY_MS | schedule_by_id K ID MESSAGE DELAY_MS | reschedule_by_id K ID DELAY_MS |
-// cancel_by_id K ID.
+// schedule_plain K MESSAGE DELAY_MS | schedule_by_id K ID MESSAGE DELAY_MS [EXPIRY [NAME VALUE]...] |
+// reschedule_by_id K ID DELAY_MS | cancel_by_id K ID. EXPIRY ('' none, epoch ms, +MS after due) and AMQP headers
+// (e.g. traceparent) are per-message options (contract v2).
 package main
 
 import (
@@ -86,12 +87,23 @@ func schedulePlain(ctx context.Context, rdb *redis.Client, K string, message str
 	return due, nil
 }
 
-func scheduleByID(ctx context.Context, rdb *redis.Client, K, id, message string, delayMs int64) (int64, error) {
+// scheduleByID schedules message under id. options (contract v2, optional): the expiry ('' none, epoch ms, or
+// "+ms" after the due time), then AMQP header name, value pairs (e.g. "traceparent", "00-..."); x-delay-* is refused.
+func scheduleByID(ctx context.Context, rdb *redis.Client, K, id, message string, delayMs int64, options ...string) (int64, error) {
+	for j := 1; j < len(options); j += 2 {
+		if strings.HasPrefix(strings.ToLower(options[j]), "x-delay-") {
+			return 0, fmt.Errorf("header %s is refused: the relay sets x-delay-* headers itself", options[j])
+		}
+	}
 	shards, err := shardsOf(ctx, rdb, K, id)
 	if err != nil {
 		return 0, err
 	}
-	due, err := contract(ctx, rdb, "schedule", K, shards[0], id, "after", delayMs, K+":wake", shards[0], message)
+	args := []interface{}{id, "after", delayMs, K + ":wake", shards[0], message}
+	for _, o := range options {
+		args = append(args, o)
+	}
+	due, err := contract(ctx, rdb, "schedule", K, shards[0], args...)
 	for _, i := range shards[1:] { // a copy scheduled before a shard-count change
 		if err == nil {
 			_, err = contract(ctx, rdb, "cancel", K, i, id)
@@ -166,7 +178,7 @@ func main() {
 		out, err = schedulePlain(ctx, rdb, args[0], args[1], delay)
 	case "schedule_by_id":
 		delay, _ := strconv.ParseInt(args[3], 10, 64)
-		out, err = scheduleByID(ctx, rdb, args[0], args[1], args[2], delay)
+		out, err = scheduleByID(ctx, rdb, args[0], args[1], args[2], delay, args[4:]...)
 	case "reschedule_by_id":
 		delay, _ := strconv.ParseInt(args[2], 10, 64)
 		out, err = rescheduleByID(ctx, rdb, args[0], args[1], delay)

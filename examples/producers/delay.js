@@ -5,8 +5,9 @@
 //
 // Needs Node 18+ and `npm ci` in this folder (package.json pins ioredis and crc-32). Connects to REDIS_HOST:REDIS_PORT
 // (default 127.0.0.1:6379); reads the scripts from CONTRACT_DIR (default: the repository's contract/ folder).
-// Commands as in delay.sh: shard M KEY... | schedule_plain K MESSAGE DELAY_MS | schedule_by_id K ID MESSAGE DELAY_MS |
-// reschedule_by_id K ID DELAY_MS | cancel_by_id K ID. They read K:meta on every call; a busy producer caches it for a
+// Commands as in delay.sh: shard M KEY... | schedule_plain K MESSAGE DELAY_MS |
+// schedule_by_id K ID MESSAGE DELAY_MS [EXPIRY [NAME VALUE]...] | reschedule_by_id K ID DELAY_MS | cancel_by_id K ID.
+// EXPIRY ('' none, epoch ms, +MS after due) and AMQP headers (e.g. traceparent) are per-message options (contract v2). They read K:meta on every call; a busy producer caches it for a
 // few seconds (relay-api: 5 s).
 const fs = require('fs');
 const path = require('path');
@@ -43,9 +44,18 @@ async function schedulePlain(redis, K, message, delayMs) { // a plain ZADD, due 
   return due;
 }
 
-async function scheduleById(redis, K, id, message, delayMs) {
+// options (contract v2): { expiry: '' | epoch ms | '+ms' after due, headers: { traceparent: '00-...', ... } }
+async function scheduleById(redis, K, id, message, delayMs, options = undefined) {
+  const extra = [];
+  if (options) {
+    extra.push(String(options.expiry ?? ''));
+    for (const [name, value] of Object.entries(options.headers || {})) {
+      if (name.toLowerCase().startsWith('x-delay-')) throw new Error(`header ${name} is refused: the relay sets x-delay-* headers itself`);
+      extra.push(name, String(value));
+    }
+  }
   const [first, ...earlier] = await shardsOf(redis, K, id);
-  const due = await contract(redis, 'schedule', K, first, id, 'after', delayMs, `${K}:wake`, first, message);
+  const due = await contract(redis, 'schedule', K, first, id, 'after', delayMs, `${K}:wake`, first, message, ...extra);
   for (const i of earlier) await contract(redis, 'cancel', K, i, id); // a copy from before a reshard
   return due;
 }
@@ -75,7 +85,12 @@ async function main([command, ...args]) {
   try {
     switch (command) {
       case 'schedule_plain': return await schedulePlain(redis, args[0], args[1], Number(args[2]));
-      case 'schedule_by_id': return await scheduleById(redis, args[0], args[1], args[2], Number(args[3]));
+      case 'schedule_by_id': {
+        const headers = {};
+        for (let j = 5; j + 1 < args.length; j += 2) headers[args[j]] = args[j + 1];
+        const options = args.length > 4 ? { expiry: args[4], headers } : undefined;
+        return await scheduleById(redis, args[0], args[1], args[2], Number(args[3]), options);
+      }
       case 'reschedule_by_id': return await rescheduleById(redis, args[0], args[1], Number(args[2]));
       case 'cancel_by_id': return (await cancelById(redis, args[0], args[1])) ? 1 : 0;
       default: throw new Error(`unknown command ${command}: shard, schedule_plain, schedule_by_id, reschedule_by_id or cancel_by_id`);

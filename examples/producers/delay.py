@@ -5,8 +5,10 @@
 #
 # Needs the redis package (Debian python3-redis, or pip install redis). Connects to REDIS_HOST:REDIS_PORT (default
 # 127.0.0.1:6379); reads the scripts from CONTRACT_DIR (default: the repository's contract/ folder).
-# Commands as in delay.sh: shard M KEY... | schedule_plain K MESSAGE DELAY_MS | schedule_by_id K ID MESSAGE DELAY_MS |
-# reschedule_by_id K ID DELAY_MS | cancel_by_id K ID. They read K:meta on every call; a busy producer caches it for a
+# Commands as in delay.sh: shard M KEY... | schedule_plain K MESSAGE DELAY_MS |
+# schedule_by_id K ID MESSAGE DELAY_MS [EXPIRY [NAME VALUE]...] | reschedule_by_id K ID DELAY_MS | cancel_by_id K ID.
+# EXPIRY and the AMQP headers are per-message options (contract v2): EXPIRY '' none, epoch ms, or +MS after the due
+# time; headers such as traceparent are published unchanged beside the relay's own (x-delay-* names are refused). They read K:meta on every call; a busy producer caches it for a
 # few seconds (relay-api: 5 s).
 import os
 import sys
@@ -46,9 +48,17 @@ def schedule_plain(r, K, message, delay_ms):  # a plain ZADD, due time from Redi
     return due
 
 
-def schedule_by_id(r, K, id, message, delay_ms):
+def schedule_by_id(r, K, id, message, delay_ms, expiry=None, headers=None):
+    # options (contract v2): expiry '' / epoch ms / "+ms" after due; headers {name: value}, e.g. {"traceparent": ...}
+    options = []
+    if expiry is not None or headers:
+        options = [str(expiry or "")]
+        for name, value in (headers or {}).items():
+            if name.lower().startswith("x-delay-"):
+                raise ValueError(f"header {name} is refused: the relay sets x-delay-* headers itself")
+            options += [name, value]
     first, *earlier = shards_of(r, K, id)
-    due = contract(r, "schedule", K, first, id, "after", delay_ms, f"{K}:wake", first, message)
+    due = contract(r, "schedule", K, first, id, "after", delay_ms, f"{K}:wake", first, message, *options)
     for i in earlier:  # a copy scheduled before a shard-count change
         contract(r, "cancel", K, i, id)
     return due
@@ -75,7 +85,9 @@ def main(command, *args):
     if command == "schedule_plain":
         return schedule_plain(r, args[0], args[1], int(args[2]))
     if command == "schedule_by_id":
-        return schedule_by_id(r, args[0], args[1], args[2], int(args[3]))
+        expiry = args[4] if len(args) > 4 else None
+        headers = dict(zip(args[5::2], args[6::2]))
+        return schedule_by_id(r, args[0], args[1], args[2], int(args[3]), expiry, headers)
     if command == "reschedule_by_id":
         return reschedule_by_id(r, args[0], args[1], int(args[2]))
     if command == "cancel_by_id":

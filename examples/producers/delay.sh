@@ -8,7 +8,9 @@
 # Commands (K = the source key, e.g. delayqueue:order-timeout; delays in milliseconds):
 #   shard M KEY...                          the shard of each KEY among M, one a line
 #   schedule_plain K MESSAGE DELAY_MS       prints the due time
-#   schedule_by_id K ID MESSAGE DELAY_MS    prints the due time
+#   schedule_by_id K ID MESSAGE DELAY_MS [EXPIRY [NAME VALUE]...]
+#                                           prints the due time; EXPIRY ('' none, epoch ms, +MS after due) and AMQP
+#                                           headers (e.g. traceparent) are per-message options (contract v2)
 #   reschedule_by_id K ID DELAY_MS          prints the new due time, -1 when not scheduled
 #   cancel_by_id K ID                       prints 1 when cancelled, 0 when not scheduled
 # They read K:meta on every call; a busy producer caches it for a few seconds (relay-api: 5 s).
@@ -37,9 +39,15 @@ schedule_plain() {  # K MESSAGE DELAY_MS: a plain ZADD, due time from Redis TIME
   redis-cli PUBLISH "$1:wake" "$i:$due" >/dev/null    # optional: without it the relay sees it within max-idle
   echo "$due"
 }
-schedule_by_id() {  # K ID MESSAGE DELAY_MS; prints the due time
-  local shards i; mapfile -t shards < <(shards_of "$1" "$2")
-  contract schedule "$1" "${shards[0]}" "$2" after "$4" "$1:wake" "${shards[0]}" "$3"
+schedule_by_id() {  # K ID MESSAGE DELAY_MS [EXPIRY [NAME VALUE]...]; prints the due time
+  local shards i k=$1 id=$2 message=$3 delay=$4; shift 4
+  for ((i = 2; i <= $#; i += 2)); do   # the header names (the script refuses them too)
+    local name=${!i}
+    [[ ${name,,} != x-delay-* ]] || { echo "header $name is refused: the relay sets x-delay-* headers" >&2; return 1; }
+  done
+  mapfile -t shards < <(shards_of "$k" "$id")
+  contract schedule "$k" "${shards[0]}" "$id" after "$delay" "$k:wake" "${shards[0]}" "$message" "$@"
+  set -- "$k" "$id"
   for i in "${shards[@]:1}"; do contract cancel "$1" "$i" "$2" >/dev/null; done   # a copy from before a reshard
 }
 reschedule_by_id() {  # K ID DELAY_MS; prints the new due time, -1 when not scheduled
@@ -61,6 +69,6 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then   # run, not sourced
   case "$command" in
     shard) m=$1; shift; for key in "$@"; do shard_of "$key" "$m"; done ;;
     schedule_plain|schedule_by_id|reschedule_by_id|cancel_by_id) "$command" "$@" ;;
-    *) sed -n '2,14s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,16s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
   esac
 fi

@@ -121,6 +121,7 @@ public final class Bench {
                 report.idle(s.idle(null, 1, notify));
                 report.idle(s.idle(null, 3, notify));
                 report.idle(s.idle(null, 1, false));
+                report.idle(s.idle(null, 3, false));
             });
         }
         if (config.runs("lag")) {

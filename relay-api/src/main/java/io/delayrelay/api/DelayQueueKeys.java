@@ -18,7 +18,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *   {K:i}:dead       zset   dead letters; score = time of death
  *   {K:i}:dead-reasons hash member -> why it died
  *   K:meta           hash   shards, draining (shard counts still drained), paused (operator pause)
- *   K:cursor         string not used by the relay any more (earlier builds kept a shard cursor); safe to delete
+ *   K:cursor         string INCR counter: a relay instance draws its seat in the fleet's division of the shards
+ *   {K:cursor}:seats hash   relay instance -> "seat:deadline ms": the live seats, in INCR order, divide the shards
  *   K:instances      hash   relay instance id -> heartbeat (host, version, started-at, last-seen)
  *   K:backlog        string backlog figures one relay instance sampled for the fleet (expires)
  *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
@@ -107,11 +108,19 @@ public final class DelayQueueKeys {
     }
 
     /**
-     * {@code K:cursor}: earlier relay builds kept a shard cursor here; the relay no longer reads or writes it (its
-     * workers pop the shards they know to be due). Named so that tools can find and delete it.
+     * {@code K:cursor}: the INCR counter from which each relay instance draws its seat in the fleet's division of the
+     * shards (relay-owned; producers never touch it).
      */
     public String cursor() {
         return sourceKey + ":cursor";
+    }
+
+    /**
+     * {@code {K:cursor}:seats}: the relay instances' seats (holder to "seat:deadline ms"), in {@code K:cursor}'s
+     * Redis Cluster slot. The live seats, in INCR order, divide the shards among the instances (relay-owned).
+     */
+    public String seats() {
+        return "{" + cursor() + "}:seats";
     }
 
     /** {@code K:instances}: heartbeats of the relay instances running the business. */

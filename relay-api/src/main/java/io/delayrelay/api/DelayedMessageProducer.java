@@ -35,6 +35,23 @@ public interface DelayedMessageProducer {
     /** Schedules a message under an id, after a delay counted from Redis server time. */
     long scheduleByIdAfter(String business, String id, byte[] message, Duration delay);
 
+    /**
+     * Schedules a message under an id for an instant, with per-message options (contract v2: an expiry, AMQP
+     * headers, the current trace context). Needs relays that read contract v2 (an older relay would publish the
+     * stored envelope as the body).
+     */
+    default long scheduleById(String business, String id, byte[] message, Instant dueAt, ScheduleOptions options) {
+        throw new UnsupportedOperationException(
+                "per-message options are not supported by " + getClass().getName());
+    }
+
+    /** Like {@link #scheduleById(String, String, byte[], Instant, ScheduleOptions)}, after a delay. */
+    default long scheduleByIdAfter(
+            String business, String id, byte[] message, Duration delay, ScheduleOptions options) {
+        throw new UnsupportedOperationException(
+                "per-message options are not supported by " + getClass().getName());
+    }
+
     /** Removes a scheduled message. False when it was not scheduled (never was, already relayed, or in flight). */
     boolean cancel(String business, byte[] message);
 

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -15,6 +16,7 @@ import java.util.function.LongSupplier;
 
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.api.internal.ShardTopology;
+import io.delayrelay.api.internal.TraceContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -88,6 +90,43 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     @Override
     public long scheduleByIdAfter(String business, String id, byte[] message, Duration delay) {
         return write(business, idBytes(id), ProducerScripts.AFTER, requireDelay(delay), requireMessage(message));
+    }
+
+    @Override
+    public long scheduleById(String business, String id, byte[] message, Instant dueAt, ScheduleOptions options) {
+        return write(
+                business,
+                idBytes(id),
+                ProducerScripts.AT,
+                dueAt.toEpochMilli(),
+                requireMessage(message),
+                optionArguments(options));
+    }
+
+    @Override
+    public long scheduleByIdAfter(String business, String id, byte[] message, Duration delay, ScheduleOptions options) {
+        return write(
+                business,
+                idBytes(id),
+                ProducerScripts.AFTER,
+                requireDelay(delay),
+                requireMessage(message),
+                optionArguments(options));
+    }
+
+    /** schedule.lua's ARGV[7..]: the expiry, then header name, value pairs (the current trace context added). */
+    private static byte[][] optionArguments(ScheduleOptions options) {
+        Objects.requireNonNull(options, "options");
+        Map<String, String> headers = new LinkedHashMap<>(options.headers());
+        TraceContext.current().forEach(headers::putIfAbsent);
+        byte[][] args = new byte[1 + 2 * headers.size()][];
+        args[0] = bytes(options.expiryArgument());
+        int i = 1;
+        for (Map.Entry<String, String> h : headers.entrySet()) {
+            args[i++] = bytes(h.getKey());
+            args[i++] = bytes(h.getValue());
+        }
+        return args;
     }
 
     @Override
@@ -227,27 +266,22 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
      * leaves one copy too many (delivered at least once), never none.
      */
     private long write(String business, byte[] member, byte[] mode, long millis, byte[] payload) {
+        return write(business, member, mode, millis, payload, null);
+    }
+
+    private long write(String business, byte[] member, byte[] mode, long millis, byte[] payload, byte[][] options) {
         DelayQueueKeys keys = keysFor.apply(business);
         ShardTopology topology = topology(business, keys);
         int shard = ShardSelector.shardOf(member, topology.shards());
-        Long due = payload == null
-                ? redis.execute(
-                        ProducerScripts.SCHEDULE,
-                        ProducerScripts.keys(keys, shard),
-                        member,
-                        mode,
-                        bytes(Long.toString(millis)),
-                        bytes(keys.wake()),
-                        bytes(Integer.toString(shard)))
-                : redis.execute(
-                        ProducerScripts.SCHEDULE,
-                        ProducerScripts.keys(keys, shard),
-                        member,
-                        mode,
-                        bytes(Long.toString(millis)),
-                        bytes(keys.wake()),
-                        bytes(Integer.toString(shard)),
-                        payload);
+        List<byte[]> args = new ArrayList<>(List.of(
+                member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard))));
+        if (payload != null) {
+            args.add(payload);
+            if (options != null) {
+                args.addAll(List.of(options));
+            }
+        }
+        Long due = redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard), args.toArray());
         for (int earlier : topology.candidateShards(member)) {
             if (earlier != shard) {
                 cancelIn(keys, earlier, member);

@@ -68,7 +68,8 @@ class KeyspaceWakeTest {
     @Test
     void aWriteOfAFutureEntryIsPeekedAtNotPoppedAndItLeavesWhenDue(CapturedOutput output) throws Exception {
         startRedis("Kz");
-        Fixture f = startRelay("kspeek", "relay.wake.safety-sweep", "10m");
+        // no seat renewal (an EVALSHA of seat.lua every second) during the count: renewals are not pops
+        Fixture f = startRelay("kspeek", "relay.wake.safety-sweep", "10m", "relay.division.seat-ttl", "10m");
         await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
         awaitStartUpSweepOver();
         long popsBefore = calls("evalsha");

@@ -26,6 +26,7 @@ public class BusinessSettings {
     public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
     public static final Duration DEFAULT_SLO_ON_TIME = BusinessSpec.DEFAULT_SLO_ON_TIME;
     public static final double DEFAULT_SLO_TARGET = BusinessSpec.DEFAULT_SLO_TARGET;
+    public static final String DEFAULT_ON_LATE = "dead";
 
     /** Source key K of the business's shards; default delayqueue:<business>. No '{' or '}'. */
     private String sourceKey;
@@ -136,6 +137,32 @@ public class BusinessSettings {
 
     public void setSlo(Slo slo) {
         this.slo = slo;
+    }
+
+    /**
+     * How late after its due time an entry may still be published; a pop that finds it later (on Redis time; a
+     * retry counts from the original due time) sends it to the dead set with reason expired, or drops it (on-late).
+     * None by default: delivered however late.
+     */
+    private Duration maxLateness;
+
+    /** What happens to an entry past max-lateness or its own expiry: dead (dead set, replayable) or drop. */
+    private String onLate = DEFAULT_ON_LATE;
+
+    public Duration getMaxLateness() {
+        return maxLateness;
+    }
+
+    public void setMaxLateness(Duration maxLateness) {
+        this.maxLateness = maxLateness;
+    }
+
+    public String getOnLate() {
+        return onLate;
+    }
+
+    public void setOnLate(String onLate) {
+        this.onLate = onLate;
     }
 
     public String getSourceKey() {

@@ -37,6 +37,7 @@ public final class BusinessSpecResolver {
 
     static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9-]*[a-z0-9])?");
     static final List<String> EXCHANGE_TYPES = List.of("direct", "topic", "fanout", "headers");
+    static final List<String> ON_LATE = List.of("dead", "drop");
     static final int MAX_BATCH_SIZE = 2000;
     static final int MAX_THREADS = 256;
     static final int MAX_SHARDS = 16384;
@@ -227,6 +228,17 @@ public final class BusinessSpecResolver {
                     "must be longer than publish-timeout (" + s.getPublishTimeout()
                             + "), or entries would be redelivered while still awaiting confirms"));
         }
+        if (s.getMaxLateness() != null
+                && (s.getMaxLateness().isNegative() || s.getMaxLateness().isZero())) {
+            problems.add(ConfigProblem.property(
+                    name,
+                    "max-lateness",
+                    s.getMaxLateness(),
+                    "must be a positive duration (leave it unset to deliver however late)"));
+        }
+        if (s.getOnLate() == null || !ON_LATE.contains(s.getOnLate())) {
+            problems.add(ConfigProblem.property(name, "on-late", s.getOnLate(), "must be one of " + ON_LATE));
+        }
         if (s.getMaxRate() != null) {
             range(problems, name, "max-rate", s.getMaxRate());
         }
@@ -264,6 +276,8 @@ public final class BusinessSpecResolver {
                 s.getDeadMaxAge(),
                 s.isPaused(),
                 outgoing,
+                s.getMaxLateness(),
+                "drop".equals(s.getOnLate()),
                 s.getMaxRate() == null ? BusinessSpec.NO_MAX_RATE : s.getMaxRate(),
                 slo.getOnTime(),
                 slo.getTarget());

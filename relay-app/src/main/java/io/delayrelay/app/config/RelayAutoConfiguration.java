@@ -111,6 +111,7 @@ public class RelayAutoConfiguration {
                         properties.getWake().toSettings(),
                         properties.getStartRetry(),
                         ServiceEndpoints.redis(redisConnectionFactory),
-                        ServiceEndpoints.rabbit(rabbitConnectionFactory)));
+                        ServiceEndpoints.rabbit(rabbitConnectionFactory),
+                        properties.getDivision().toSettings()));
     }
 }

@@ -1,11 +1,13 @@
 package io.delayrelay.app.config;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.ShardDivision;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -61,6 +63,9 @@ public class RelayProperties {
     /** How workers learn of new entries besides the relay-api's wake-ups: {@code relay.wake.*}. */
     private Wake wake = new Wake();
 
+    /** How the instances of the fleet divide each business's shards: {@code relay.division.*}. */
+    private Division division = new Division();
+
     /** Settings every business inherits. */
     @NestedConfigurationProperty
     private BusinessSettings defaults = new BusinessSettings();
@@ -75,9 +80,24 @@ public class RelayProperties {
      * @throws RelayConfigurationException listing every problem
      */
     void validate() {
+        List<ConfigProblem> problems = new ArrayList<>();
         if (topologyVersion < 0) {
-            throw new RelayConfigurationException(
-                    List.of(ConfigProblem.global("relay.topology-version", topologyVersion, "must be 0 or more")));
+            problems.add(ConfigProblem.global("relay.topology-version", topologyVersion, "must be 0 or more"));
+        }
+        Duration seatTtl = division.getSeatTtl();
+        if (seatTtl == null
+                || seatTtl.compareTo(Division.MIN_SEAT_TTL) < 0
+                || seatTtl.compareTo(Division.MAX_SEAT_TTL) > 0) {
+            problems.add(ConfigProblem.global(
+                    "relay.division.seat-ttl",
+                    seatTtl,
+                    "must be between " + Division.MIN_SEAT_TTL.toMillis() + "ms and "
+                            + Division.MAX_SEAT_TTL.toMinutes()
+                            + "m (a seat is renewed every third of it; a stopped instance's shards pass to the others "
+                            + "within 4/3 of it)"));
+        }
+        if (!problems.isEmpty()) {
+            throw new RelayConfigurationException(problems);
         }
     }
 
@@ -185,6 +205,51 @@ public class RelayProperties {
 
         KeyspaceWakeSource.Settings toSettings() {
             return new KeyspaceWakeSource.Settings(keyspaceEvents, configureRedis, safetySweep);
+        }
+    }
+
+    public Division getDivision() {
+        return division;
+    }
+
+    public void setDivision(Division division) {
+        this.division = division;
+    }
+
+    /**
+     * {@code relay.division.*}: each instance holds a seat drawn with INCR K:cursor and renewed every third of
+     * seat-ttl; the live seats, in INCR order, divide every business's shards (shard mod seats = rank), so one instance
+     * pops a given shard. A shard of an instance that stopped renewing passes to another within 4/3 of seat-ttl.
+     */
+    public static class Division {
+
+        static final Duration MIN_SEAT_TTL = Duration.ofMillis(300);
+        static final Duration MAX_SEAT_TTL = Duration.ofMinutes(10);
+
+        /** Whether the instances divide the shards (false: every instance pops every shard, as before 0.2). */
+        private boolean enabled = true;
+
+        /** How long a seat lives without renewal: the hand-over bound is 4/3 of it (renewals every third). */
+        private Duration seatTtl = ShardDivision.Settings.DEFAULT_SEAT_TTL;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getSeatTtl() {
+            return seatTtl;
+        }
+
+        public void setSeatTtl(Duration seatTtl) {
+            this.seatTtl = seatTtl;
+        }
+
+        ShardDivision.Settings toSettings() {
+            return new ShardDivision.Settings(enabled, seatTtl);
         }
     }
 

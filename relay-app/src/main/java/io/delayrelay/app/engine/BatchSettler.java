@@ -95,7 +95,7 @@ final class BatchSettler {
         };
         CompletableFuture<List<PublishOutcome>> published;
         try {
-            List<DueMessage> batch = DueBatch.of(spec, shard, popped);
+            List<DueMessage> batch = DueBatch.of(spec, shard, popped, events);
             published = publisher.publish(spec, batch);
             long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
             published

@@ -1,9 +1,11 @@
 package io.delayrelay.app.engine;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 
 import io.delayrelay.app.engine.wake.ShardWakeups;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -11,6 +13,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One business in the engine: its state, its worker pool, its batch settler, and what its workers share (the wake
  * signal, the known due times). Starts, stops and re-configures them together.
+ * <p>
+ * Longer than 300 lines because it is where a business's parts meet: start and stop, topology adoption, hot reload,
+ * the wake-up sources' port ({@link ShardWakeups}) and its seat in the fleet's {@link ShardDivision}; the work of
+ * each lives in its own class.
  */
 public final class BusinessRelay implements ShardWakeups {
 
@@ -25,12 +31,35 @@ public final class BusinessRelay implements ShardWakeups {
     private final EventReporter events;
     private final RedisClock clock;
     private final RateGovernor governor;
+    private final ShardDivision division;
+    /** Renewals of the seat that failed in a row (the first one is logged, and the recovery). */
+    private int seatFailures;
+    /** Whether the division's gauges were set once. */
+    private boolean reported;
 
+    /** A business relay that pops every shard (no division across the fleet). */
     BusinessRelay(
             BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events, RedisClock clock) {
+        this(
+                spec,
+                store,
+                publisher,
+                events,
+                clock,
+                new ShardDivision("-", new ShardDivision.Settings(false, Duration.ZERO), System::nanoTime));
+    }
+
+    BusinessRelay(
+            BusinessSpec spec,
+            ShardStore store,
+            BatchPublisher publisher,
+            EventReporter events,
+            RedisClock clock,
+            ShardDivision division) {
         this.store = store;
         this.events = events;
         this.clock = clock;
+        this.division = division;
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.governor = new RateGovernor(store, events);
@@ -38,7 +67,17 @@ public final class BusinessRelay implements ShardWakeups {
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) -> new ScanWorker(
-                        index, keepRunning, state, store, signal, schedule, settler, events, clock, governor));
+                        index,
+                        keepRunning,
+                        state,
+                        store,
+                        signal,
+                        schedule,
+                        settler,
+                        events,
+                        clock,
+                        division,
+                        governor));
     }
 
     void start() {
@@ -58,6 +97,7 @@ public final class BusinessRelay implements ShardWakeups {
     void stop(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         workers.stop(deadline, signal::wakeAll, timeout);
+        leaveSeat();
         settler.shutdown(state.spec().name(), deadline);
     }
 
@@ -182,14 +222,93 @@ public final class BusinessRelay implements ShardWakeups {
      */
     @Override
     public void announce(int shard, long dueMs) {
+        if (!division.owns(shard)) {
+            // another instance pops it; the shard is swept when it becomes this instance's
+            return;
+        }
         if (schedule.lower(shard, dueMs)) {
             signal.wake(shard, dueMs);
         }
     }
 
+    /** Also true for a shard another instance pops: a peek of it here would be wasted. */
     @Override
     public boolean popsWithin(int shard, long ms) {
-        return schedule.knownDue(shard) <= clock.nowMs() + ms;
+        return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + ms;
+    }
+
+    /**
+     * Renews this instance's seat in the fleet's division of the shards; shards that became this instance's are
+     * swept (popped once) at once. Never throws: a failure is logged (first of a streak) and counted; after a whole
+     * seat TTL of failures the instance pops every shard.
+     */
+    synchronized void renewSeat() {
+        BusinessSpec spec = state.spec();
+        ShardDivision.Share before = division.effective();
+        List<Integer> gained;
+        try {
+            gained = division.renew(store, spec.keys(), state.scanWidth());
+            if (seatFailures > 0) {
+                log.info(
+                        "business={}: seat in {} renewed again",
+                        spec.name(),
+                        spec.keys().seats());
+            }
+            seatFailures = 0;
+        } catch (RuntimeException e) {
+            events.error(spec, -1, e);
+            if (seatFailures++ == 0) {
+                log.warn(
+                        "business={}: renewing this instance's seat in {} failed ({}); after {} without a renewal "
+                                + "it pops every shard",
+                        spec.name(),
+                        spec.keys().seats(),
+                        Exceptions.rootMessage(e),
+                        division.settings().seatTtl());
+            }
+            gained = division.renewalFailed(before, state.scanWidth());
+        }
+        ShardDivision.Share after = division.effective();
+        if (!after.equals(before) || !reported) {
+            reported = true;
+            int owned = after.count(state.scanWidth());
+            events.emit(spec, -1, e -> e.divisionChanged(spec, owned, after.of()));
+        }
+        if (!after.equals(before)) {
+            log.info(
+                    "business={}: this instance pops {} of {} shards now (seat {}, rank {} of {} live seats){}",
+                    spec.name(),
+                    after.count(state.scanWidth()),
+                    state.scanWidth(),
+                    after.seat(),
+                    after.rank(),
+                    after.of(),
+                    gained.isEmpty() ? "" : "; sweeping the shards it took over: " + gained);
+        }
+        if (!gained.isEmpty()) {
+            for (int shard : gained) {
+                schedule.lower(shard, 0);
+            }
+            signal.wakeAll();
+        }
+    }
+
+    /** Gives up the seat at stop: the other instances take this one's shards at their next renewal. */
+    private void leaveSeat() {
+        try {
+            division.leave(store, state.spec().keys());
+        } catch (RuntimeException e) {
+            log.warn(
+                    "business={}: giving up the seat failed ({}); it expires after {}",
+                    state.spec().name(),
+                    e.toString(),
+                    division.settings().seatTtl());
+        }
+    }
+
+    /** This instance's share of the shards (ops views). */
+    public ShardDivision division() {
+        return division;
     }
 
     @Override

@@ -9,7 +9,9 @@ public enum DeadReason {
     /** Its lease expired unconfirmed max-attempts times. */
     LEASE_EXPIRED("lease-expired"),
     /** Its publish failed max-attempts times. */
-    MAX_ATTEMPTS("max-attempts");
+    MAX_ATTEMPTS("max-attempts"),
+    /** Popped past the business's max-lateness or its own expiry (the late policy): never published. */
+    EXPIRED("expired");
 
     private final String tag;
 

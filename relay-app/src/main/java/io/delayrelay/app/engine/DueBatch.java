@@ -5,6 +5,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -25,20 +26,39 @@ final class DueBatch {
     private DueBatch() {}
 
     static List<DueMessage> of(BusinessSpec spec, int shard, PopResult popped) {
+        return of(spec, shard, popped, null);
+    }
+
+    /**
+     * The batch's messages; a payload with per-message options (contract v2) gives its message as the body and its
+     * headers. Headers the relay refused and envelopes it could not read are reported to {@code events} (if any).
+     */
+    static List<DueMessage> of(BusinessSpec spec, int shard, PopResult popped, EventReporter events) {
         List<DueMessage> batch = new ArrayList<>(popped.entries().size());
         byte[] business = spec.name().getBytes(StandardCharsets.UTF_8);
         for (PopResult.Entry entry : popped.entries()) {
             boolean byId = entry.payload() != null;
+            byte[] body = byId ? entry.payload() : entry.member();
+            Map<String, String> headers = Map.of();
+            if (byId && MessageOptions.isEnvelope(body)) {
+                MessageOptions options = MessageOptions.read(body);
+                body = options.message();
+                headers = options.headers();
+                if (events != null) {
+                    events.optionsIgnored(spec, shard, entry.member(), options);
+                }
+            }
             batch.add(new DueMessage(
                     spec.name(),
                     shard,
                     entry.member(),
-                    byId ? entry.payload() : entry.member(),
+                    body,
                     byId,
                     entry.dueAtMs(),
                     popped.redisNowMs(),
                     entry.attempts() + 1,
-                    messageId(business, entry.member(), entry.dueAtMs())));
+                    messageId(business, entry.member(), entry.dueAtMs()),
+                    headers));
         }
         return batch;
     }

@@ -17,6 +17,8 @@ final class EventReporter {
 
     private static final Logger log = LoggerFactory.getLogger(EventReporter.class);
     private static final int PREVIEW_BYTES = 64;
+    /** Members named in one log line of late entries (a storm after an outage takes a batch per pop). */
+    private static final int LATE_MEMBERS_LOGGED = 10;
 
     private final RelayEvents events;
 
@@ -50,6 +52,77 @@ final class EventReporter {
                 reason,
                 preview(dead.get(0)));
         emit(spec, shard, e -> e.deadLettered(spec, shard, category, dead.size()));
+    }
+
+    /** Entries a pop found past the late policy: dead-lettered with reason expired, or dropped (on-late: drop). */
+    void late(BusinessSpec spec, int shard, boolean dropped, List<PopResult.Late> late) {
+        if (late.isEmpty()) {
+            return;
+        }
+        StringBuilder members = new StringBuilder();
+        int shown = Math.min(late.size(), LATE_MEMBERS_LOGGED);
+        for (int i = 0; i < shown; i++) {
+            PopResult.Late l = late.get(i);
+            members.append(i == 0 ? "" : ", ")
+                    .append(preview(l.member()))
+                    .append(" (due ")
+                    .append(l.dueAtMs())
+                    .append(l.expiresAtMs() >= 0 ? ", expiry " + l.expiresAtMs() : "")
+                    .append(')');
+        }
+        if (late.size() > shown) {
+            members.append(", and ").append(late.size() - shown).append(" more");
+        }
+        String why = spec.maxLateness() == null
+                ? "past their expiry"
+                : "past max-lateness " + spec.maxLateness() + " or their expiry";
+        if (dropped) {
+            log.warn(
+                    "business={} shard={}: {} late message(s) dropped unpublished ({}, on-late: drop): {}",
+                    spec.name(),
+                    shard,
+                    late.size(),
+                    why,
+                    members);
+            emit(spec, shard, e -> e.dropped(spec, shard, DeadReason.EXPIRED, late.size()));
+        } else {
+            log.warn(
+                    "business={} shard={}: {} late message(s) dead-lettered to {} with reason expired ({}): {}",
+                    spec.name(),
+                    shard,
+                    late.size(),
+                    spec.keys().dead(shard),
+                    why,
+                    members);
+            emit(spec, shard, e -> e.deadLettered(spec, shard, DeadReason.EXPIRED, late.size()));
+        }
+    }
+
+    /** Options of a message the relay did not apply (headers it sets itself, an envelope it cannot read). */
+    void optionsIgnored(BusinessSpec spec, int shard, byte[] member, MessageOptions options) {
+        if (options.problem() != null) {
+            log.warn(
+                    "business={} shard={}: member {}: {}; published the payload whole as the body",
+                    spec.name(),
+                    shard,
+                    preview(member),
+                    options.problem());
+            emit(spec, shard, e -> e.optionsIgnored(spec, shard, "malformed", 1));
+        }
+        if (!options.refused().isEmpty()) {
+            log.warn(
+                    "business={} shard={}: member {}: header(s) {} not published: the relay sets x-delay-* headers"
+                            + " itself",
+                    spec.name(),
+                    shard,
+                    preview(member),
+                    options.refused());
+            emit(
+                    spec,
+                    shard,
+                    e -> e.optionsIgnored(
+                            spec, shard, "relay-header", options.refused().size()));
+        }
     }
 
     void leaseExpired(BusinessSpec spec, int shard, int count) {

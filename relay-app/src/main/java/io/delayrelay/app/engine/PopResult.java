@@ -13,8 +13,25 @@ import java.util.List;
  *                   they act only on this lease (never on a later lease of the same member)
  * @param expiredLeases leases of the shard the pop saw expired (held by a token past their deadline): the caller
  *                   takes them back ({@link ShardStore#requeueExpired}); no periodic reaper round does
+ * @param late       entries the pop found past the business's max-lateness or their own expiry: not handed out, but
+ *                   dead-lettered (reason expired) or dropped, as the business's on-late said
  */
-public record PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, String token, int expiredLeases) {
+public record PopResult(
+        long redisNowMs, List<Entry> entries, long nextDueMs, String token, int expiredLeases, List<Late> late) {
+
+    /** A pop without late entries. */
+    public PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, String token, int expiredLeases) {
+        this(redisNowMs, entries, nextDueMs, token, expiredLeases, List.of());
+    }
+
+    /**
+     * An entry the late policy took.
+     *
+     * @param member    zset member
+     * @param dueAtMs   its original due time
+     * @param expiresAtMs the per-message expiry that made it late, or -1 when max-lateness did
+     */
+    public record Late(byte[] member, long dueAtMs, long expiresAtMs) {}
 
     /**
      * @param member   zset member

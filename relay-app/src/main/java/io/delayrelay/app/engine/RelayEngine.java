@@ -1,5 +1,6 @@
 package io.delayrelay.app.engine;
 
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -11,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -59,6 +61,13 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     private WakeSubscriber wakeSubscriber;
     private KeyspaceWakeSource keyspaceWake;
     private ScheduledExecutorService housekeeping;
+    /** Renews the seats in the businesses' shard divisions (a thread of its own: a slow housekeeping round must not
+     * let a seat expire). */
+    private ScheduledExecutorService seats;
+    /** This instance's name in every business's {@code {K:cursor}:seats}: pid@host and a random suffix. */
+    private final String holder = ManagementFactory.getRuntimeMXBean().getName() + "-"
+            + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
+
     private ScheduledExecutorService starter;
     private volatile boolean running;
 
@@ -74,6 +83,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
      * @param startRetry      while Redis or RabbitMQ is not reachable at start, how often the engine tries again
      * @param redisEndpoint   Redis as named in log lines and reports: address and user
      * @param rabbitEndpoint  RabbitMQ as named in log lines and reports: address, virtual host and user
+     * @param division        how the fleet divides each business's shards among its instances
      */
     public record Settings(
             Duration reaperInterval,
@@ -84,7 +94,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             KeyspaceWakeSource.Settings wake,
             Duration startRetry,
             String redisEndpoint,
-            String rabbitEndpoint) {
+            String rabbitEndpoint,
+            ShardDivision.Settings division) {
 
         public static final Duration DEFAULT_START_RETRY = Duration.ofSeconds(10);
 
@@ -105,7 +116,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                     wake,
                     DEFAULT_START_RETRY,
                     "(address not known)",
-                    "(address not known)");
+                    "(address not known)",
+                    ShardDivision.Settings.DEFAULT);
         }
     }
 
@@ -125,8 +137,18 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         this.settings = settings;
         this.exchanges = new ExchangeCheck(publisher, settings.verifyExchanges());
         for (BusinessSpec spec : specs) {
-            relays.put(spec.name(), new BusinessRelay(spec, store, publisher, this.events, clock));
+            relays.put(spec.name(), newRelay(spec));
         }
+    }
+
+    private BusinessRelay newRelay(BusinessSpec spec) {
+        return new BusinessRelay(
+                spec,
+                store,
+                publisher,
+                events,
+                clock,
+                new ShardDivision(holder, settings.division(), System::nanoTime));
     }
 
     /**
@@ -202,7 +224,13 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         keyspaceWake.start();
         keyspaceWake.onModeChange(on -> relays.values().forEach(relay -> useWakeMode(relay, on)));
         relays.values().forEach(this::subscribeKeyspace);
+        relays.values().forEach(BusinessRelay::renewSeat);
         relays.values().forEach(BusinessRelay::start);
+        if (settings.division().enabled()) {
+            long renewMs = Math.max(1, settings.division().renewEvery().toMillis());
+            seats = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-seats"));
+            seats.scheduleWithFixedDelay(this::renewSeats, renewMs, renewMs, TimeUnit.MILLISECONDS);
+        }
         housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
         long interval = settings.reaperInterval().toMillis();
         TopologyKeeper topologyKeeper = new TopologyKeeper(
@@ -254,13 +282,14 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                     problems.add(problem);
                     continue;
                 }
-                BusinessRelay added = new BusinessRelay(next, store, publisher, events, clock);
+                BusinessRelay added = newRelay(next);
                 relays.put(next.name(), added);
                 if (running) {
                     added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
                     subscribeWake(added);
                     subscribeKeyspace(added);
                     tell(startListeners, added, "start");
+                    added.renewSeat();
                     added.start();
                 }
                 continue;
@@ -314,6 +343,9 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         running = false;
         if (housekeeping != null) {
             housekeeping.shutdownNow();
+        }
+        if (seats != null) {
+            seats.shutdownNow();
         }
         long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
         for (BusinessRelay relay : relays.values()) {
@@ -392,6 +424,16 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     /** The business relays, by name. */
     public Map<String, BusinessRelay> relays() {
         return Map.copyOf(relays);
+    }
+
+    /** A scheduled task: must not throw, or its schedule ends ({@link BusinessRelay#renewSeat} never throws). */
+    private void renewSeats() {
+        relays.values().forEach(BusinessRelay::renewSeat);
+    }
+
+    /** This instance's name in the businesses' {@code {K:cursor}:seats}. */
+    public String holder() {
+        return holder;
     }
 
     /** A scheduled task: must not throw, or its schedule ends. */

@@ -22,6 +22,20 @@ public interface RelayEvents {
     /** Entries moved to the dead set. */
     default void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {}
 
+    /**
+     * Entries the late policy dropped (on-late: drop): popped past max-lateness or their own expiry, removed
+     * unpublished; {@code reason} is {@link DeadReason#EXPIRED}'s tag. (Late entries dead-lettered instead are
+     * reported by {@link #deadLettered} with reason expired.)
+     */
+    default void dropped(BusinessSpec spec, int shard, DeadReason reason, int count) {}
+
+    /**
+     * Per-message options the relay did not apply: {@code reason} {@code relay-header} (a producer header named like
+     * one the relay sets, not published) or {@code malformed} (an options envelope it could not read: published
+     * whole as the body).
+     */
+    default void optionsIgnored(BusinessSpec spec, int shard, String reason, int count) {}
+
     /** Dead letters removed to keep the dead set within a bound ({@code max-size} or {@code max-age}). */
     default void deadTrimmed(BusinessSpec spec, String bound, long count) {}
 
@@ -52,6 +66,12 @@ public interface RelayEvents {
      * alert sees it if it ever happens.
      */
     default void publishedEarly(BusinessSpec spec, int shard, int count) {}
+
+    /**
+     * This instance's share of the business's shards changed: it pops {@code owned} of them, one of {@code seats}
+     * live seats in the fleet's division.
+     */
+    default void divisionChanged(BusinessSpec spec, int owned, int seats) {}
 
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {}

@@ -2,6 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.IntPredicate;
 
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -15,7 +16,8 @@ import org.slf4j.MDC;
  * shard is known to be due it sleeps until the earliest known due time, at most the idle interval (max-idle when
  * polling, the safety sweep with keyspace notifications), or until a producer's wake-up or a notification's peek
  * announces an earlier entry. At the end of an idle interval nothing announced, it sweeps: every shard is marked due
- * and popped once (with notifications, by one instance per round).
+ * and popped once. It pops only the shards the fleet's {@link ShardDivision} gives this instance, so each instance
+ * sweeps its own (without the division, one instance per round sweeps them all when notifications are on).
  * <p>
  * It does not wait for the broker between pops: batches await their confirms while the worker pops and publishes
  * the next ones, within its {@link InFlightBudget}. One shard's batches go out on the worker's one channel in pop
@@ -45,6 +47,9 @@ final class ScanWorker implements Runnable {
     private final ShardPicker picker;
     private final LeaseReaper reaper;
     private final RateGovernor governor;
+    private final ShardDivision division;
+    /** Shards this worker passes over: quarantined, or another instance's in the fleet's division. */
+    private final IntPredicate passedOver;
     /** What this worker has in flight; shards without a batch in flight are preferred. */
     private final InFlightBudget budget = new InFlightBudget();
     /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
@@ -62,6 +67,7 @@ final class ScanWorker implements Runnable {
             BatchSettler settler,
             EventReporter events,
             RedisClock clock,
+            ShardDivision division,
             RateGovernor governor) {
         this.index = index;
         this.keepRunning = keepRunning;
@@ -75,6 +81,8 @@ final class ScanWorker implements Runnable {
         this.picker = new ShardPicker(schedule, clock::nowMs);
         this.reaper = new LeaseReaper(store, events);
         this.governor = governor;
+        this.division = division;
+        this.passedOver = shard -> state.quarantine().isQuarantined(shard) || !division.owns(shard);
     }
 
     @Override
@@ -107,8 +115,7 @@ final class ScanWorker implements Runnable {
             InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
             PopResult popped = null;
             try {
-                shard = picker.next(
-                        state.scanWidth(), state.quarantine()::isQuarantined, budget::inFlight, spec.rateCapped());
+                shard = picker.next(state.scanWidth(), passedOver, budget::inFlight, spec.rateCapped());
                 if (shard == ShardPicker.NONE) {
                     reservation.release();
                     sleepUntilDue(spec);
@@ -150,6 +157,8 @@ final class ScanWorker implements Runnable {
         }
         schedule.record(shard, popped.nextDueMs(), stamp);
         failures = 0;
+        // the late policy already moved these (dead set or dropped) in the pop: only reported here
+        events.late(spec, shard, spec.dropLate(), popped.late());
         if (popped.expiredLeases() > 0) {
             // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard, and
             // come due again after the retry delay
@@ -187,7 +196,7 @@ final class ScanWorker implements Runnable {
         }
         long observed = signal.generation();
         long now = clock.nowMs();
-        ShardSchedule.Earliest earliest = schedule.earliest(state.quarantine()::isQuarantined);
+        ShardSchedule.Earliest earliest = schedule.earliest(passedOver);
         long until = Math.min(earliest.dueMs(), now + idleMs);
         signal.awaitChange(Math.max(until, now + 1), clock, observed);
     }
@@ -195,15 +204,17 @@ final class ScanWorker implements Runnable {
     /**
      * Marks every shard due once per idle interval (max-idle when polling, the safety sweep with keyspace
      * notifications), whatever the load: a producer's write that nothing announced (no notification, or one lost) is
-     * found within one interval. With notifications the sweep is insurance, done by one instance per round, so the
-     * idle cost does not grow with the number of instances. Returns whether it swept.
+     * found within one interval. Each instance sweeps the shards the division gives it (without the division and
+     * with notifications, one instance per round sweeps every shard), so the idle cost does not grow with the number
+     * of instances. Returns whether it swept.
      */
     private boolean sweep(BusinessSpec spec, long idleMs) {
         long interval = idleMs * 9 / 10;
         if (!schedule.sweepDue(System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(interval))) {
             return false;
         }
-        if (state.sweepsShared() && !store.claimRound(spec.keys(), "sweep", interval)) {
+        // with the fleet dividing the shards each instance sweeps its own; else one instance per round sweeps all
+        if (state.sweepsShared() && !division.divides() && !store.claimRound(spec.keys(), "sweep", interval)) {
             return false;
         }
         schedule.markAllDue();

@@ -36,6 +36,7 @@ public class ShardStore {
     private static final RedisScript<byte[]> UNDRAIN = lua("undrain", byte[].class);
     private static final RedisScript<Long> SHARD_SIZE = lua("shard-size", Long.class);
     private static final RedisScript<List> RATE = script("rate");
+    private static final RedisScript<List> SEAT = script("seat");
 
     /**
      * How long a due schedule held back by its member's unsettled flight waits before a pop looks at it again: a
@@ -43,8 +44,12 @@ public class ShardStore {
      */
     static final long BLOCKED_RECHECK_MS = 50;
 
-    /** pop.lua's reply header: now, n, nextDue, expired; the entries follow. */
-    private static final int POP_HEADER = 4;
+    /** pop.lua's reply header: now, n, nextDue, expired, late; the entries follow, then the late entries. */
+    private static final int POP_HEADER = 5;
+
+    private static final byte[] DROP = bytes("drop");
+    private static final byte[] DEAD = bytes("dead");
+    private static final byte[] NO_LIMIT = bytes("");
 
     /** A flag argument of pop.lua (the shard is known due) and ack.lua (a member had a payload). */
     private static final byte[] YES = {'1'};
@@ -53,7 +58,12 @@ public class ShardStore {
 
     /** Keys of pop.lua, in its KEYS order. */
     private static final int[] POP_KEYS = {
-        DelayQueueKeys.SHARD, DelayQueueKeys.PAYLOADS, DelayQueueKeys.INFLIGHT, DelayQueueKeys.ATTEMPTS
+        DelayQueueKeys.SHARD,
+        DelayQueueKeys.PAYLOADS,
+        DelayQueueKeys.INFLIGHT,
+        DelayQueueKeys.ATTEMPTS,
+        DelayQueueKeys.DEAD,
+        DelayQueueKeys.DEAD_REASONS
     };
     /** Keys of ack.lua, in its KEYS order. */
     private static final int[] ACK_KEYS = {
@@ -112,11 +122,14 @@ public class ShardStore {
                 bytes(token),
                 num(BLOCKED_RECHECK_MS),
                 num(spec.batchBytes()),
-                knownDue ? YES : NO);
+                knownDue ? YES : NO,
+                spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()),
+                spec.dropLate() ? DROP : DEAD);
         long now = asLong(reply.get(0));
         int n = (int) asLong(reply.get(1));
         long nextDue = asLong(reply.get(2));
         int expired = (int) asLong(reply.get(3));
+        int lateCount = (int) asLong(reply.get(4));
         List<PopResult.Entry> entries = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             int base = POP_HEADER + i * 4;
@@ -130,7 +143,16 @@ public class ShardStore {
                     payload,
                     attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
         }
-        return new PopResult(now, entries, nextDue, token, expired);
+        List<PopResult.Late> late = lateCount == 0 ? List.of() : new ArrayList<>(lateCount);
+        for (int i = 0; i < lateCount; i++) {
+            int base = POP_HEADER + n * 4 + i * 3;
+            byte[] expiry = (byte[]) reply.get(base + 2);
+            late.add(new PopResult.Late(
+                    (byte[]) reply.get(base),
+                    parseScore((byte[]) reply.get(base + 1)),
+                    expiry == null || expiry.length == 0 ? -1 : parseScore(expiry)));
+        }
+        return new PopResult(now, entries, nextDue, token, expired, late);
     }
 
     /** What {@link #chargeRate} got: tokens granted, ms until a chunk is there again, whole tokens left. */
@@ -219,6 +241,31 @@ public class ShardStore {
     }
 
     private static final byte[] ROUND_VALUE = {'1'};
+
+    /**
+     * A renewed seat in the fleet's division of a business's shards: {@code rank} (0-based) among {@code of} live
+     * seats, {@code seat} the number drawn from {@code K:cursor}, {@code dropped} expired seats removed now.
+     */
+    record Seat(long seat, int rank, int of, int dropped) {}
+
+    /**
+     * Renews {@code holder}'s seat for {@code ttlMs} (drawing one with {@code INCR K:cursor} when it has none or it
+     * expired) and drops expired seats: {@code seat.lua}, one slot ({@code K:cursor}'s).
+     */
+    public Seat takeSeat(DelayQueueKeys keys, String holder, long ttlMs) {
+        List<?> reply = redis.execute(SEAT, seatKeys(keys), bytes(holder), num(ttlMs), bytes("renew"));
+        return new Seat(asLong(reply.get(2)), (int) asLong(reply.get(0)), (int) asLong(reply.get(1)), (int)
+                asLong(reply.get(4)));
+    }
+
+    /** Gives {@code holder}'s seat up: the other instances divide the shards without it at their next renewal. */
+    public void leaveSeat(DelayQueueKeys keys, String holder) {
+        redis.execute(SEAT, seatKeys(keys), bytes(holder), num(0), bytes("leave"));
+    }
+
+    private static List<byte[]> seatKeys(DelayQueueKeys keys) {
+        return List.of(bytes(keys.cursor()), bytes(keys.seats()));
+    }
 
     /** ARGV of requeue.lua before the members. */
     private static final int REQUEUE_FIXED_ARGS = 7;

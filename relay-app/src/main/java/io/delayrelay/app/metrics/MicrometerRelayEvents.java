@@ -154,6 +154,13 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void divisionChanged(BusinessSpec spec, int owned, int seats) {
+        BusinessMeters meters = meters(spec);
+        meters.shardsOwned.set(owned);
+        meters.seats.set(seats);
+    }
+
+    @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
         try {
             BusinessMeters meters = meters(spec);
@@ -200,6 +207,16 @@ public class MicrometerRelayEvents implements RelayEvents {
     @Override
     public void deadLettered(BusinessSpec spec, int shard, DeadReason reason, int count) {
         counter(RelayMeterNames.DEAD_LETTERED, spec.name(), RelayMeterNames.TAG_REASON, reason.tag(), count);
+    }
+
+    @Override
+    public void dropped(BusinessSpec spec, int shard, DeadReason reason, int count) {
+        counter(RelayMeterNames.DROPPED, spec.name(), RelayMeterNames.TAG_REASON, reason.tag(), count);
+    }
+
+    @Override
+    public void optionsIgnored(BusinessSpec spec, int shard, String reason, int count) {
+        counter(RelayMeterNames.OPTIONS_IGNORED, spec.name(), RelayMeterNames.TAG_REASON, reason, count);
     }
 
     @Override
@@ -294,6 +311,8 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong oldestOverdueMs = new AtomicLong();
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
+        final AtomicLong shardsOwned = new AtomicLong();
+        final AtomicLong seats = new AtomicLong();
         final AtomicLong paused = new AtomicLong();
         /** Monotonic time of the last successful sample's reading; 0: none yet. */
         final AtomicLong sampledAtNanos = new AtomicLong();
@@ -362,6 +381,11 @@ public class MicrometerRelayEvents implements RelayEvents {
                         .tag(RelayMeterNames.TAG_REASON, reason.tag())
                         .register(registry);
             }
+            Counter.builder(RelayMeterNames.DROPPED)
+                    .description("Late entries removed unpublished (on-late: drop)")
+                    .tag(TAG_BUSINESS, business)
+                    .tag(RelayMeterNames.TAG_REASON, DeadReason.EXPIRED.tag())
+                    .register(registry);
             for (PublishOutcome.Cause cause : PublishOutcome.Cause.values()) {
                 // an unroutable message is dead-lettered at once (dead_lettered_total{reason="unroutable"}), never
                 // counted as a publish failure: a series for it would stay 0 forever
@@ -395,18 +419,26 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .baseUnit("seconds")
                     .tag(TAG_BUSINESS, business)
                     .register(registry);
-            Gauge.builder(RelayMeterNames.SHARDS, shards, AtomicLong::get)
-                    .description("Shard count producers hash into")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.THREADS, threads, AtomicLong::get)
-                    .description("Worker threads")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
-            Gauge.builder(RelayMeterNames.PAUSED, paused, AtomicLong::get)
-                    .description("1 while the business is paused (by configuration or an operator), else 0")
-                    .tag(TAG_BUSINESS, business)
-                    .register(registry);
+            gauge(registry, business, RelayMeterNames.SHARDS, shards, "Shard count producers hash into");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.SHARDS_OWNED,
+                    shardsOwned,
+                    "Shards this instance pops in the fleet's division");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.SEATS,
+                    seats,
+                    "Live seats (relay instances) in the business's division of the shards");
+            gauge(registry, business, RelayMeterNames.THREADS, threads, "Worker threads");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.PAUSED,
+                    paused,
+                    "1 while the business is paused (by configuration or an operator), else 0");
             for (boolean keyspace : new boolean[] {true, false}) {
                 Gauge.builder(RelayMeterNames.WAKE_MODE, keyspaceMode, v -> keyspace ? v.get() : 1 - v.get())
                         .description("1 for the wake mode in force (keyspace notifications or polling), else 0")
@@ -444,6 +476,14 @@ public class MicrometerRelayEvents implements RelayEvents {
                     .serviceLevelObjectives(withBucket(onTime))
                     .minimumExpectedValue(Duration.ofMillis(1))
                     .maximumExpectedValue(Duration.ofMinutes(10))
+                    .register(registry);
+        }
+
+        private static void gauge(
+                MeterRegistry registry, String business, String name, AtomicLong value, String description) {
+            Gauge.builder(name, value, AtomicLong::get)
+                    .description(description)
+                    .tag(TAG_BUSINESS, business)
                     .register(registry);
         }
 

@@ -13,6 +13,18 @@ public final class RelayMeterNames {
     /** Counter: entries moved to the dead set, tag {@link #TAG_REASON}. Prometheus {@code delay_relay_dead_lettered_total}. */
     public static final String DEAD_LETTERED = "delay.relay.dead.lettered";
     /**
+     * Counter: entries removed unpublished by the late policy ({@code on-late: drop}), tag {@link #TAG_REASON}
+     * ({@code expired}). Prometheus {@code delay_relay_dropped_total}. (With {@code on-late: dead} they count in
+     * {@link #DEAD_LETTERED} with reason {@code expired}.)
+     */
+    public static final String DROPPED = "delay.relay.dropped";
+    /**
+     * Counter: per-message options the relay did not apply, tag {@link #TAG_REASON} ({@code relay-header}: a
+     * producer header named x-delay-*, not published; {@code malformed}: an envelope it could not read, published
+     * whole). Prometheus {@code delay_relay_options_ignored_total}.
+     */
+    public static final String OPTIONS_IGNORED = "delay.relay.options.ignored";
+    /**
      * Counter: dead letters removed by the dead-set bounds, tag {@link #TAG_BOUND}. Prometheus
      * {@code delay_relay_dead_trimmed_total}.
      */
@@ -39,6 +51,13 @@ public final class RelayMeterNames {
     public static final String BACKLOG_SAMPLE_AGE = "delay.relay.backlog.sample.age";
     /** Gauge: current shard count M. Prometheus {@code delay_relay_shards}. */
     public static final String SHARDS = "delay.relay.shards";
+    /**
+     * Gauge: shards this instance pops in the fleet's division (INCR K:cursor seats). Prometheus
+     * {@code delay_relay_shards_owned}: summed over the fleet it equals the scan width when each shard has one owner.
+     */
+    public static final String SHARDS_OWNED = "delay.relay.shards.owned";
+    /** Gauge: live seats in the business's division, as this instance last saw. Prometheus {@code delay_relay_seats}. */
+    public static final String SEATS = "delay.relay.seats";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
     public static final String THREADS = "delay.relay.threads";
     /**

@@ -13,6 +13,7 @@ import io.delayrelay.app.ops.OpsViews.BacklogError;
 import io.delayrelay.app.ops.OpsViews.BacklogView;
 import io.delayrelay.app.ops.OpsViews.BusinessView;
 import io.delayrelay.app.ops.OpsViews.ConfigView;
+import io.delayrelay.app.ops.OpsViews.DivisionView;
 import io.delayrelay.app.ops.OpsViews.InstanceView;
 import io.delayrelay.app.ops.OpsViews.PauseView;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -63,6 +64,7 @@ final class BusinessViews {
                 PauseView.of(fleetPause.state(relay), state.operatorPaused()),
                 spec.shards(),
                 state.scanWidth(),
+                DivisionView.of(relay.division(), state.scanWidth()),
                 ConfigView.of(spec),
                 throughput == null ? null : throughput.read(spec.name()),
                 backlog(spec, state.scanWidth(), sharedBacklog),

@@ -1,10 +1,12 @@
 package io.delayrelay.app.ops;
 
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import io.delayrelay.app.engine.ShardDivision;
 import io.delayrelay.app.fleet.PauseState;
 import io.delayrelay.app.fleet.RelayInstance;
 import io.delayrelay.app.metrics.Backlog;
@@ -41,10 +43,28 @@ final class OpsViews {
             PauseView pause,
             int shards,
             int scanWidth,
+            DivisionView division,
             ConfigView config,
             @Nullable Map<String, Object> local,
             Object backlog,
             List<InstanceView> instances) {}
+
+    /**
+     * This instance's share of the shards in the fleet's division: its name in {@code {K:cursor}:seats}, the seat it
+     * drew, its rank among the live seats, and the shards it pops (every one when {@code of} is 1).
+     */
+    record DivisionView(String holder, long seat, int rank, int of, List<Integer> shards) {
+        static DivisionView of(ShardDivision division, int width) {
+            ShardDivision.Share share = division.effective();
+            List<Integer> owned = new ArrayList<>();
+            for (int shard = 0; shard < width; shard++) {
+                if (division.owns(shard)) {
+                    owned.add(shard);
+                }
+            }
+            return new DivisionView(division.holder(), share.seat(), share.rank(), share.of(), owned);
+        }
+    }
 
     /** Why a business is paused: configuration, an operator (who and when, epoch ms). */
     record PauseView(boolean config, boolean operator, @Nullable String by, @Nullable Long at) {

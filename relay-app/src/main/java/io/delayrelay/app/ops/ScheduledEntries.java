@@ -13,6 +13,7 @@ import java.util.function.Function;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
+import io.delayrelay.app.engine.MessageOptions;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -169,9 +170,22 @@ public class ScheduledEntries {
         return total;
     }
 
-    /** The first {@link #PREVIEW_CHARS} characters of a payload read as UTF-8, marked when cut. */
+    /**
+     * The first {@link #PREVIEW_CHARS} characters of a payload read as UTF-8, marked when cut; a payload with
+     * per-message options (contract v2) shows them first, then its message.
+     */
     static String preview(byte[] payload) {
-        String text = text(payload);
+        if (MessageOptions.isEnvelope(payload)) {
+            MessageOptions options = MessageOptions.read(payload);
+            if (options.problem() == null) {
+                return "[options: " + (options.expiresAtMs() >= 0 ? "expiry " + options.expiresAtMs() + ", " : "")
+                        + "headers " + options.headers().keySet() + "] " + cut(text(options.message()));
+            }
+        }
+        return cut(text(payload));
+    }
+
+    private static String cut(String text) {
         return text.length() <= PREVIEW_CHARS ? text : text.substring(0, PREVIEW_CHARS) + "…";
     }
 

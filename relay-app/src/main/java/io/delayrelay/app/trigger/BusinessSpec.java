@@ -30,6 +30,8 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param deadMaxAge       longest a dead letter is kept
  * @param paused           whether configuration pauses the workers (an operator may pause them too)
  * @param outgoing         how entries become AMQP messages
+ * @param maxLateness      how late after its (original) due time an entry may still be published, or null: no limit
+ * @param dropLate         whether an entry past max-lateness or its own expiry is dropped (else dead-lettered)
  * @param maxRate          most messages per second the fleet publishes for the business; {@link #NO_MAX_RATE}: no cap
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
@@ -56,6 +58,8 @@ public record BusinessSpec(
         Duration deadMaxAge,
         boolean paused,
         OutgoingMessages outgoing,
+        Duration maxLateness,
+        boolean dropLate,
         int maxRate,
         Duration sloOnTime,
         double sloTarget) {
@@ -68,7 +72,7 @@ public record BusinessSpec(
 
     public static final double DEFAULT_SLO_TARGET = 0.999;
 
-    /** A business without a rate cap and with the default on-time objective. */
+    /** A business without a late policy, a rate cap or an objective of its own (the defaults). */
     public BusinessSpec(
             String name,
             DelayQueueKeys keys,
@@ -113,6 +117,59 @@ public record BusinessSpec(
                 deadMaxAge,
                 paused,
                 outgoing,
+                null,
+                false);
+    }
+
+    /** A business with a late policy, without a rate cap, with the default on-time objective. */
+    public BusinessSpec(
+            String name,
+            DelayQueueKeys keys,
+            int shards,
+            int threads,
+            String threadNamePrefix,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int batchSize,
+            long batchBytes,
+            Duration maxIdle,
+            Duration lease,
+            int maxAttempts,
+            Duration retryDelay,
+            Duration retryDelayMax,
+            Duration publishTimeout,
+            int deadMaxSize,
+            Duration deadMaxAge,
+            boolean paused,
+            OutgoingMessages outgoing,
+            Duration maxLateness,
+            boolean dropLate) {
+        this(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate,
                 NO_MAX_RATE,
                 DEFAULT_SLO_ON_TIME,
                 DEFAULT_SLO_TARGET);
@@ -123,17 +180,22 @@ public record BusinessSpec(
         return maxRate > 0;
     }
 
+    /** The same settings with a late policy. */
+    public BusinessSpec withLatePolicy(Duration maxLateness, boolean dropLate) {
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget);
+    }
+
     /** This spec with another rate cap ({@link #NO_MAX_RATE}: none). */
     public BusinessSpec withMaxRate(int rate) {
-        return with(rate, sloOnTime, sloTarget);
+        return with(maxLateness, dropLate, rate, sloOnTime, sloTarget);
     }
 
     /** This spec with another on-time objective. */
     public BusinessSpec withSlo(Duration onTime, double target) {
-        return with(maxRate, onTime, target);
+        return with(maxLateness, dropLate, maxRate, onTime, target);
     }
 
-    private BusinessSpec with(int rate, Duration onTime, double target) {
+    private BusinessSpec with(Duration lateness, boolean drop, int rate, Duration onTime, double target) {
         return new BusinessSpec(
                 name,
                 keys,
@@ -156,6 +218,8 @@ public record BusinessSpec(
                 deadMaxAge,
                 paused,
                 outgoing,
+                lateness,
+                drop,
                 rate,
                 onTime,
                 target);

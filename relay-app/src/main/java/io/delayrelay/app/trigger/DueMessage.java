@@ -1,6 +1,7 @@
 package io.delayrelay.app.trigger;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 
 /**
  * One entry that fell due and is about to be published.
@@ -14,6 +15,8 @@ import java.nio.charset.StandardCharsets;
  * @param poppedAtMs  Redis time when it was popped, epoch ms
  * @param attempt     delivery attempt, 1 for the first
  * @param messageId   stable across redeliveries of the same scheduled entry
+ * @param headers     the producer's AMQP headers (per-message options of the contract v2), published beside the
+ *                    relay's own; empty when none
  */
 public record DueMessage(
         String business,
@@ -24,7 +27,22 @@ public record DueMessage(
         long dueAtMs,
         long poppedAtMs,
         int attempt,
-        String messageId) {
+        String messageId,
+        Map<String, String> headers) {
+
+    /** A message without producer headers. */
+    public DueMessage(
+            String business,
+            int shard,
+            byte[] member,
+            byte[] body,
+            boolean byId,
+            long dueAtMs,
+            long poppedAtMs,
+            int attempt,
+            String messageId) {
+        this(business, shard, member, body, byId, dueAtMs, poppedAtMs, attempt, messageId, Map.of());
+    }
 
     public String bodyAsString() {
         return new String(body, StandardCharsets.UTF_8);

@@ -157,6 +157,39 @@ class BusinessSpecResolverTest {
     }
 
     @Test
+    void theLatePolicyIsInheritedFromTheDefaultsAndABadValueIsNamed() {
+        env.setProperty("relay.defaults.max-lateness", "2s");
+        env.setProperty("relay.defaults.on-late", "drop");
+        env.setProperty("relay.businesses.otp.exchange", "ex");
+        env.setProperty("relay.businesses.otp.routing-key", "rk");
+        env.setProperty("relay.businesses.orders.exchange", "ex");
+        env.setProperty("relay.businesses.orders.routing-key", "rk");
+        env.setProperty("relay.businesses.orders.on-late", "dead");
+        env.setProperty("relay.businesses.bad.exchange", "ex");
+        env.setProperty("relay.businesses.bad.routing-key", "rk");
+        env.setProperty("relay.businesses.bad.max-lateness", "0s");
+        env.setProperty("relay.businesses.bad.on-late", "discard");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs())
+                .extracting(BusinessSpec::name, BusinessSpec::maxLateness, BusinessSpec::dropLate)
+                .containsExactly(
+                        org.assertj.core.groups.Tuple.tuple("orders", Duration.ofSeconds(2), false),
+                        org.assertj.core.groups.Tuple.tuple("otp", Duration.ofSeconds(2), true));
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactly(
+                        "relay.businesses.bad.max-lateness=PT0S: must be a positive duration (leave it unset to"
+                                + " deliver however late)",
+                        "relay.businesses.bad.on-late=discard: must be one of [dead, drop]");
+        env.setProperty("relay.defaults.max-lateness", "");
+        assertThat(BusinessSpecResolver.resolveAll(env, List.of()).specs())
+                .as("no max-lateness: however late")
+                .allSatisfy(spec -> assertThat(spec.maxLateness()).isNull());
+    }
+
+    @Test
     void everyBadValueIsReportedAtOnceNamingBusinessPropertyAndValue() {
         Map.ofEntries(
                         Map.entry("shards", "0"),

@@ -27,13 +27,23 @@ final class OpsClient {
 
     /** GET a path; the parsed JSON body, or null when the port does not answer (yet). */
     JsonNode get(String path) {
+        return get(path, false);
+    }
+
+    /** GET a listing only an operator may read (with the token); null unless it answers 200. */
+    JsonNode getAsOperator(String path) {
+        return get(path, true);
+    }
+
+    private JsonNode get(String path, boolean operator) {
         try {
-            HttpResponse<String> response = http.send(
-                    HttpRequest.newBuilder(uri(path))
-                            .timeout(Duration.ofSeconds(5))
-                            .GET()
-                            .build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpRequest.Builder request = HttpRequest.newBuilder(uri(path))
+                    .timeout(Duration.ofSeconds(5))
+                    .GET();
+            if (operator) {
+                request.header(RelayOpsProperties.TOKEN_HEADER, token);
+            }
+            HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
             return response.statusCode() == 200 ? JSON.readTree(response.body()) : null;
         } catch (IOException e) {
             return null;

@@ -82,7 +82,20 @@ final class ContractModel {
     record Popped(String member, long origin, String payload, int failed) {}
 
     /** The settings the model's relay runs with. */
-    record Settings(int batch, long batchBytes, long leaseMs, long retryMs, long retryMaxMs, int maxAttempts) {}
+    record Settings(
+            int batch,
+            long batchBytes,
+            long leaseMs,
+            long retryMs,
+            long retryMaxMs,
+            int maxAttempts,
+            long maxLatenessMs,
+            boolean dropLate) {
+
+        Settings(int batch, long batchBytes, long leaseMs, long retryMs, long retryMaxMs, int maxAttempts) {
+            this(batch, batchBytes, leaseMs, retryMs, retryMaxMs, maxAttempts, -1, false);
+        }
+    }
 
     /** One shard's keys: K:i, {K:i}:inflight + attempts, {K:i}:dead + dead-reasons, {K:i}:payloads. */
     static final class Shard {
@@ -117,6 +130,7 @@ final class ContractModel {
     long deadSuperseded;
     long trimmed;
     long purged;
+    long dropped;
 
     ContractModel(Settings settings, long now, int shards) {
         this.settings = settings;
@@ -297,6 +311,40 @@ final class ContractModel {
             }
         }
         return due.stream().skip(offset).anyMatch(m -> !shard.flights.containsKey(m)) && taken < settings.batch();
+    }
+
+    /**
+     * The late policy (docs/configuration.md "Late policy"): an entry a pop would hand out more than max-lateness
+     * after its original due time is late (the model's payloads carry no per-message expiry).
+     */
+    boolean isLate(Popped p) {
+        return settings.maxLatenessMs() >= 0 && now > p.origin() + settings.maxLatenessMs();
+    }
+
+    /**
+     * What pop.lua does with the late candidates: out of K:i or inflight, then into the dead set with reason expired
+     * (a dead letter of the same member is superseded), or dropped with the payload no one needs any more.
+     */
+    void applyLate(int s, List<Popped> late) {
+        Shard shard = shard(s);
+        for (Popped p : late) {
+            String m = p.member();
+            if (shard.flights.remove(m) == null) {
+                shard.scheduled.remove(m);
+            }
+            if (settings.dropLate()) {
+                dropPayloadIfUnreferenced(shard, m);
+                dropped++;
+                ContractWorld.covered("late entries dropped");
+            } else {
+                String reason = "expired: " + (now - p.origin()) + " ms late, max-lateness " + settings.maxLatenessMs()
+                        + " ms (due: " + p.origin() + ") (attempts: " + p.failed() + ")";
+                if (shard.dead.put(m, new Dead(now, reason)) != null) {
+                    deadSuperseded++;
+                }
+                ContractWorld.covered("late entries dead-lettered");
+            }
+        }
     }
 
     /** How many of the eligible entries one pop takes: the batch size, cut by the byte budget (one at least). */
@@ -564,7 +612,7 @@ final class ContractModel {
      */
     void checkLaws() {
         long live = scheduledTotal() + flightTotal() + deadTotal();
-        long ended = replaced + cancelled + delivered + deadSuperseded + trimmed + purged;
+        long ended = replaced + cancelled + delivered + deadSuperseded + trimmed + purged + dropped;
         if (created != live + ended) {
             throw new AssertionError("ledger: " + created + " scheduled, " + live + " live + " + ended + " ended");
         }

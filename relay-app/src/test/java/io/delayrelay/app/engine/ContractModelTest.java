@@ -126,8 +126,16 @@ class ContractModelTest {
 
     @Provide
     Arbitrary<Settings> settings() {
-        return Combinators.combine(Arbitraries.of(1, 2, 3), Arbitraries.of(1L << 20, 12L, 30L), Arbitraries.of(2, 3))
-                .as((batch, bytes, attempts) -> new Settings(batch, bytes, 1000, 300, 1200, attempts));
+        // max-lateness: none, or shorter / longer than a lease and the retry back-off, so that first deliveries and
+        // retries both meet it (-1: none)
+        return Combinators.combine(
+                        Arbitraries.of(1, 2, 3),
+                        Arbitraries.of(1L << 20, 12L, 30L),
+                        Arbitraries.of(2, 3),
+                        Arbitraries.of(-1L, -1L, 500L, 2500L),
+                        Arbitraries.of(false, true))
+                .as((batch, bytes, attempts, lateness, drop) ->
+                        new Settings(batch, bytes, 1000, 300, 1200, attempts, lateness, drop));
     }
 
     /**

@@ -156,7 +156,9 @@ final class ContractWorld {
                 deadMaxSize,
                 deadMaxAge,
                 false,
-                OutgoingMessages.DEFAULT);
+                OutgoingMessages.DEFAULT,
+                s.maxLatenessMs() < 0 ? null : Duration.ofMillis(s.maxLatenessMs()),
+                s.dropLate());
     }
 
     int scanWidth(int instance) {
@@ -239,12 +241,30 @@ final class ContractWorld {
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
         PopExpectation expected = model.expectPop(shard, knownDue);
-        List<Popped> wanted = expected.eligible().subList(0, model.popCount(expected.eligible()));
+        // the late policy: among the batch's candidates, the late ones are not handed out (dead or dropped)
+        List<Popped> candidates = expected.eligible()
+                .subList(0, Math.min(model.settings.batch(), expected.eligible().size()));
+        List<Popped> wantedLate = candidates.stream().filter(model::isLate).toList();
+        List<Popped> deliverable =
+                candidates.stream().filter(p -> !model.isLate(p)).toList();
+        List<Popped> wanted = deliverable.subList(0, model.popCount(deliverable));
         PopResult result = shared.stores()[instance].pop(spec, shard, knownDue);
         List<Popped> got = result.entries().stream()
                 .map(e -> new Popped(text(e.member()), e.dueAtMs(), text(e.payload()), e.attempts()))
                 .toList();
         String where = "pop of shard " + shard + " by instance " + instance + " at " + model.now;
+        List<String> gotLate = result.late().stream().map(l -> text(l.member())).toList();
+        if (!gotLate.equals(wantedLate.stream().map(Popped::member).toList())) {
+            throw new AssertionError(where + ": late entries expected " + wantedLate + " but got " + gotLate
+                    + " (shard: " + describe(shard) + ")");
+        }
+        for (int i = 0; i < wantedLate.size(); i++) {
+            same(
+                    where + ": original due of late " + gotLate.get(i),
+                    wantedLate.get(i).origin(),
+                    result.late().get(i).dueAtMs());
+        }
+
         for (Popped p : got) {
             Long due = model.shard(shard).scheduled.get(p.member());
             Flight flight = model.shard(shard).flights.get(p.member());
@@ -281,6 +301,7 @@ final class ContractWorld {
                         e.getValue() <= model.now && model.shard(shard).flights.containsKey(e.getKey()))) {
             covered("pops passing a due schedule held back by its member's delivery");
         }
+        model.applyLate(shard, wantedLate);
         model.applyPop(shard, result.token(), got);
         if (pageLimit && Finding.HEAD_OF_LINE_BLOCKING.tolerated()) {
             // the pop never saw the schedule behind the blocked pages, so its nextDue may be the 50 ms recheck
@@ -289,7 +310,9 @@ final class ContractWorld {
             }
             tolerated = true;
         }
-        if (!tolerated) {
+        if (!tolerated && !wantedLate.isEmpty()) {
+            same(where + ": nextDue after late entries (more may be due)", model.now, result.nextDueMs());
+        } else if (!tolerated) {
             try {
                 checkNextDue(where, shard, knownDue, expected, got.size(), result.nextDueMs());
             } catch (AssertionError e) {

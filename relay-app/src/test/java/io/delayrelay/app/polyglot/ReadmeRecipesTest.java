@@ -32,6 +32,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.data.redis.connection.RedisConnection;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -257,6 +258,48 @@ class ReadmeRecipesTest {
         assertThat(copies(keys, "replaced-3"))
                 .as("one live copy, under the new count")
                 .containsOnlyKeys(ShardSelector.shardOf("replaced-3", 7));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"shell", "python", "node"})
+    void examplesAttachAnExpiryAndHeadersThatArriveUnchangedAndRefuseRelayHeaders(String language) throws Exception {
+        RecipeRunner recipe = RecipeRunner.of(language, examples);
+        String business = businessOf.get(language);
+        String k = keysOf(business).sourceKey();
+        String traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        String body = "{\"code\":\"123456\",\"via\":\"" + language + " ✓\"}";
+
+        recipe.run(
+                "schedule_by_id",
+                k,
+                "options-1",
+                body,
+                "0",
+                "+60000",
+                "traceparent",
+                traceparent,
+                "tracestate",
+                "congo=t61rcWkgMzE",
+                "tenant",
+                "acmé $HOME 'q'");
+        Received r = receivedOf.get(language).poll(PROMPT.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(r).as("delivered promptly").isNotNull();
+        assertThat(hex(r.body()))
+                .as("the message byte for byte, without the options")
+                .isEqualTo(hex(body));
+        assertThat(r.headers())
+                .containsEntry("traceparent", traceparent)
+                .containsEntry("tracestate", "congo=t61rcWkgMzE")
+                .containsEntry("tenant", "acmé $HOME 'q'")
+                .containsEntry(RelayHeaders.ID, "options-1")
+                .containsEntry(RelayHeaders.BUSINESS, business);
+
+        assertThatThrownBy(() -> recipe.run("schedule_by_id", k, "options-2", body, "60000", "", "X-Delay-Id", "x"))
+                .as("a relay header is refused")
+                .hasMessageContaining("refused");
+        assertThat(copies(keysOf(business), "options-2"))
+                .as("nothing scheduled")
+                .isEmpty();
     }
 
     @Test

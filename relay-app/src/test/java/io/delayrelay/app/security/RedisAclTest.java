@@ -69,7 +69,7 @@ class RedisAclTest {
      * wake-ups), +zscan (search); a replica that did not sample the backlog reads it with +get; ack.lua calls EXISTS.
      */
     static final String RELAY_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
-            + " -@all +hello +ping +info +evalsha +eval +time +type +exists +subscribe +unsubscribe +publish +incrby"
+            + " -@all +hello +ping +info +evalsha +eval +time +type +exists +subscribe +unsubscribe +publish +incr +incrby"
             + " +set +get +hget +hset +hmset +hmget +hdel +hgetall +zadd +zrem +zcard +zcount +zscore +zmscore +zrange"
             + " +zrangebyscore +zscan";
     /** A producer's rules: schedule, cancel, reschedule, count, peek. */

@@ -99,7 +99,9 @@ final class AmqpMessageBuilder {
     }
 
     private static AMQP.BasicProperties properties(DueMessage message, long relayedAt) {
-        Map<String, Object> headers = new HashMap<>(8);
+        Map<String, Object> headers = new HashMap<>(8 + message.headers().size());
+        // the producer's headers first: the relay's own are put after them, so none can be overwritten
+        headers.putAll(message.headers());
         headers.put(RelayHeaders.BUSINESS, message.business());
         headers.put(RelayHeaders.DUE_AT, message.dueAtMs());
         headers.put(RelayHeaders.RELAYED_AT, relayedAt);
@@ -122,6 +124,7 @@ final class AmqpMessageBuilder {
         properties.setDeliveryMode(MessageDeliveryMode.PERSISTENT);
         properties.setMessageId(message.messageId());
         properties.setContentType(MessageProperties.CONTENT_TYPE_BYTES);
+        message.headers().forEach(properties::setHeader);
         properties.setHeader(RelayHeaders.BUSINESS, message.business());
         properties.setHeader(RelayHeaders.DUE_AT, message.dueAtMs());
         properties.setHeader(RelayHeaders.RELAYED_AT, relayedAt);

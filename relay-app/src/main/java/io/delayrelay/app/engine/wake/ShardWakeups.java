@@ -19,6 +19,9 @@ public interface ShardWakeups {
     /** Every shard is popped once now (e.g. after a (re)subscription, when notifications may have been lost). */
     void sweepAll();
 
-    /** Whether a worker pops {@code shard} within {@code ms} anyway: its known due time is that close (or past). */
+    /**
+     * Whether a peek at {@code shard} would be wasted: a worker pops it within {@code ms} anyway (its known due time is
+     * that close, or past), or another instance of the fleet pops it.
+     */
     boolean popsWithin(int shard, long ms);
 }

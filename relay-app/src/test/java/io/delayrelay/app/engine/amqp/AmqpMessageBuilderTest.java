@@ -33,6 +33,29 @@ class AmqpMessageBuilderTest {
                 .isEqualTo(DUE);
     }
 
+    @Test
+    void aProducersHeadersArePublishedBesideTheRelaysOwnWhichTheyNeverOverwrite() {
+        DueMessage message = new DueMessage(
+                "shape",
+                2,
+                "m".getBytes(),
+                "body".getBytes(),
+                true,
+                DUE,
+                DUE + 3,
+                1,
+                "id-1",
+                java.util.Map.of("traceparent", "00-aa-bb-01", RelayHeaders.BUSINESS, "forged"));
+
+        AmqpMessageBuilder.Built built = new AmqpMessageBuilder(new RedisClock()).build(spec(), message);
+
+        assertThat(built.properties().getHeaders())
+                .containsEntry("traceparent", "00-aa-bb-01")
+                .containsEntry(RelayHeaders.BUSINESS, "shape")
+                .containsEntry(RelayHeaders.ID, "m");
+        assertThat(built.body()).isEqualTo("body".getBytes());
+    }
+
     private static DueMessage message(long poppedAt) {
         return new DueMessage("shape", 2, "m".getBytes(), "body".getBytes(), false, DUE, poppedAt, 1, "id-1");
     }

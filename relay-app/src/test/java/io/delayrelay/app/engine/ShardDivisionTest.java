@@ -1,0 +1,238 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.support.Exceptions;
+import io.delayrelay.app.support.RelayTestKit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The fleet's division of a business's shards (seat.lua through {@link ShardDivision}) against the real Redis: seats
+ * drawn in INCR order, one owner per shard, a seat not renewed within its TTL dropped and its shards taken over,
+ * a graceful leave, a cursor that went back, foreign data in the seats key, and the fall-back to every shard.
+ */
+class ShardDivisionTest {
+
+    private static final int SHARDS = 16;
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(kit.business("division"));
+    private final ShardStore store = new ShardStore(kit.redisFactory());
+    private final AtomicLong nanos = new AtomicLong(1);
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+    }
+
+    private ShardDivision division(String holder, Duration ttl) {
+        return new ShardDivision(holder, new ShardDivision.Settings(true, ttl), nanos::get);
+    }
+
+    private static TreeSet<Integer> owned(ShardDivision d) {
+        TreeSet<Integer> owned = new TreeSet<>();
+        IntStream.range(0, SHARDS).filter(d::owns).forEach(owned::add);
+        return owned;
+    }
+
+    @Test
+    void threeInstancesDrawSeatsInIncrOrderAndEveryShardHasExactlyOneOwner() {
+        ShardDivision a = division("a", Duration.ofSeconds(3));
+        ShardDivision b = division("b", Duration.ofSeconds(3));
+        ShardDivision c = division("c", Duration.ofSeconds(3));
+        assertThat(owned(a))
+                .as("before its first renewal an instance pops every shard")
+                .hasSize(SHARDS);
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        c.renew(store, keys, SHARDS);
+        // a and b renew again: they learn of c
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+
+        assertThat(List.of(a.share(), b.share(), c.share()))
+                .containsExactly(
+                        new ShardDivision.Share(1, 0, 3),
+                        new ShardDivision.Share(2, 1, 3),
+                        new ShardDivision.Share(3, 2, 3));
+        assertThat(owned(a)).containsExactly(0, 3, 6, 9, 12, 15);
+        assertThat(owned(b)).containsExactly(1, 4, 7, 10, 13);
+        assertThat(owned(c)).containsExactly(2, 5, 8, 11, 14);
+        assertThat(get(keys.cursor())).isEqualTo("3");
+        assertThat(seats()).containsOnlyKeys("a", "b", "c");
+    }
+
+    @Test
+    void aSeatNotRenewedWithinItsTtlIsDroppedAndTheOthersTakeItsShardsAtTheirNextRenewal() throws Exception {
+        Duration ttl = Duration.ofMillis(400);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        ShardDivision c = division("c", ttl);
+        for (ShardDivision d : List.of(a, b, c, a, b)) {
+            d.renew(store, keys, SHARDS);
+        }
+        TreeSet<Integer> aBefore = owned(a);
+
+        // c stops renewing (killed or frozen); a and b keep renewing every third of the TTL
+        long stoppedAt = System.nanoTime();
+        List<Integer> gained = List.of();
+        while (a.share().of() == 3) {
+            Thread.sleep(ttl.toMillis() / 3);
+            nanos.addAndGet(ttl.toNanos() / 3);
+            gained = a.renew(store, keys, SHARDS);
+            b.renew(store, keys, SHARDS);
+        }
+        long handOverMs = (System.nanoTime() - stoppedAt) / 1_000_000;
+        b.renew(store, keys, SHARDS);
+
+        assertThat(handOverMs)
+                .as("c's seat dropped between its TTL and its TTL + one renewal period (plus scheduling margin)")
+                .isBetween(ttl.toMillis() - 50, ttl.toMillis() * 4 / 3 + 300);
+        assertThat(a.share()).isEqualTo(new ShardDivision.Share(1, 0, 2));
+        assertThat(b.share()).isEqualTo(new ShardDivision.Share(2, 1, 2));
+        TreeSet<Integer> union = new TreeSet<>(owned(a));
+        union.addAll(owned(b));
+        assertThat(union).hasSize(SHARDS);
+        assertThat(owned(a)).doesNotContainAnyElementsOf(owned(b));
+        TreeSet<Integer> expectedGain = new TreeSet<>(owned(a));
+        expectedGain.removeAll(aBefore);
+        assertThat(gained)
+                .as("what a renewal reports as taken over (to be swept)")
+                .containsExactlyElementsOf(expectedGain);
+        assertThat(seats()).containsOnlyKeys("a", "b");
+
+        // c wakes up (SIGCONT): its seat expired, so it draws a new one and joins at the end of the order
+        c.renew(store, keys, SHARDS);
+        assertThat(c.share()).isEqualTo(new ShardDivision.Share(4, 2, 3));
+    }
+
+    @Test
+    void aSeatGivenUpAtStopIsGoneAtTheOthersNextRenewal() {
+        ShardDivision a = division("a", Duration.ofSeconds(30));
+        ShardDivision b = division("b", Duration.ofSeconds(30));
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        a.renew(store, keys, SHARDS);
+        assertThat(owned(a)).hasSize(8);
+
+        b.leave(store, keys);
+        List<Integer> gained = a.renew(store, keys, SHARDS);
+
+        assertThat(a.share()).isEqualTo(new ShardDivision.Share(1, 0, 1));
+        assertThat(owned(a)).hasSize(SHARDS);
+        assertThat(gained).containsExactly(1, 3, 5, 7, 9, 11, 13, 15);
+    }
+
+    @Test
+    void aCursorThatWentBackStillGivesEveryInstanceARankOfItsOwn() {
+        ShardDivision a = division("a", Duration.ofSeconds(30));
+        ShardDivision b = division("b", Duration.ofSeconds(30));
+        ShardDivision c = division("c", Duration.ofSeconds(30));
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        del(keys.cursor());
+        c.renew(store, keys, SHARDS);
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+
+        assertThat(c.share().seat()).as("the cursor restarted").isEqualTo(1);
+        assertThat(List.of(a.share().rank(), c.share().rank(), b.share().rank()))
+                .as("ranked by (seat, holder): a(1) c(1) b(2)")
+                .containsExactly(0, 1, 2);
+        TreeSet<Integer> union = new TreeSet<>(owned(a));
+        union.addAll(owned(b));
+        union.addAll(owned(c));
+        assertThat(union).hasSize(SHARDS);
+    }
+
+    @Test
+    void anUnreadableSeatWrittenByAnotherProgramIsDroppedAndNotCounted() {
+        try (RedisConnection c = kit.redis()) {
+            c.hashCommands().hSet(bytes(keys.seats()), bytes("stranger"), bytes("not a seat"));
+        }
+        ShardStore.Seat seat = store.takeSeat(keys, "a", 3_000);
+        assertThat(seat.of()).isEqualTo(1);
+        assertThat(seat.dropped()).isEqualTo(1);
+        assertThat(seats()).containsOnlyKeys("a");
+    }
+
+    @Test
+    void aRenewalThatFailsForAWholeTtlMakesTheInstancePopEveryShard() {
+        Duration ttl = Duration.ofSeconds(3);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        a.renew(store, keys, SHARDS);
+        ShardDivision.Share before = a.effective();
+        assertThat(owned(a)).hasSize(8);
+
+        // another program overwrote the seats key with a string
+        del(keys.seats());
+        try (RedisConnection c = kit.redis()) {
+            c.stringCommands().set(bytes(keys.seats()), bytes("oops"));
+        }
+        assertThatThrownBy(() -> a.renew(store, keys, SHARDS))
+                .satisfies(e -> assertThat(Exceptions.rootMessage(e)).contains("WRONGTYPE"));
+        nanos.addAndGet(ttl.toNanos() / 2);
+        assertThat(a.renewalFailed(before, SHARDS))
+                .as("within the TTL the share holds")
+                .isEmpty();
+        assertThat(owned(a)).hasSize(8);
+
+        nanos.addAndGet(ttl.toNanos());
+        List<Integer> gained = a.renewalFailed(before, SHARDS);
+        assertThat(owned(a)).as("a whole TTL without a renewal: every shard").hasSize(SHARDS);
+        assertThat(gained).containsExactly(1, 3, 5, 7, 9, 11, 13, 15);
+    }
+
+    @Test
+    void withTheDivisionOffAnInstancePopsEveryShardAndWritesNoSeat() {
+        ShardDivision off =
+                new ShardDivision("a", new ShardDivision.Settings(false, Duration.ofSeconds(3)), nanos::get);
+        assertThat(owned(off)).hasSize(SHARDS);
+        assertThat(off.divides()).isFalse();
+        off.leave(store, keys);
+        assertThat(kit.keysOf(keys.sourceKey().substring("delayqueue:".length())))
+                .isEmpty();
+    }
+
+    private Map<String, String> seats() {
+        try (RedisConnection c = kit.redis()) {
+            Map<byte[], byte[]> raw = c.hashCommands().hGetAll(bytes(keys.seats()));
+            Map<String, String> seats = new java.util.TreeMap<>();
+            raw.forEach(
+                    (k, v) -> seats.put(new String(k, StandardCharsets.UTF_8), new String(v, StandardCharsets.UTF_8)));
+            return seats;
+        }
+    }
+
+    private String get(String key) {
+        try (RedisConnection c = kit.redis()) {
+            byte[] v = c.stringCommands().get(bytes(key));
+            return v == null ? null : new String(v, StandardCharsets.UTF_8);
+        }
+    }
+
+    private void del(String key) {
+        try (RedisConnection c = kit.redis()) {
+            c.keyCommands().del(bytes(key));
+        }
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
