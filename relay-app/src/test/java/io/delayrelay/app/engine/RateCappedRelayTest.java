@@ -97,4 +97,40 @@ class RateCappedRelayTest {
                 .as("tokens used are the entries popped")
                 .isEqualTo(ENTRIES);
     }
+
+    @Test
+    void aReloadedCapAppliesAtOnceBothWays() {
+        BusinessSpec uncapped = f.spec("reload")
+                .shards(4)
+                .threads(2)
+                .batchSize(500)
+                .maxIdle(Duration.ofSeconds(2))
+                .build();
+        BusinessSpec slow = uncapped.withMaxRate(20);
+        long now = f.kit.redisNowMs();
+        for (int i = 0; i < 400; i++) {
+            f.zadd(slow, i % 4, "r-" + i, now - 1_000 + i);
+        }
+        EngineFixture.ConfirmingPublisher publisher = new EngineFixture.ConfirmingPublisher();
+        BusinessRelay relay = f.start(slow, publisher, RelayEvents.NOOP);
+
+        // 20/s: a burst of 2, then one every 50 ms
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.published.size() >= 10);
+        long start = System.nanoTime();
+        int atStart = publisher.published.size();
+        await().pollDelay(Duration.ofSeconds(1)).until(() -> true);
+        double capped = (publisher.published.size() - atStart) / ((System.nanoTime() - start) / 1e9);
+        assertThat(capped).as("capped at 20/s").isBetween(10.0, 30.0);
+
+        relay.update(uncapped, 0);
+        long reloaded = System.nanoTime();
+        await().atMost(Duration.ofSeconds(10)).until(() -> publisher.published.size() >= 400);
+        double secondsToDrain = (System.nanoTime() - reloaded) / 1e9;
+        System.out.printf(
+                "FIGURE capped reload: %.1f/s under max-rate 20, the rest (%d) drained %.2f s after the cap was removed%n",
+                capped, 400 - atStart, secondsToDrain);
+        // the ~380 left would take 19 s at 20/s
+        assertThat(secondsToDrain).isLessThan(5);
+        assertThat(publisher.bodies()).doesNotHaveDuplicates().hasSize(400);
+    }
 }
