@@ -65,7 +65,7 @@ class UnknownRelayKeysTest {
     void aMisspeltBusinessKeyStopsStartUpNamingTheClosestValidKey() {
         String business = kit.business("typo");
         Map<String, Object> props =
-                RelayTestKit.business(kit.baseProperties(), business, kit.exchange("typo"), "rk", "max-lateness", "5s");
+                RelayTestKit.business(kit.baseProperties(), business, kit.exchange("typo"), "rk", "max-atempts", "5s");
         props.put("relay.reaper-intervall", "1s");
 
         Throwable failure = catchThrowable(() -> kit.startRelay(props));
@@ -74,7 +74,7 @@ class UnknownRelayKeysTest {
         assertThat(analysis).as("one report from the relay's failure analyzer").isNotNull();
         assertThat(analysis.getDescription())
                 .isEqualTo("Invalid delay-relay configuration:\n  - relay.businesses." + business
-                        + ".max-lateness is unknown (no relay setting reads it); did you mean relay.businesses."
+                        + ".max-atempts is unknown (no relay setting reads it); did you mean relay.businesses."
                         + business
                         + ".max-attempts?\n  - relay.reaper-intervall is unknown (no relay setting reads it);"
                         + " did you mean relay.reaper-interval?");
@@ -128,11 +128,11 @@ class UnknownRelayKeysTest {
         BusinessRelay relay = context.getBean(RelayEngine.class).relays().get(business);
 
         // a valid change next to the typo: neither is applied
-        Files.writeString(file, yaml(business, exchange, "threads: 3\n      max-lateness: 5s"), StandardCharsets.UTF_8);
+        Files.writeString(file, yaml(business, exchange, "threads: 3\n      max-atempts: 5s"), StandardCharsets.UTF_8);
         context.publishEvent(new RefreshEvent(context, null, "config changed"));
 
         assertThat(relay.spec().threads()).as("running settings kept").isEqualTo(2);
-        String problem = "relay.businesses." + business + ".max-lateness is unknown (no relay setting reads it);"
+        String problem = "relay.businesses." + business + ".max-atempts is unknown (no relay setting reads it);"
                 + " did you mean relay.businesses." + business + ".max-attempts?";
         assertThat(REJECTED).containsExactly(business + ": " + problem);
         assertThat(output.getOut())

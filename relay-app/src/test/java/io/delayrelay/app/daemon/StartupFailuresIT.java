@@ -24,7 +24,7 @@ class StartupFailuresIT {
                 Map.of(
                         "relay.businesses.orders.exchange", "amq.direct",
                         "relay.businesses.orders.routing-key", "rk",
-                        "relay.businesses.orders.max-lateness", "5s"),
+                        "relay.businesses.orders.max-atempts", "5s"),
                 false,
                 "-XX:TieredStopAtLevel=1")) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
@@ -32,7 +32,7 @@ class StartupFailuresIT {
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();
             // the report; Spring's context also logs the exception's message in its WARN before it
             String report =
-                    "Description:\n\nInvalid delay-relay configuration:\n  - relay.businesses.orders.max-lateness"
+                    "Description:\n\nInvalid delay-relay configuration:\n  - relay.businesses.orders.max-atempts"
                             + " is unknown (no relay setting reads it); did you mean relay.businesses.orders.max-attempts?\n\n";
             assertThat(output.split(Pattern.quote(report), -1).length - 1)
                     .as(output)
