@@ -151,7 +151,9 @@ cat >"$DIR/tool-logback.xml" <<'XML'
   <root level="WARN"><appender-ref ref="E"/></root>
 </configuration>
 XML
-tool() { java -Xmx256m -XX:+UseSerialGC -Dlogback.configurationFile="$DIR/tool-logback.xml" \
+# the checker holds every journal line of a 30-minute run in memory (360,000 writes, 280,000 deliveries): 256 MiB ran
+# out in its last step; producer and consumer keep the small heap
+tool() { java -Xmx"${TOOL_HEAP:-256m}" -XX:+UseSerialGC -Dlogback.configurationFile="$DIR/tool-logback.xml" \
   -cp "$DIR/classes:$DIR/lib/*" io.delayrelay.soak.SoakTool "$@"; }
 
 # ---- servers ----------------------------------------------------------------------------------------------------
@@ -476,7 +478,7 @@ echo
 echo "relay lives: $(for i in $(seq 1 "$RELAYS"); do printf 'relay %s: %s  ' "$i" "${RELAY_LIFE[$i]}"; done)"
 echo "duplicate window: threads $THREADS x batch-size $BATCH x 4 x $DISRUPTIVE disruptive fault(s) = $WINDOW"
 set +e
-tool check --produced "$DIR/produced.txt" --delivered "$DIR/delivered.txt" --duplicate-window "$WINDOW" \
+TOOL_HEAP=1g tool check --produced "$DIR/produced.txt" --delivered "$DIR/delivered.txt" --duplicate-window "$WINDOW" \
   --skew-ms "$SKEW_MS" --stamp-slack-ms "$STAMP_SLACK_MS" --redis-port "$REDIS_PORT" --business "$BUSINESS" --relayed-metric "${RELAYED:-0}" \
   --out-dir "$DIR" \
   | tee "$DIR/check.txt"
