@@ -7,7 +7,9 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -169,12 +171,12 @@ public class DeadLetters {
 
     /** Replays the listed dead letters (any of shards 0..shards-1). Returns how many were dead. */
     public long replay(BusinessSpec spec, int shards, Collection<String> members) {
-        return members(spec, shards, members, "replay");
+        return members(spec, 0, shards, members, "replay");
     }
 
     /** Purges the listed dead letters (any of shards 0..shards-1). Returns how many were dead. */
     public long purge(BusinessSpec spec, int shards, Collection<String> members) {
-        return members(spec, shards, members, "purge");
+        return members(spec, 0, shards, members, "purge");
     }
 
     /** Replays ({@code replay}) or purges the dead letters a write selected. Returns how many. */
@@ -192,18 +194,27 @@ public class DeadLetters {
 
     /** Replays the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
     public long replayOldest(BusinessSpec spec, int shards, int limit) {
-        return replay(
-                spec,
-                shards,
-                list(spec, shards, limit).stream().map(DeadLetter::member).toList());
+        return listed(spec, list(spec, shards, limit), "replay");
     }
 
     /** Purges the oldest {@code limit} dead letters over shards 0..shards-1. Returns how many. */
     public long purgeOldest(BusinessSpec spec, int shards, int limit) {
-        return purge(
-                spec,
-                shards,
-                list(spec, shards, limit).stream().map(DeadLetter::member).toList());
+        return listed(spec, list(spec, shards, limit), "purge");
+    }
+
+    /**
+     * Acts on exactly the listed letters, each in its own shard: after a reshard one member can be dead in two shards,
+     * and the oldest N name only the copies they listed.
+     */
+    private long listed(BusinessSpec spec, List<DeadLetter> letters, String action) {
+        Map<Integer, List<String>> byShard = new TreeMap<>();
+        letters.forEach(
+                d -> byShard.computeIfAbsent(d.shard(), s -> new ArrayList<>()).add(d.member()));
+        long total = 0;
+        for (Map.Entry<Integer, List<String>> e : byShard.entrySet()) {
+            total += members(spec, e.getKey(), e.getKey() + 1, e.getValue(), action);
+        }
+        return total;
     }
 
     /** The keys dead-letters.lua works on, in its KEYS order. */
@@ -219,12 +230,13 @@ public class DeadLetters {
                         DelayQueueKeys.ATTEMPTS);
     }
 
-    private long members(BusinessSpec spec, int shards, Collection<String> members, String action) {
+    /** Acts on the named members in shards from..to-1. */
+    private long members(BusinessSpec spec, int from, int to, Collection<String> members, String action) {
         if (members.isEmpty()) {
             return 0;
         }
         long total = 0;
-        for (int shard = 0; shard < shards; shard++) {
+        for (int shard = from; shard < to; shard++) {
             List<byte[]> shardKeys = scriptKeys(spec, shard);
             List<byte[]> args = new ArrayList<>(members.size() + 2);
             args.add(bytes(action));
