@@ -229,7 +229,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         if (settings.division().enabled()) {
             long renewMs = Math.max(1, settings.division().renewEvery().toMillis());
             seats = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-seats"));
-            seats.scheduleWithFixedDelay(this::renewSeats, renewMs, renewMs, TimeUnit.MILLISECONDS);
+            // at a fixed rate: a slow renewal must not push the next ones later (the hand-over bound counts on them)
+            seats.scheduleAtFixedRate(this::renewSeats, renewMs, renewMs, TimeUnit.MILLISECONDS);
         }
         housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
         long interval = settings.reaperInterval().toMillis();

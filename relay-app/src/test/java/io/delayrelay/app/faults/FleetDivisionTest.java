@@ -46,11 +46,14 @@ class FleetDivisionTest {
     static final Duration SEAT_TTL = Duration.ofSeconds(9);
     /** The stated hand-over bound: the seat expires within its TTL, the others take over at their next renewal. */
     static final Duration HAND_OVER = SEAT_TTL.plus(SEAT_TTL.dividedBy(3));
-    /** Margin for a loaded 2-core machine: a poll (max-idle 100 ms), a publish and the consumer. */
-    static final Duration MARGIN = Duration.ofMillis(1_500);
+    /**
+     * Margin for a loaded 2-core machine: a poll (max-idle 100 ms), a publish, the consumer, and a renewal thread
+     * that a busy CPU runs late.
+     */
+    static final Duration MARGIN = Duration.ofMillis(2_500);
 
     private static final Pattern POP =
-            Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:evalsha)\" \"[0-9a-f]+\" \"4\" \"([^\"]+)\"");
+            Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:evalsha)\" \"[0-9a-f]+\" \"[0-9]+\" \"([^\"]+)\"");
 
     private final RelayTestKit kit = new RelayTestKit();
     private final List<RelayProcess> relays = new ArrayList<>();
@@ -231,8 +234,9 @@ class FleetDivisionTest {
     }
 
     /**
-     * Watches the shared Redis with MONITOR for {@code window}: the pops (EVALSHA with 4 keys, the first a shard key
-     * of the business) per shard, attributed to relays by their connection's client name.
+     * Watches the shared Redis with MONITOR for {@code window}: the scripts run on each shard (EVALSHA whose first key
+     * is a shard key of the business: with nothing due, the pops; an ack comes from the instance that popped)
+     * attributed to relays by their connection's client name.
      */
     private Map<Integer, Set<String>> poppersPerShard(String business, Duration window) throws Exception {
         Path out = Files.createTempFile("division-monitor", ".txt");
