@@ -21,6 +21,9 @@ Runs in one go, on the local Redis and RabbitMQ:
               the 4-stage breakdown (due->popped, popped->published, published->confirmed, confirmed->received)
               comes from an in-process run at 5k msg/s. Logs: bench/results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
+  6. shape    the broker's CPU per message of each part of the relay's message shape: PerfTest plain, with a
+              message id, content type, priority, each x-delay-* header alone, mandatory, the full shape and the
+              lean shape; the relay draining with message-shape full and lean; 3 rounds (about 6 minutes)
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
                   baselines capped at 8 s of draining. About 8 minutes on 2 busy cores. (N is not the issue's
@@ -30,13 +33,15 @@ Runs in one go, on the local Redis and RabbitMQ:
                   backlog 10,000,000; writes bench/results/<date>-full.md. Around 45 minutes (prints an
                   estimate and the progress of every part; a failing part is reported and the run goes on).
   --messages N    messages per drain instead of the mode's default
-  --only LIST     comma-separated subset of: drain,idle,lag,backlog (writes <date>-only-<list>.md, ignored by git)
+  --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
   --skip-build    reuse the last build of the relay and of the bench
 
 Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), RABBIT_HOST (127.0.0.1), RABBIT_PORT (5672),
-             BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g).
+             BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g),
+             BENCH_BROKER_PID (charge only this beam.smp as the broker's CPU, e.g. a private RabbitMQ node's
+             given with RABBIT_PORT; default: every local beam.smp).
 The private Redis runs with notify-keyspace-events Kz (keyspace notifications wake the relay).
 Builds through the reactor (-Pbench): nothing is installed into ~/.m2. PerfTest (com.rabbitmq:perf-test) is
 resolved from Maven Central by bench/perf-test.xml.
@@ -67,7 +72,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$ONLY" ]; then
   for s in ${ONLY//,/ }; do
-    case "$s" in drain|idle|lag|backlog) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog)" >&2; exit 2 ;; esac
+    case "$s" in drain|idle|lag|backlog|shape) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog,shape)" >&2; exit 2 ;; esac
   done
 fi
 

@@ -12,7 +12,7 @@ import java.util.Map;
  *
  * <pre>
  * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
- * scenarios: drain, memory (from drain loads), lag, backlog, idle
+ * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape
  * </pre>
  */
 public final class Bench {
@@ -182,6 +182,13 @@ public final class Bench {
         }
         if (config.runs("backlog")) {
             part(report, "backlog", config.backlogEstimateSeconds(), () -> backlog(config, infra, s, report));
+        }
+        if (config.runs("shape") && perfTestClasspath != null) {
+            part(
+                    report,
+                    "shape",
+                    config.shapeEstimateSeconds(),
+                    () -> report.shape(ShapeScenario.run(infra, s, perfTestClasspath, BenchConfig.SHAPE_ROUNDS)));
         }
     }
 

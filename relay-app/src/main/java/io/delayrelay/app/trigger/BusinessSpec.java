@@ -35,6 +35,7 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param maxRate          most messages per second the fleet publishes for the business; {@link #NO_MAX_RATE}: no cap
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
+ * @param messageShape     what the relay puts on the messages besides the body (full or lean)
  */
 public record BusinessSpec(
         String name,
@@ -62,7 +63,8 @@ public record BusinessSpec(
         boolean dropLate,
         int maxRate,
         Duration sloOnTime,
-        double sloTarget) {
+        double sloTarget,
+        MessageShape messageShape) {
 
     /** {@link #maxRate()} of a business without a cap. */
     public static final int NO_MAX_RATE = 0;
@@ -71,6 +73,64 @@ public record BusinessSpec(
     public static final Duration DEFAULT_SLO_ON_TIME = Duration.ofSeconds(1);
 
     public static final double DEFAULT_SLO_TARGET = 0.999;
+
+    /** A business with the full message shape (the default). */
+    public BusinessSpec(
+            String name,
+            DelayQueueKeys keys,
+            int shards,
+            int threads,
+            String threadNamePrefix,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int batchSize,
+            long batchBytes,
+            Duration maxIdle,
+            Duration lease,
+            int maxAttempts,
+            Duration retryDelay,
+            Duration retryDelayMax,
+            Duration publishTimeout,
+            int deadMaxSize,
+            Duration deadMaxAge,
+            boolean paused,
+            OutgoingMessages outgoing,
+            Duration maxLateness,
+            boolean dropLate,
+            int maxRate,
+            Duration sloOnTime,
+            double sloTarget) {
+        this(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate,
+                maxRate,
+                sloOnTime,
+                sloTarget,
+                MessageShape.FULL);
+    }
 
     /** A business without a late policy, a rate cap or an objective of its own (the defaults). */
     public BusinessSpec(
@@ -195,6 +255,38 @@ public record BusinessSpec(
         return with(maxLateness, dropLate, maxRate, onTime, target);
     }
 
+    /** This spec with another message shape. */
+    public BusinessSpec withMessageShape(MessageShape shape) {
+        return new BusinessSpec(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate,
+                maxRate,
+                sloOnTime,
+                sloTarget,
+                shape);
+    }
+
     private BusinessSpec with(Duration lateness, boolean drop, int rate, Duration onTime, double target) {
         return new BusinessSpec(
                 name,
@@ -222,6 +314,7 @@ public record BusinessSpec(
                 drop,
                 rate,
                 onTime,
-                target);
+                target,
+                messageShape);
     }
 }
