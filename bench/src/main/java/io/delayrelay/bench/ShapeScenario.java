@@ -22,8 +22,8 @@ import io.delayrelay.api.RelayHeaders;
 final class ShapeScenario {
 
     static final String PLAIN = "plain (100 B, persistent)";
-    static final String PERF_FULL = "PerfTest, relay's full shape";
-    static final String PERF_LEAN = "PerfTest, lean shape (message id, mandatory)";
+    static final String PERF_FULL = "relay's full shape (id, content type, priority, 5 headers, mandatory)";
+    static final String PERF_LEAN = "lean shape (message id, mandatory)";
     static final String RELAY_FULL = "relay, message-shape: full (defaults)";
     static final String RELAY_LEAN = "relay, message-shape: lean";
 
@@ -76,7 +76,7 @@ final class ShapeScenario {
                 extra.addAll(Scenarios.messageProperties(v.properties()));
                 drains.put(
                         v.name(),
-                        s.perfTest(perfTestClasspath, 2, 1_000, "RabbitMQ PerfTest " + v.name(), v.name(), extra));
+                        s.perfTest(perfTestClasspath, 2, 1_000, "RabbitMQ PerfTest, " + v.name(), v.name(), extra));
             }
             drains.put(
                     RELAY_FULL,
@@ -121,7 +121,7 @@ final class ShapeScenario {
                             rounds.get(r).loadAfter()))
                     .append(r + 1 < rounds.size() ? "; " : ".\n\n");
         }
-        b.append("| message | broker µs/msg, each round | median | median − plain | msg/s, each round |\n");
+        b.append("| PerfTest message / relay | broker µs/msg, each round | median | median − plain | msg/s, each round |\n");
         b.append("|---|---|---:|---:|---|\n");
         for (String name : rounds.get(0).drains().keySet()) {
             double[] cpu = new double[rounds.size()];
