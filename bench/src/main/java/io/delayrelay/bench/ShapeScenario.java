@@ -121,7 +121,8 @@ final class ShapeScenario {
                             rounds.get(r).loadAfter()))
                     .append(r + 1 < rounds.size() ? "; " : ".\n\n");
         }
-        b.append("| PerfTest message / relay | broker µs/msg, each round | median | median − plain | msg/s, each round |\n");
+        b.append(
+                "| PerfTest message / relay | broker µs/msg, each round | median | median − plain | msg/s, each round |\n");
         b.append("|---|---|---:|---:|---|\n");
         for (String name : rounds.get(0).drains().keySet()) {
             double[] cpu = new double[rounds.size()];
