@@ -242,52 +242,26 @@ public record BusinessSpec(
 
     /** The same settings with a late policy. */
     public BusinessSpec withLatePolicy(Duration maxLateness, boolean dropLate) {
-        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget);
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, messageShape);
     }
 
     /** This spec with another rate cap ({@link #NO_MAX_RATE}: none). */
     public BusinessSpec withMaxRate(int rate) {
-        return with(maxLateness, dropLate, rate, sloOnTime, sloTarget);
+        return with(maxLateness, dropLate, rate, sloOnTime, sloTarget, messageShape);
     }
 
     /** This spec with another on-time objective. */
     public BusinessSpec withSlo(Duration onTime, double target) {
-        return with(maxLateness, dropLate, maxRate, onTime, target);
+        return with(maxLateness, dropLate, maxRate, onTime, target, messageShape);
     }
 
     /** This spec with another message shape. */
     public BusinessSpec withMessageShape(MessageShape shape) {
-        return new BusinessSpec(
-                name,
-                keys,
-                shards,
-                threads,
-                threadNamePrefix,
-                exchange,
-                routingKey,
-                exchangeType,
-                declareExchange,
-                batchSize,
-                batchBytes,
-                maxIdle,
-                lease,
-                maxAttempts,
-                retryDelay,
-                retryDelayMax,
-                publishTimeout,
-                deadMaxSize,
-                deadMaxAge,
-                paused,
-                outgoing,
-                maxLateness,
-                dropLate,
-                maxRate,
-                sloOnTime,
-                sloTarget,
-                shape);
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, shape);
     }
 
-    private BusinessSpec with(Duration lateness, boolean drop, int rate, Duration onTime, double target) {
+    private BusinessSpec with(
+            Duration lateness, boolean drop, int rate, Duration onTime, double target, MessageShape shape) {
         return new BusinessSpec(
                 name,
                 keys,
@@ -315,6 +289,6 @@ public record BusinessSpec(
                 rate,
                 onTime,
                 target,
-                messageShape);
+                shape);
     }
 }
