@@ -36,6 +36,8 @@ final class Report {
     private final List<Scenarios.Lag> lags = new ArrayList<>();
     private Scenarios.Drain backlogWith;
     private Scenarios.Drain backlogWithout;
+    private List<Storm.Result> storm = List.of();
+    private Scenarios.Drain stormPerfTest;
     private final List<String[]> targets = new ArrayList<>();
     private final List<String[]> errors = new ArrayList<>();
 
@@ -135,6 +137,12 @@ final class Report {
         backlogWithout = without;
     }
 
+    /** The storm scenario's runs and the PerfTest ceiling measured right after them (null when not run). */
+    void storm(List<Storm.Result> results, Scenarios.Drain perfTest) {
+        storm = results;
+        stormPerfTest = perfTest;
+    }
+
     String render() {
         StringBuilder b = new StringBuilder();
         targets.clear();
@@ -161,6 +169,7 @@ final class Report {
         renderIdle(b);
         renderLag(b);
         renderBacklog(b);
+        Storm.render(b, storm, stormPerfTest);
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");
