@@ -67,6 +67,7 @@ final class Storm {
             long early,
             long brokerRssBeforeBytes,
             long brokerRssPeakBytes,
+            long queuePeak,
             long redisMemoryDeltaBytes,
             String loadAverage) {}
 
@@ -136,7 +137,7 @@ final class Storm {
         long[] relayedAt = new long[n];
         AtomicInteger received = new AtomicInteger();
         Connection connection = infra.amqpFactory().newConnection("relay-bench-storm-consumer");
-        RssSampler broker = new RssSampler();
+        RssSampler broker = new RssSampler(connection.createChannel(), queue);
         try {
             Channel channel = connection.createChannel();
             channel.basicConsume(queue, true, new DefaultConsumer(channel) {
@@ -228,12 +229,13 @@ final class Storm {
                     early,
                     brokerBefore,
                     broker.peak(),
+                    broker.queuePeak(),
                     memoryDelta,
                     load);
             Scenarios.log(
                     "  %,d received in %,d ms from the due second: %,.0f msg/s (middle 80 %%: %,.0f/s); late (receive"
                             + " - due) p50 %d p99 %d max %d ms; publish - due p50 %d p99 %d max %d ms; on time (<= 1 s)"
-                            + " %,d; early %d; broker RSS %s -> peak %s; Redis +%s; load %s",
+                            + " %,d; early %d; broker RSS %s -> peak %s; queue peak %,d; Redis +%s; load %s",
                     got,
                     drainMs,
                     rate,
@@ -248,6 +250,7 @@ final class Storm {
                     early,
                     mib(brokerBefore),
                     mib(broker.peak()),
+                    broker.queuePeak(),
                     mib(memoryDelta),
                     load);
             return result;
@@ -327,16 +330,18 @@ final class Storm {
         b.append("The relay's exec jar in its own JVM (16 shards, defaults), a consumer reading every message as it"
                 + " arrives. Late = receive − due; publish = the relay's x-delay-relayed-at − due. On time ="
                 + " received within 1 s of its due time. Broker memory = RSS of beam.smp (what `rabbitmqctl"
-                + " status` reports with its rss strategy), sampled every 200 ms.\n\n");
+                + " status` reports with its rss strategy; the broker is shared with whatever else runs on it),"
+                + " sampled every 200 ms with the depth of the storm's queue (messages published, not yet"
+                + " delivered to the consumer). Redis memory = used_memory growth from loading the storm.\n\n");
         b.append("| run | drained | msg/s | middle 80 % msg/s | × PerfTest | late p50 / p99 / max ms"
                 + " | publish − due p50 / p99 / max ms | on time (≤ 1 s) | early | broker RSS before → peak"
-                + " | Redis memory | load avg |\n");
-        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+                + " | queue peak | Redis memory | load avg |\n");
+        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (Result r : results) {
             b.append(String.format(
                     Locale.ROOT,
                     "| %s | %,d / %,d | %,.0f | %,.0f | %s | %d / %d / %d | %d / %d / %d | %,d (%.1f %%) | %d | %s → %s"
-                            + " | +%s | %s |%n",
+                            + " | %,d | +%s | %s |%n",
                     r.label(),
                     r.received(),
                     r.n(),
@@ -356,6 +361,7 @@ final class Storm {
                     r.early(),
                     mib(r.brokerRssBeforeBytes()),
                     mib(r.brokerRssPeakBytes()),
+                    r.queuePeak(),
                     mib(r.redisMemoryDeltaBytes()),
                     r.loadAverage()));
         }
@@ -370,11 +376,21 @@ final class Storm {
         b.append("\nFor context: RocketMQ's maintainers report that of 500,000 timers due in one second \"maybe only"
                 + " 20,000\" are delivered on time (apache/rocketmq#6566).\n\n");
     }
-
-    /** Samples the RSS of every local beam.smp (RabbitMQ) every 200 ms and keeps the peak. */
+    /**
+     * Samples the RSS of every local beam.smp (RabbitMQ) and the storm queue's depth (on its own channel) every 200
+     * ms and keeps the peaks.
+     */
     static final class RssSampler {
         private final AtomicLong peak = new AtomicLong(-1);
+        private final AtomicLong queuePeak = new AtomicLong(0);
+        private final Channel channel;
+        private final String queue;
         private volatile Thread thread;
+
+        RssSampler(Channel channel, String queue) {
+            this.channel = channel;
+            this.queue = queue;
+        }
 
         void start() {
             Thread t = new Thread(
@@ -382,6 +398,12 @@ final class Storm {
                         while (!Thread.currentThread().isInterrupted()) {
                             long rss = brokerRss();
                             peak.accumulateAndGet(rss, Math::max);
+                            try {
+                                long depth = channel.queueDeclarePassive(queue).getMessageCount();
+                                queuePeak.accumulateAndGet(depth, Math::max);
+                            } catch (IOException | RuntimeException e) {
+                                // not sampled this time
+                            }
                             try {
                                 Thread.sleep(200);
                             } catch (InterruptedException e) {
@@ -408,6 +430,9 @@ final class Storm {
             return peak.get();
         }
 
+        long queuePeak() {
+            return queuePeak.get();
+        }
         /** Sum of VmRSS of every local beam.smp in bytes, -1 when none is visible. */
         static long brokerRss() {
             long[] sum = {0};
