@@ -27,7 +27,7 @@ Runs in one go, on the local Redis and RabbitMQ:
               RSS peak, and the ratio to PerfTest run right after. About 4 minutes.
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
-                  baselines capped at 8 s of draining. About 8 minutes on 2 busy cores. (N is not the issue's
+                  baselines capped at 8 s of draining; the storm of 500,000. About 13 minutes on 2 busy cores. (N is not the issue's
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
   --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);
