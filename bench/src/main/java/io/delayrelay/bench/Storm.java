@@ -57,6 +57,7 @@ final class Storm {
             int maxRate,
             int n,
             int received,
+            int duplicates,
             long loadMs,
             long drainMs,
             double rate,
@@ -132,10 +133,15 @@ final class Storm {
             throws Exception {
         Scenarios.log("storm: %s, %,d entries of one business due in the same second", label, n);
         infra.purge(queue);
+        // by the message's sequence number: its first arrival; later ones count as duplicates
         long[] receivedAt = new long[n];
         long[] due = new long[n];
         long[] relayedAt = new long[n];
         AtomicInteger received = new AtomicInteger();
+        AtomicInteger duplicates = new AtomicInteger();
+        AtomicInteger strays = new AtomicInteger();
+        // due after the predicted end of loading (~60k entries/s on this box, with a margin)
+        long t = System.currentTimeMillis() + (long) (n / 60_000.0 * 1_500) + 2_000;
         Connection connection = infra.amqpFactory().newConnection("relay-bench-storm-consumer");
         RssSampler broker = new RssSampler(connection.createChannel(), queue);
         try {
@@ -144,22 +150,29 @@ final class Storm {
                 @Override
                 public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body) {
                     long now = System.currentTimeMillis();
-                    int i = received.getAndIncrement();
-                    if (i < n) {
-                        receivedAt[i] = now;
-                        due[i] = Messages.dueOf(body);
-                        Object r = props.getHeaders() == null
-                                ? null
-                                : props.getHeaders().get(RelayHeaders.RELAYED_AT);
-                        relayedAt[i] = r instanceof Number num ? num.longValue() : -1;
+                    long dueMs = Messages.dueOf(body);
+                    long seq = Messages.seqOf(body);
+                    if (dueMs < t || dueMs >= t + SPREAD_MS || seq >= n) {
+                        strays.incrementAndGet(); // not this storm's (a late copy from an earlier one)
+                        return;
                     }
+                    int i = (int) seq;
+                    if (receivedAt[i] != 0) {
+                        duplicates.incrementAndGet();
+                        return;
+                    }
+                    receivedAt[i] = now;
+                    due[i] = dueMs;
+                    Object r = props.getHeaders() == null
+                            ? null
+                            : props.getHeaders().get(RelayHeaders.RELAYED_AT);
+                    relayedAt[i] = r instanceof Number num ? num.longValue() : -1;
+                    received.incrementAndGet();
                 }
             });
             long brokerBefore = RssSampler.brokerRss();
             broker.start();
             long memory0 = infra.stats().usedMemory();
-            // due after the predicted end of loading (~60k entries/s on this box, with a margin)
-            long t = System.currentTimeMillis() + (long) (n / 60_000.0 * 1_500) + 2_000;
             long[] dues = Messages.dues(n, t, SPREAD_MS);
             long loadMs = infra.loadShards(
                     DelayQueueKeys.forBusiness(business),
@@ -176,9 +189,10 @@ final class Storm {
             while (received.get() < n && System.currentTimeMillis() < deadline && relay.isAlive()) {
                 Thread.sleep(20);
             }
+            Thread.sleep(1_000); // a duplicate would come right after its first copy (a retried confirm)
             broker.stop();
             String load = loadAverage();
-            int got = Math.min(received.get(), n);
+            int got = received.get();
             if (got < n) {
                 Scenarios.log("  warning: %,d of %,d received (relay alive: %s)", got, n, relay.isAlive());
             }
@@ -188,12 +202,19 @@ final class Storm {
             int joined = 0;
             int onTime = 0;
             long early = 0;
-            for (int i = 0; i < got; i++) {
+            long[] byArrival = new long[got];
+            int k = 0;
+            for (int i = 0; i < n; i++) {
+                if (receivedAt[i] == 0) {
+                    continue; // lost: counted as n - received
+                }
+                byArrival[k] = receivedAt[i];
                 last = Math.max(last, receivedAt[i]);
-                late[i] = receivedAt[i] - due[i];
-                if (late[i] <= 1_000) {
+                late[k] = receivedAt[i] - due[i];
+                if (late[k] <= 1_000) {
                     onTime++;
                 }
+                k++;
                 if (relayedAt[i] >= 0) {
                     published[joined++] = relayedAt[i] - due[i];
                     if (relayedAt[i] < due[i]) {
@@ -201,7 +222,6 @@ final class Storm {
                     }
                 }
             }
-            long[] byArrival = Arrays.copyOf(receivedAt, got);
             Arrays.sort(byArrival);
             Arrays.sort(late);
             long[] pub = Arrays.copyOf(published, joined);
@@ -219,6 +239,7 @@ final class Storm {
                     maxRate,
                     n,
                     got,
+                    duplicates.get(),
                     loadMs,
                     drainMs,
                     rate,
@@ -233,10 +254,13 @@ final class Storm {
                     memoryDelta,
                     load);
             Scenarios.log(
-                    "  %,d received in %,d ms from the due second: %,.0f msg/s (middle 80 %%: %,.0f/s); late (receive"
+                    "  %,d of %,d received (duplicates %d, strays %d) in %,d ms from the due second: %,.0f msg/s (middle 80 %%: %,.0f/s); late (receive"
                             + " - due) p50 %d p99 %d max %d ms; publish - due p50 %d p99 %d max %d ms; on time (<= 1 s)"
                             + " %,d; early %d; broker RSS %s -> peak %s; queue peak %,d; Redis +%s; load %s",
                     got,
+                    n,
+                    duplicates.get(),
+                    strays.get(),
                     drainMs,
                     rate,
                     middle,
@@ -329,22 +353,25 @@ final class Storm {
                 Locale.ROOT, "## 6. Storm: %,d entries of one business due in the same second%n%n", first.n()));
         b.append("The relay's exec jar in its own JVM (16 shards, defaults), a consumer reading every message as it"
                 + " arrives. Late = receive − due; publish = the relay's x-delay-relayed-at − due. On time ="
-                + " received within 1 s of its due time. Broker memory = RSS of beam.smp (what `rabbitmqctl"
+                + " received within 1 s of its due time. Lost = never received (each message is counted once by its"
+                + " sequence number; another copy is a duplicate). Broker memory = RSS of beam.smp (what `rabbitmqctl"
                 + " status` reports with its rss strategy; the broker is shared with whatever else runs on it),"
                 + " sampled every 200 ms with the depth of the storm's queue (messages published, not yet"
                 + " delivered to the consumer). Redis memory = used_memory growth from loading the storm.\n\n");
-        b.append("| run | drained | msg/s | middle 80 % msg/s | × PerfTest | late p50 / p99 / max ms"
-                + " | publish − due p50 / p99 / max ms | on time (≤ 1 s) | early | broker RSS before → peak"
-                + " | queue peak | Redis memory | load avg |\n");
-        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        b.append(
+                "| run | received (lost) | duplicates | msg/s | middle 80 % msg/s | × PerfTest | late p50 / p99 / max ms"
+                        + " | publish − due p50 / p99 / max ms | on time (≤ 1 s) | early | broker RSS before → peak"
+                        + " | queue peak | Redis memory | load avg |\n");
+        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (Result r : results) {
             b.append(String.format(
                     Locale.ROOT,
-                    "| %s | %,d / %,d | %,.0f | %,.0f | %s | %d / %d / %d | %d / %d / %d | %,d (%.1f %%) | %d | %s → %s"
+                    "| %s | %,d (%,d) | %,d | %,.0f | %,.0f | %s | %d / %d / %d | %d / %d / %d | %,d (%.1f %%) | %d | %s → %s"
                             + " | %,d | +%s | %s |%n",
                     r.label(),
                     r.received(),
-                    r.n(),
+                    r.n() - r.received(),
+                    r.duplicates(),
                     r.rate(),
                     r.middleRate(),
                     perfTest == null || perfTest.rate() == 0

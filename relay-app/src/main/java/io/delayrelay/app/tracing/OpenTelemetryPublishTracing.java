@@ -23,7 +23,8 @@ import org.slf4j.LoggerFactory;
  * Each publish attempt of a message carrying a producer's {@code traceparent} is a PRODUCER span, a root span
  * LINKED to the producer's span context (not its child: the message waited minutes or days, and a retry is not part
  * of the first attempt either, so every attempt links the producer's context and none has a parent). The span
- * starts as the message is written to the channel and ends with the broker's answer (confirm, return, nack, timeout);
+ * starts as the message is written to the channel and ends when the broker has answered for its batch, with the
+ * message's own outcome (confirm, return, nack, timeout);
  * it carries the business, shard, attempt, due time and message id. The message's headers are published unchanged:
  * the consumer continues the producer's trace, as it would without the relay.
  */
