@@ -37,7 +37,7 @@ final class Report {
     private Scenarios.Drain backlogWith;
     private Scenarios.Drain backlogWithout;
     private List<Storm.Result> storm = List.of();
-    private Scenarios.Drain stormPerfTest;
+    private List<Scenarios.Drain> stormPerfTests = List.of();
     private final List<String[]> targets = new ArrayList<>();
     private final List<String[]> errors = new ArrayList<>();
 
@@ -137,10 +137,10 @@ final class Report {
         backlogWithout = without;
     }
 
-    /** The storm scenario's runs and the PerfTest ceiling measured right after them (null when not run). */
-    void storm(List<Storm.Result> results, Scenarios.Drain perfTest) {
+    /** The storm scenario's runs and the PerfTest ceilings measured before and after them (empty when not run). */
+    void storm(List<Storm.Result> results, List<Scenarios.Drain> perfTests) {
         storm = results;
-        stormPerfTest = perfTest;
+        stormPerfTests = perfTests;
     }
 
     String render() {
@@ -169,7 +169,7 @@ final class Report {
         renderIdle(b);
         renderLag(b);
         renderBacklog(b);
-        Storm.render(b, storm, stormPerfTest);
+        Storm.render(b, storm, stormPerfTests);
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");
