@@ -22,12 +22,13 @@ Runs in one go, on the local Redis and RabbitMQ:
               comes from an in-process run at 5k msg/s. Logs: bench/results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
   6. storm    500,000 entries of one business due in the same second (--storm-entries N to change), drained by
-              the relay's exec jar with a consumer reading as it goes: once without a cap, once with max-rate
-              5,000; drain rate, lateness (receive - due, publish - due) p50/p99/max, on time within 1 s, broker
-              RSS peak, and the ratio to PerfTest run right after. About 4 minutes.
+              the relay's exec jar with a consumer reading as it goes: once without a cap, then with max-rate
+              5,000 (2 threads, then 4); drain rate, lateness (receive - due, publish - due) p50/p99/max, on time
+              within 1 s, lost/duplicates, broker RSS and queue peaks, and the ratio to PerfTest run before and
+              after. About 7 minutes.
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
-                  baselines capped at 8 s of draining; the storm of 500,000. About 13 minutes on 2 busy cores. (N is not the issue's
+                  baselines capped at 8 s of draining; the storm of 500,000. About 15 minutes on 2 busy cores. (N is not the issue's
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
   --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);

@@ -29,9 +29,10 @@ import io.delayrelay.api.RelayHeaders;
  *
  * <p>Why the exec jar and not the in-process relay of the drain scenario: the storm is the operator's case, and the
  * figures an operator sees are the daemon's (its own JVM, its own heap and GC, its own CPU apart from the harness's
- * consumer of 500,000 messages). One relay JVM serves both runs: two businesses, the uncapped one first (after an
+ * consumer of 500,000 messages). One relay JVM serves every run: three businesses, the uncapped one first (after an
  * unreported warm-up storm of {@link #WARM_UP} entries, as a relay that has run all day is warm at midnight), then
- * the capped one.
+ * the capped one at defaults (2 threads), then the same cap with {@link #CAPPED_THREADS} threads: a capped worker
+ * pops a fiftieth of a second's worth per round trip, so on a busy host its round trips may bound the capped rate.
  */
 final class Storm {
 
@@ -47,6 +48,9 @@ final class Storm {
     static final int CAP = 5_000;
 
     static final int WARM_UP = 20_000;
+
+    /** Threads of the third run's business (the default is 2). */
+    static final int CAPPED_THREADS = 4;
 
     /** The entries fall due spread evenly over one second. */
     static final long SPREAD_MS = 1_000;
@@ -92,10 +96,14 @@ final class Storm {
 
     /** Rough duration: relay start, warm-up, two loads (~60k/s), the uncapped drain (~8k/s) and the capped one. */
     static double estimateSeconds(int entries) {
-        return 30 + WARM_UP / 5_000.0 + 2 * (entries / 60_000.0 * 1.5 + 3) + entries / 8_000.0 + entries / (double) CAP;
+        return 30
+                + WARM_UP / 5_000.0
+                + 3 * (entries / 60_000.0 * 1.5 + 3)
+                + entries / 8_000.0
+                + 2 * entries / (double) CAP;
     }
 
-    /** Runs the warm-up, the uncapped storm and the capped storm; returns {uncapped, capped}. */
+    /** Runs the warm-up, the uncapped storm and the capped ones; returns {uncapped, capped, capped 4 threads}. */
     List<Result> run() throws Exception {
         if (relayJar == null || !Files.isRegularFile(relayJar)) {
             throw new IllegalStateException("no relay exec jar: " + relayJar + " (bench.sh builds and passes it)");
@@ -106,16 +114,22 @@ final class Storm {
         String queue = xq[1];
         String free = infra.name("storm");
         String capped = infra.name("storm-capped");
+        String cappedThreads = infra.name("storm-capped-threads");
         Path relayLog = logs.resolve("storm-relay.log");
-        Process relay = startRelay(Map.of(free, 0, capped, CAP), exchange, relayLog);
+        Process relay = startRelay(
+                Map.of(free, new int[] {0, 0}, capped, new int[] {CAP, 0}, cappedThreads, new int[] {CAP, CAPPED_THREADS
+                }),
+                exchange,
+                relayLog);
         List<Result> results = new ArrayList<>();
         try {
             awaitLogLine(relay, relayLog, "delay-relay started", 120);
             Scenarios.log("storm: warm-up of %,d entries (not reported)", WARM_UP);
             storm("warm-up", free, 0, WARM_UP, queue, relay);
             results.add(storm("relay, no cap", free, 0, entries, queue, relay));
-            results.add(storm(
-                    "relay, max-rate " + String.format(Locale.ROOT, "%,d", CAP), capped, CAP, entries, queue, relay));
+            String cap = "relay, max-rate " + String.format(Locale.ROOT, "%,d", CAP);
+            results.add(storm(cap, capped, CAP, entries, queue, relay));
+            results.add(storm(cap + ", " + CAPPED_THREADS + " threads", cappedThreads, CAP, entries, queue, relay));
             return results;
         } finally {
             if (relay.isAlive()) {
@@ -289,8 +303,11 @@ final class Storm {
         }
     }
 
-    /** The relay's exec jar with the given businesses (name → max-rate, 0 = none), 16 shards, defaults otherwise. */
-    private Process startRelay(Map<String, Integer> businesses, String exchange, Path log) throws IOException {
+    /**
+     * The relay's exec jar with the given businesses (name → {max-rate, threads}, 0 = none / default), 16 shards,
+     * defaults otherwise.
+     */
+    private Process startRelay(Map<String, int[]> businesses, String exchange, Path log) throws IOException {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx512m",
@@ -299,13 +316,17 @@ final class Storm {
         Map<String, Object> p = RelayContender.baseProperties(infra);
         p.remove("logging.level.root"); // keep the relay's INFO log: "delay-relay started" is awaited
         p.put("spring.main.web-application-type", "none");
-        businesses.forEach((business, maxRate) -> {
+        businesses.forEach((business, settings) -> {
+            int maxRate = settings[0];
             String prefix = "relay.businesses." + business + ".";
             p.put(prefix + "exchange", exchange);
             p.put(prefix + "routing-key", "due");
             p.put(prefix + "shards", config.shards());
             if (maxRate > 0) {
                 p.put(prefix + "max-rate", maxRate);
+            }
+            if (settings[1] > 0) {
+                p.put(prefix + "threads", settings[1]);
             }
         });
         p.forEach((k, v) -> command.add("--" + k + "=" + v));
