@@ -1,7 +1,6 @@
 package io.delayrelay.bench;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -11,7 +10,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -23,7 +21,7 @@ import io.delayrelay.api.RelayHeaders;
 
 /**
  * The midnight storm (issue 26): N entries of one business due in the same second, drained by the relay as it runs
- * in production, the shipped exec jar in its own JVM, once without a cap and once with {@code max-rate}. A consumer
+ * in production, the shipped exec jar in its own JVM, without a cap and with {@code max-rate}. A consumer
  * in the harness JVM reads every message as it arrives (a storm lands on consumers, not on a queue nobody reads),
  * so lateness is measured per message: receive − due, and publish (the relay's {@code x-delay-relayed-at}) − due.
  *
@@ -157,7 +155,7 @@ final class Storm {
         // due after the predicted end of loading (~60k entries/s on this box, with a margin)
         long t = System.currentTimeMillis() + (long) (n / 60_000.0 * 1_500) + 2_000;
         Connection connection = infra.amqpFactory().newConnection("relay-bench-storm-consumer");
-        RssSampler broker = new RssSampler(connection.createChannel(), queue);
+        BrokerSampler broker = new BrokerSampler(connection.createChannel(), queue);
         try {
             Channel channel = connection.createChannel();
             channel.basicConsume(queue, true, new DefaultConsumer(channel) {
@@ -184,7 +182,7 @@ final class Storm {
                     received.incrementAndGet();
                 }
             });
-            long brokerBefore = RssSampler.brokerRss();
+            long brokerBefore = BrokerSampler.brokerRss();
             broker.start();
             long memory0 = infra.stats().usedMemory();
             long[] dues = Messages.dues(n, t, SPREAD_MS);
@@ -430,85 +428,5 @@ final class Storm {
         }
         b.append("\nFor context: RocketMQ's maintainers report that of 500,000 timers due in one second \"maybe only"
                 + " 20,000\" are delivered on time (apache/rocketmq#6566).\n\n");
-    }
-    /**
-     * Samples the RSS of every local beam.smp (RabbitMQ) and the storm queue's depth (on its own channel) every 200
-     * ms and keeps the peaks.
-     */
-    static final class RssSampler {
-        private final AtomicLong peak = new AtomicLong(-1);
-        private final AtomicLong queuePeak = new AtomicLong(0);
-        private final Channel channel;
-        private final String queue;
-        private volatile Thread thread;
-
-        RssSampler(Channel channel, String queue) {
-            this.channel = channel;
-            this.queue = queue;
-        }
-
-        void start() {
-            Thread t = new Thread(
-                    () -> {
-                        while (!Thread.currentThread().isInterrupted()) {
-                            long rss = brokerRss();
-                            peak.accumulateAndGet(rss, Math::max);
-                            try {
-                                long depth = channel.queueDeclarePassive(queue).getMessageCount();
-                                queuePeak.accumulateAndGet(depth, Math::max);
-                            } catch (IOException | RuntimeException e) {
-                                // not sampled this time
-                            }
-                            try {
-                                Thread.sleep(200);
-                            } catch (InterruptedException e) {
-                                return;
-                            }
-                        }
-                    },
-                    "storm-broker-rss");
-            t.setDaemon(true);
-            thread = t;
-            t.start();
-        }
-
-        void stop() throws InterruptedException {
-            Thread t = thread;
-            if (t != null) {
-                t.interrupt();
-                t.join();
-                thread = null;
-            }
-        }
-
-        long peak() {
-            return peak.get();
-        }
-
-        long queuePeak() {
-            return queuePeak.get();
-        }
-        /** Sum of VmRSS of every local beam.smp in bytes, -1 when none is visible. */
-        static long brokerRss() {
-            long[] sum = {0};
-            boolean[] found = {false};
-            ProcessHandle.allProcesses()
-                    .filter(p ->
-                            p.info().command().map(c -> c.endsWith("/beam.smp")).orElse(false))
-                    .forEach(p -> {
-                        try {
-                            for (String line : Files.readAllLines(
-                                    Path.of("/proc", Long.toString(p.pid()), "status"), StandardCharsets.UTF_8)) {
-                                if (line.startsWith("VmRSS:")) {
-                                    sum[0] += Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-                                    found[0] = true;
-                                }
-                            }
-                        } catch (IOException | RuntimeException e) {
-                            // gone
-                        }
-                    });
-            return found[0] ? sum[0] : -1;
-        }
     }
 }
