@@ -36,6 +36,8 @@ final class Report {
     private final List<Scenarios.Lag> lags = new ArrayList<>();
     private Scenarios.Drain backlogWith;
     private Scenarios.Drain backlogWithout;
+    private List<Storm.Result> storm = List.of();
+    private List<Scenarios.Drain> stormPerfTests = List.of();
     private final List<String[]> targets = new ArrayList<>();
     /** The shape scenario's rounds (see {@link ShapeScenario}), or null. */
     private List<ShapeScenario.Round> shapeRounds;
@@ -163,6 +165,12 @@ final class Report {
         backlogWithout = without;
     }
 
+    /** The storm scenario's runs and the PerfTest ceilings measured before and after them (empty when not run). */
+    void storm(List<Storm.Result> results, List<Scenarios.Drain> perfTests) {
+        storm = results;
+        stormPerfTests = perfTests;
+    }
+
     String render() {
         StringBuilder b = new StringBuilder();
         targets.clear();
@@ -190,6 +198,7 @@ final class Report {
         renderLag(b);
         renderBacklog(b);
         renderShape(b);
+        Storm.render(b, storm, stormPerfTests);
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");
