@@ -126,6 +126,21 @@ public class BusinessSettings {
         }
     }
 
+    /**
+     * Entries due further ahead than this leave the hot shard for the cold tier (compressed blocks in Redis, a fraction
+     * of the memory) and come back to it ahead of their due time (docs/cold-tier.md). Off when unset or 0 (the
+     * default); at least 10 s when set.
+     */
+    private Duration coldAfter;
+
+    public Duration getColdAfter() {
+        return coldAfter;
+    }
+
+    public void setColdAfter(Duration coldAfter) {
+        this.coldAfter = coldAfter;
+    }
+
     public Integer getMaxRate() {
         return maxRate;
     }

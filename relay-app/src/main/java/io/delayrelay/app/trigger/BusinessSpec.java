@@ -35,6 +35,7 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param maxRate          most messages per second the fleet publishes for the business; {@link #NO_MAX_RATE}: no cap
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
+ * @param coldAfter        entries due further ahead than this are moved to the cold tier, or null: no cold tier
  */
 public record BusinessSpec(
         String name,
@@ -62,7 +63,69 @@ public record BusinessSpec(
         boolean dropLate,
         int maxRate,
         Duration sloOnTime,
-        double sloTarget) {
+        double sloTarget,
+        Duration coldAfter) {
+
+    /** Shortest {@link #coldAfter()}: the cold tier's promotion lead is half of it, its period up to a second. */
+    public static final Duration MIN_COLD_AFTER = Duration.ofSeconds(10);
+
+    /** A business without a cold tier. */
+    public BusinessSpec(
+            String name,
+            DelayQueueKeys keys,
+            int shards,
+            int threads,
+            String threadNamePrefix,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int batchSize,
+            long batchBytes,
+            Duration maxIdle,
+            Duration lease,
+            int maxAttempts,
+            Duration retryDelay,
+            Duration retryDelayMax,
+            Duration publishTimeout,
+            int deadMaxSize,
+            Duration deadMaxAge,
+            boolean paused,
+            OutgoingMessages outgoing,
+            Duration maxLateness,
+            boolean dropLate,
+            int maxRate,
+            Duration sloOnTime,
+            double sloTarget) {
+        this(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate,
+                maxRate,
+                sloOnTime,
+                sloTarget,
+                null);
+    }
 
     /** {@link #maxRate()} of a business without a cap. */
     public static final int NO_MAX_RATE = 0;
@@ -195,6 +258,43 @@ public record BusinessSpec(
         return with(maxLateness, dropLate, maxRate, onTime, target);
     }
 
+    /** Whether the business has a cold tier. */
+    public boolean cold() {
+        return coldAfter != null;
+    }
+
+    /** This spec with another cold-after (null: no cold tier). */
+    public BusinessSpec withColdAfter(Duration after) {
+        return new BusinessSpec(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate,
+                maxRate,
+                sloOnTime,
+                sloTarget,
+                after);
+    }
+
     private BusinessSpec with(Duration lateness, boolean drop, int rate, Duration onTime, double target) {
         return new BusinessSpec(
                 name,
@@ -222,6 +322,7 @@ public record BusinessSpec(
                 drop,
                 rate,
                 onTime,
-                target);
+                target,
+                coldAfter);
     }
 }
