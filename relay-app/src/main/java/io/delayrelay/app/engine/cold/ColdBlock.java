@@ -19,7 +19,7 @@ import com.github.luben.zstd.Zstd;
  *   n × (varint 0 = no payload, or length + 1, payload)
  * </pre>
  */
-final class ColdBlock {
+public final class ColdBlock {
 
     /** The format byte this class writes and reads. */
     static final byte FORMAT = 1;
@@ -30,9 +30,9 @@ final class ColdBlock {
     private ColdBlock() {}
 
     /** One entry: the member, its due time, and its payload (null when scheduled by message). */
-    record Entry(byte[] member, long dueMs, byte[] payload) {}
+    public record Entry(byte[] member, long dueMs, byte[] payload) {}
 
-    static byte[] encode(List<Entry> entries) {
+    public static byte[] encode(List<Entry> entries) {
         List<Entry> sorted = new ArrayList<>(entries);
         sorted.sort(Comparator.comparingLong(Entry::dueMs));
         ByteArrayOutputStream raw = new ByteArrayOutputStream(sorted.size() * 128);
@@ -66,7 +66,7 @@ final class ColdBlock {
     /**
      * @throws IllegalArgumentException when the bytes are not a block of this format (named in the message)
      */
-    static List<Entry> decode(byte[] block) {
+    public static List<Entry> decode(byte[] block) {
         if (block.length < 2 || block[0] != FORMAT) {
             throw new IllegalArgumentException(
                     "not a cold block of format " + FORMAT + " (" + block.length + " bytes)");

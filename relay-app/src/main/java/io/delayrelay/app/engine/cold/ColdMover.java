@@ -151,7 +151,7 @@ public final class ColdMover extends PeriodicTask {
     }
 
     /** Listed entries (earliest first) cut into blocks: one bucket of due times, at most {@link #BLOCK_MAX} each. */
-    static List<List<ColdBlock.Entry>> blocks(List<ColdBlock.Entry> entries, ColdTiming timing) {
+    public static List<List<ColdBlock.Entry>> blocks(List<ColdBlock.Entry> entries, ColdTiming timing) {
         Map<Long, List<ColdBlock.Entry>> byBucket = new LinkedHashMap<>();
         for (ColdBlock.Entry e : entries) {
             byBucket.computeIfAbsent(timing.bucketOf(e.dueMs()), b -> new ArrayList<>())
