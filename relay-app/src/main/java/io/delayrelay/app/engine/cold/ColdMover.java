@@ -42,6 +42,12 @@ public final class ColdMover extends PeriodicTask {
     /** How often the live cold entries are counted for the gauge. */
     static final long COUNT_EVERY_MS = 10_000;
 
+    /** How often the shards of a business without cold-after are checked for cold blocks to bring back. */
+    static final long DRAIN_EVERY_MS = 60_000;
+
+    /** The lead of that drain: every block (a century). */
+    static final long DRAIN_LEAD_MS = 100L * 365 * 86_400_000;
+
     /** Longest a pass of one business keeps demoting before the others (and promotion) get their turn. */
     static final long PASS_BUDGET_MS = 2_000;
 
@@ -62,11 +68,15 @@ public final class ColdMover extends PeriodicTask {
         long now = System.currentTimeMillis();
         for (BusinessRelay relay : relays.get().values()) {
             BusinessSpec spec = relay.spec();
+            long[] next = nextRun.computeIfAbsent(spec.name(), n -> new long[2]);
             if (!spec.cold()) {
+                if (now >= next[1]) {
+                    next[1] = now + DRAIN_EVERY_MS;
+                    drain(relay, spec);
+                }
                 continue;
             }
             ColdTiming timing = ColdTiming.of(spec.coldAfter());
-            long[] next = nextRun.computeIfAbsent(spec.name(), n -> new long[2]);
             if (now < next[0]) {
                 continue;
             }
@@ -76,6 +86,30 @@ public final class ColdMover extends PeriodicTask {
                 next[1] = now + COUNT_EVERY_MS;
             }
             runBusiness(relay, spec, timing, count);
+        }
+    }
+
+    /**
+     * A business without {@code cold-after} (never had one, or switched off) gets every cold block back into its hot
+     * shards: an operator turning the tier off expects nothing to stay cold.
+     */
+    void drain(BusinessRelay relay, BusinessSpec spec) {
+        int width = relay.state().scanWidth();
+        for (int i = 0; i < width; i++) {
+            int shard = i;
+            if (!relay.division().owns(shard) || Thread.currentThread().isInterrupted()) {
+                continue;
+            }
+            try {
+                promote(spec, shard, DRAIN_LEAD_MS);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "business={} shard={}: bringing the cold tier back failed: {}",
+                        spec.name(),
+                        shard,
+                        e.toString());
+                emit(e2 -> e2.error(spec, shard, e));
+            }
         }
     }
 
@@ -114,11 +148,15 @@ public final class ColdMover extends PeriodicTask {
 
     /** Brings back every block of the shard due within the lead. */
     int promote(BusinessSpec spec, int shard, ColdTiming timing) {
+        return promote(spec, shard, timing.leadMs());
+    }
+
+    private int promote(BusinessSpec spec, int shard, long leadMs) {
         DelayQueueKeys keys = spec.keys();
         int back = 0;
         List<ColdStore.DueBlock> due;
         do {
-            due = store.due(keys, shard, timing.leadMs(), DUE_BLOCKS);
+            due = store.due(keys, shard, leadMs, DUE_BLOCKS);
             for (ColdStore.DueBlock block : due) {
                 ColdStore.Promoted p = store.promote(keys, shard, block);
                 back += p.back();
