@@ -8,6 +8,9 @@ import io.delayrelay.api.DelayQueueKeys;
  * The configuration of one business: immutable, validated when built from configuration. What changes while the
  * relay runs (how many shards are scanned, an operator's pause, quarantined shards) is runtime state, kept apart
  * in the engine's {@code BusinessState}.
+ * <p>
+ * Longer than 300 lines because it keeps the shorter constructors its callers use (without late policy, rate cap,
+ * objective or cold tier) beside the canonical one, until a builder replaces them.
  *
  * @param name             business name
  * @param keys             its Redis keys
