@@ -174,9 +174,13 @@ public final class ColdMover extends PeriodicTask {
         ColdStore.Pick pick;
         do {
             pick = store.pick(keys, shard, timing.coldAfterMs(), PICK);
+            if (pick.entries().isEmpty()) {
+                break;
+            }
+            int fan = store.fanOut(keys, shard);
             int pass = 0;
             for (List<ColdBlock.Entry> block : blocks(pick.entries(), timing)) {
-                pass += store.demote(keys, shard, block).moved();
+                pass += store.demote(keys, shard, block, fan).moved();
             }
             moved += pass;
             report(spec, shard, "demoted", pass);

@@ -32,11 +32,16 @@ public class ColdStore {
     private static final RedisScript<List> COUNT = LuaScripts.load(lua("cold-count"), List.class);
 
     /**
-     * Parts of a shard's cold member index, recorded in {@code {K:i}:cold-meta} by the first demotion: with Redis's
-     * default {@code hash-max-listpack-entries} 512 each part stays a compact listpack up to 512 × 1024 entries a
-     * shard (docs/cold-tier.md).
+     * Bounds of the parts of a shard's cold member index, chosen by the first demotion from the shard's size (about
+     * {@link #PER_PART} entries a part) and recorded in {@code {K:i}:cold-meta}: with Redis's default
+     * {@code hash-max-listpack-entries} 512 each part stays a compact listpack up to 512 × the fan-out entries a shard
+     * (docs/cold-tier.md).
      */
-    public static final int FAN = 1024;
+    public static final int MIN_FAN = 64;
+
+    public static final int MAX_FAN = 4096;
+
+    static final int PER_PART = 128;
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -69,11 +74,34 @@ public class ColdStore {
     /** Result of a demotion: entries moved into the block (0: none, no block written) and the block's id. */
     public record Demoted(int moved, long blockId) {}
 
+    /**
+     * The fan-out of the shard's member index: the recorded one, or (before the first demotion) one for its size now:
+     * a power of two near size / {@link #PER_PART}, between {@link #MIN_FAN} and {@link #MAX_FAN}.
+     */
+    public int fanOut(DelayQueueKeys keys, int shard) {
+        Object recorded = redis.opsForHash().get(bytes(keys.coldMeta(shard)), bytes("fan"));
+        if (recorded instanceof byte[] b) {
+            return Integer.parseInt(new String(b));
+        }
+        Long size = redis.opsForZSet().zCard(bytes(keys.shard(shard)));
+        long wanted = (size == null ? 0 : size) / PER_PART;
+        int fan = MIN_FAN;
+        while (fan < wanted && fan < MAX_FAN) {
+            fan *= 2;
+        }
+        return fan;
+    }
+
     /** Stores {@code entries} as one block and moves those still unchanged out of the hot shard, atomically. */
     public Demoted demote(DelayQueueKeys keys, int shard, List<ColdBlock.Entry> entries) {
+        return demote(keys, shard, entries, fanOut(keys, shard));
+    }
+
+    /** Like {@link #demote(DelayQueueKeys, int, List)} with the fan-out used when none is recorded yet. */
+    public Demoted demote(DelayQueueKeys keys, int shard, List<ColdBlock.Entry> entries, int fan) {
         byte[] block = ColdBlock.encode(entries);
         Object[] args = new Object[2 + 4 * entries.size()];
-        args[0] = num(FAN);
+        args[0] = num(fan);
         args[1] = block;
         fill(args, 2, entries);
         List<?> reply = redis.execute(
