@@ -200,6 +200,17 @@ class ColdTierIT {
                 .sorted()
                 .toArray();
         long popP99 = popLags[(int) Math.ceil(popLags.length * 0.99) - 1];
+        // where the late ones were: shard and due time (since the write) of the 10 latest relayed
+        report.all().stream()
+                .sorted((x, y) -> Long.compare(
+                        y.header(RelayHeaders.RELAYED_AT) - dueByBody.get(y.text()),
+                        x.header(RelayHeaders.RELAYED_AT) - dueByBody.get(x.text())))
+                .limit(10)
+                .forEach(r -> System.out.printf(
+                        "LATE shard %d due +%d ms relayed %d ms late%n",
+                        ShardSelector.shardOf(bytes("order-" + r.text().substring(11, 20)), SHARDS),
+                        dueByBody.get(r.text()) - t0,
+                        r.header(RelayHeaders.RELAYED_AT) - dueByBody.get(r.text())));
         System.out.printf(
                 "FIGURE cold tier: %d delivered; lag p50 %d ms p99 %d ms max %d ms (relayed-at - due, Redis time);"
                         + " arrival - due p50 %d ms p99 %d ms max %d ms%n",

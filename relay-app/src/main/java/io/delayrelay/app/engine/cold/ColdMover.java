@@ -101,7 +101,7 @@ public final class ColdMover extends PeriodicTask {
                 continue;
             }
             try {
-                promote(spec, shard, DRAIN_LEAD_MS);
+                promote(relay, spec, shard, DRAIN_LEAD_MS);
             } catch (RuntimeException e) {
                 log.warn(
                         "business={} shard={}: bringing the cold tier back failed: {}",
@@ -125,7 +125,7 @@ public final class ColdMover extends PeriodicTask {
                 continue;
             }
             try {
-                promote(spec, shard, timing);
+                promote(relay, spec, shard, timing.leadMs());
                 if (System.nanoTime() < deadline) {
                     demote(spec, shard, timing, deadline);
                 }
@@ -146,12 +146,12 @@ public final class ColdMover extends PeriodicTask {
         }
     }
 
-    /** Brings back every block of the shard due within the lead. */
-    int promote(BusinessSpec spec, int shard, ColdTiming timing) {
-        return promote(spec, shard, timing.leadMs());
-    }
-
-    private int promote(BusinessSpec spec, int shard, long leadMs) {
+    /**
+     * Brings back every block of the shard due within the lead, then has this instance's workers look at the shard
+     * (they learn its next due time from the pop): a wake-up that does not depend on keyspace notifications or
+     * {@code K:wake}, so a promoted entry never waits for the safety sweep.
+     */
+    private int promote(BusinessRelay relay, BusinessSpec spec, int shard, long leadMs) {
         DelayQueueKeys keys = spec.keys();
         int back = 0;
         List<ColdStore.DueBlock> due;
@@ -164,6 +164,9 @@ public final class ColdMover extends PeriodicTask {
                 report(spec, shard, "skipped", p.skipped());
             }
         } while (due.size() == DUE_BLOCKS);
+        if (back > 0) {
+            relay.announce(shard, 0);
+        }
         return back;
     }
 
