@@ -53,7 +53,8 @@ public final class ColdTierBench {
         long base = usedMemory(port);
         long[] bytes = load(n, port, keys);
         long hot = usedMemory(port) - base;
-        System.out.printf("entries %d, mean message %.1f B; hot (zset + payload hash): %.1f B/entry%n",
+        System.out.printf(
+                "entries %d, mean message %.1f B; hot (zset + payload hash): %.1f B/entry%n",
                 n, bytes[0] / (double) n, hot / (double) n);
 
         ColdTiming timing = ColdTiming.of(Duration.ofDays(1));
@@ -71,7 +72,8 @@ public final class ColdTierBench {
             live += c.entries();
             blocks += c.blocks();
         }
-        System.out.printf("demoted %d in %.1f s: %.0f entries/s; cold: %.1f B/entry (%d live, %d blocks)%n",
+        System.out.printf(
+                "demoted %d in %.1f s: %.0f entries/s; cold: %.1f B/entry (%d live, %d blocks)%n",
                 demoted, demoteS, demoted / demoteS, cold / (double) n, live, blocks);
 
         RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
@@ -84,10 +86,12 @@ public final class ColdTierBench {
             producer.cancelById(BUSINESS, id(r.nextInt(n / 2) * 2));
             cancel[i] = System.nanoTime() - t;
             t = System.nanoTime();
-            producer.rescheduleById(BUSINESS, id(r.nextInt(n / 2) * 2 + 1), Instant.now().plus(Duration.ofDays(8)));
+            producer.rescheduleById(
+                    BUSINESS, id(r.nextInt(n / 2) * 2 + 1), Instant.now().plus(Duration.ofDays(8)));
             reschedule[i] = System.nanoTime() - t;
         }
-        System.out.printf("cold cancel p50 %.2f ms p99 %.2f ms; cold reschedule p50 %.2f ms p99 %.2f ms (%d each)%n",
+        System.out.printf(
+                "cold cancel p50 %.2f ms p99 %.2f ms; cold reschedule p50 %.2f ms p99 %.2f ms (%d each)%n",
                 pct(cancel, 50), pct(cancel, 99), pct(reschedule, 50), pct(reschedule, 99), ops);
 
         t0 = System.nanoTime();
@@ -96,7 +100,8 @@ public final class ColdTierBench {
             back += promoteAll(store, keys, shard);
         }
         double promoteS = (System.nanoTime() - t0) / 1e9;
-        System.out.printf("promoted %d in %.1f s: %.0f entries/s; hot again: %.1f B/entry%n",
+        System.out.printf(
+                "promoted %d in %.1f s: %.0f entries/s; hot again: %.1f B/entry%n",
                 back, promoteS, back / promoteS, (usedMemory(port) - base) / (double) n);
         redisCli(port, "FLUSHALL");
         factory.destroy();
