@@ -135,6 +135,10 @@ public final class ColdMover extends PeriodicTask {
                     blocks += c.blocks();
                 }
             } catch (RuntimeException e) {
+                if (Thread.currentThread().isInterrupted()) {
+                    // the relay stops: the move in progress was one script, done or not done
+                    return;
+                }
                 log.warn("business={} shard={}: cold tier move failed: {}", spec.name(), shard, e.toString());
                 emit(e2 -> e2.error(spec, shard, e));
             }
