@@ -1,4 +1,4 @@
--- delay-relay producer contract v2 (unchanged since v1): reschedule.lua
+-- delay-relay producer contract v2 (v1's calls and replies, cold tier aware): reschedule.lua
 -- Moves an entry that is scheduled (waiting in K:i) to a new due time, and wakes the relay when it became the
 -- shard's earliest entry. Its payload (when scheduled by id) is kept. An entry not scheduled (never was, already
 -- relayed, in flight, dead) is left alone.
@@ -12,7 +12,9 @@
 --   ARGV[3] milliseconds (integer)
 --   ARGV[4] wake channel K:wake
 --   ARGV[5] shard index i, sent on the wake channel as "<i>:<due>"
--- Returns the new due time, epoch ms, or -1 when the member was not scheduled in this shard.
+-- Returns the new due time, epoch ms, or -1 when the member was not scheduled in this shard. A cold entry (moved by
+-- the relay to a cold block, docs/cold-tier.md) is scheduled too: its new due time is written into the cold member
+-- index and its block is brought back by then.
 --
 -- Like a new schedule it clears the attempts mark (new due time, new AMQP message id), unless the member is also
 -- in flight (see schedule.lua).
@@ -31,8 +33,27 @@ elseif mode == 'at' then
 else
   return redis.error_reply("ERR delay-relay reschedule.lua: ARGV[2] must be 'at' or 'after', was " .. tostring(mode))
 end
+-- Cold tier (docs/cold-tier.md): the relay may have moved a far-future entry out of K:i into a cold block of this
+-- shard; it is then listed in the member index {K:i}:cold-ix:<n> (n from the member's SHA-1 and the fan-out in
+-- {K:i}:cold-meta), keys built from KEYS[2]'s prefix, so the same slot. Without {K:i}:cold-meta nothing is cold.
+local function coldIndexOf(m)
+  local prefix = string.sub(KEYS[2], 1, -9)
+  local fan = redis.call('HMGET', prefix .. 'cold-meta', 'fan')[1]
+  if not fan then return nil, prefix end
+  return prefix .. 'cold-ix:' .. (tonumber(string.sub(redis.sha1hex(m), 1, 6), 16) % tonumber(fan)), prefix
+end
 if not redis.call('ZSCORE', KEYS[1], member) then
-  return -1
+  local coldIx, prefix = coldIndexOf(member)
+  local at = coldIx and redis.call('HMGET', coldIx, member)[1]
+  if not at then
+    return -1
+  end
+  -- "<block>:<due>": the relay brings the entry back at this time; the block comes back no later than it needs
+  local block = string.match(at, '^(%d+)')
+  local coldDue = string.format('%d', due)
+  redis.call('HSET', coldIx, member, block .. ':' .. coldDue)
+  redis.call('ZADD', prefix .. 'cold', 'XX', 'LT', coldDue, block)
+  return due
 end
 -- reads first: a key of the wrong type fails the script before anything is written
 local inFlight = redis.call('ZSCORE', KEYS[3], member)

@@ -1,4 +1,4 @@
--- delay-relay producer contract v2: schedule.lua (v1 calls, without ARGV[7..], do exactly what v1 did)
+-- delay-relay producer contract v2: schedule.lua (v1 calls, without ARGV[7..], do exactly what v1 did; cold tier aware)
 -- Schedules one entry in one shard, by message or by id, and wakes the relay when it became the shard's
 -- earliest entry. Scheduling a member that is already scheduled replaces its due time (and payload).
 -- Any client may load it (SCRIPT LOAD, then EVALSHA); the Java producer (relay-api) runs this very file.
@@ -26,6 +26,8 @@
 --   options"): "\255DR2:<expiry>:<count>:" then "<bytes>:<name><bytes>:<value>" per header, then the message. A
 --   message that itself starts with "\255DR2:" is stored in an envelope without options, so it is published as is.
 -- Returns the due time, epoch ms.
+-- A cold copy of the member (moved by the relay to a cold block, docs/cold-tier.md) is dropped from the cold member
+-- index: the new schedule is the one live copy, with the new message.
 --
 -- A new schedule starts afresh: the member's attempts mark is removed, so the relay derives a new AMQP message
 -- id from the new due time (a consumer deduplicating on it does not drop the new message). Except while the
@@ -36,6 +38,15 @@
 -- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
 -- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
 local member, mode, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- Cold tier (docs/cold-tier.md): the relay may have moved a far-future entry out of K:i into a cold block of this
+-- shard; it is then listed in the member index {K:i}:cold-ix:<n> (n from the member's SHA-1 and the fan-out in
+-- {K:i}:cold-meta), keys built from KEYS[2]'s prefix, so the same slot. Without {K:i}:cold-meta nothing is cold.
+local function coldIndexOf(m)
+  local prefix = string.sub(KEYS[2], 1, -9)
+  local fan = redis.call('HMGET', prefix .. 'cold-meta', 'fan')[1]
+  if not fan then return nil, prefix end
+  return prefix .. 'cold-ix:' .. (tonumber(string.sub(redis.sha1hex(m), 1, 6), 16) % tonumber(fan)), prefix
+end
 if ms == nil or ms ~= math.floor(ms) then
   return redis.error_reply('ERR delay-relay schedule.lua: ARGV[3] must be integer milliseconds, was ' .. tostring(ARGV[3]))
 end
@@ -102,11 +113,15 @@ end
 local inFlight = redis.call('ZSCORE', KEYS[3], member)
 redis.call('ZSCORE', KEYS[1], member)
 redis.call('HMGET', KEYS[4], member)
+local coldIx = coldIndexOf(member)
 local dueText = string.format('%d', due)
 if payload then
   redis.call('HSET', KEYS[2], member, payload)
 end
 redis.call('ZADD', KEYS[1], dueText, member)
+if coldIx then
+  redis.call('HDEL', coldIx, member)
+end
 if not inFlight then
   redis.call('HDEL', KEYS[4], member)
 end

@@ -22,6 +22,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *   {K:cursor}:seats hash   relay instance -> "seat:deadline ms": the live seats, in INCR order, divide the shards
  *   K:instances      hash   relay instance id -> heartbeat (host, version, started-at, last-seen)
  *   K:backlog        string backlog figures one relay instance sampled for the fleet (expires)
+ *   {K:i}:cold       zset   cold tier: block id -> earliest due of its entries (docs/cold-tier.md)
+ *   {K:i}:cold-blocks hash  block id -> compressed block
+ *   {K:i}:cold-meta  hash   fan (member index fan-out), seq (last block id)
+ *   {K:i}:cold-ix:n  hash   member -> block id[:rescheduled due]
  *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
  *                            operator pause changed
  * </pre>
@@ -100,6 +104,36 @@ public final class DelayQueueKeys {
     /** {@code {K:i}:dead-reasons}. */
     public String deadReasons(int shard) {
         return tagged(shard, "dead-reasons");
+    }
+
+    /**
+     * {@code {K:i}:cold}: the shard's cold blocks (zset: block id, score = earliest due time of its live entries),
+     * relay-owned; see docs/cold-tier.md.
+     */
+    public String cold(int shard) {
+        return tagged(shard, "cold");
+    }
+
+    /** {@code {K:i}:cold-blocks}: block id to compressed block (hash, relay-owned). */
+    public String coldBlocks(int shard) {
+        return tagged(shard, "cold-blocks");
+    }
+
+    /**
+     * {@code {K:i}:cold-meta}: {@code fan} = the member index's fan-out, {@code seq} = the last block id (hash,
+     * relay-owned). The contract scripts read {@code fan}: without it nothing of the shard is cold.
+     */
+    public String coldMeta(int shard) {
+        return tagged(shard, "cold-meta");
+    }
+
+    /**
+     * {@code {K:i}:cold-ix:<n>}: part {@code n} of the cold member index (hash member to block id, or
+     * {@code <block id>:<due ms>} after a reschedule); n = the first 24 bits of the member's SHA-1 modulo the fan-out.
+     * The scripts build these names from the shard's other keys (same slot).
+     */
+    public String coldIndex(int shard, int part) {
+        return tagged(shard, "cold-ix:" + part);
     }
 
     /** {@code K:meta}. */

@@ -14,19 +14,19 @@ import org.springframework.util.unit.DataSize;
  */
 public class BusinessSettings {
 
-    public static final int DEFAULT_SHARDS = 16;
-    public static final int DEFAULT_THREADS = 2;
-    public static final int DEFAULT_BATCH_SIZE = 500;
-    public static final DataSize DEFAULT_BATCH_BYTES = DataSize.ofMegabytes(16);
-    public static final Duration DEFAULT_MAX_IDLE = Duration.ofMillis(100);
-    public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
-    public static final int DEFAULT_MAX_ATTEMPTS = 10;
-    public static final Duration DEFAULT_RETRY_DELAY = Duration.ofSeconds(1);
-    public static final Duration DEFAULT_RETRY_DELAY_MAX = Duration.ofMinutes(5);
-    public static final Duration DEFAULT_PUBLISH_TIMEOUT = Duration.ofSeconds(10);
-    public static final String DEFAULT_EXCHANGE_TYPE = "direct";
-    public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
-    public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
+    public static final int DEFAULT_SHARDS = BusinessSpec.DEFAULT_SHARDS;
+    public static final int DEFAULT_THREADS = BusinessSpec.DEFAULT_THREADS;
+    public static final int DEFAULT_BATCH_SIZE = BusinessSpec.DEFAULT_BATCH_SIZE;
+    public static final DataSize DEFAULT_BATCH_BYTES = DataSize.ofBytes(BusinessSpec.DEFAULT_BATCH_BYTES);
+    public static final Duration DEFAULT_MAX_IDLE = BusinessSpec.DEFAULT_MAX_IDLE;
+    public static final Duration DEFAULT_LEASE = BusinessSpec.DEFAULT_LEASE;
+    public static final int DEFAULT_MAX_ATTEMPTS = BusinessSpec.DEFAULT_MAX_ATTEMPTS;
+    public static final Duration DEFAULT_RETRY_DELAY = BusinessSpec.DEFAULT_RETRY_DELAY;
+    public static final Duration DEFAULT_RETRY_DELAY_MAX = BusinessSpec.DEFAULT_RETRY_DELAY_MAX;
+    public static final Duration DEFAULT_PUBLISH_TIMEOUT = BusinessSpec.DEFAULT_PUBLISH_TIMEOUT;
+    public static final String DEFAULT_EXCHANGE_TYPE = BusinessSpec.DEFAULT_EXCHANGE_TYPE;
+    public static final int DEFAULT_DEAD_MAX_SIZE = BusinessSpec.DEFAULT_DEAD_MAX_SIZE;
+    public static final Duration DEFAULT_DEAD_MAX_AGE = BusinessSpec.DEFAULT_DEAD_MAX_AGE;
     public static final Duration DEFAULT_SLO_ON_TIME = BusinessSpec.DEFAULT_SLO_ON_TIME;
     public static final double DEFAULT_SLO_TARGET = BusinessSpec.DEFAULT_SLO_TARGET;
     public static final String DEFAULT_ON_LATE = "dead";
@@ -125,6 +125,21 @@ public class BusinessSettings {
         public void setTarget(double target) {
             this.target = target;
         }
+    }
+
+    /**
+     * Entries due further ahead than this leave the hot shard for the cold tier (compressed blocks in Redis, a fraction
+     * of the memory) and come back to it ahead of their due time (docs/cold-tier.md). Off when unset or 0 (the
+     * default); at least 10 s when set.
+     */
+    private Duration coldAfter;
+
+    public Duration getColdAfter() {
+        return coldAfter;
+    }
+
+    public void setColdAfter(Duration coldAfter) {
+        this.coldAfter = coldAfter;
     }
 
     public Integer getMaxRate() {

@@ -248,6 +248,14 @@ public final class BusinessSpecResolver {
         if (s.getMaxRate() != null) {
             range(problems, name, "max-rate", s.getMaxRate());
         }
+        Duration coldAfter = s.getColdAfter();
+        if (coldAfter != null && !coldAfter.isZero() && coldAfter.compareTo(BusinessSpec.MIN_COLD_AFTER) < 0) {
+            problems.add(ConfigProblem.property(
+                    name,
+                    "cold-after",
+                    coldAfter,
+                    "must be at least " + BusinessSpec.MIN_COLD_AFTER + " (or 0 / unset: no cold tier)"));
+        }
         BusinessSettings.Slo slo = s.getSlo();
         positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
         double target = slo == null ? Double.NaN : slo.getTarget();
@@ -287,7 +295,8 @@ public final class BusinessSpecResolver {
                 s.getMaxRate() == null ? BusinessSpec.NO_MAX_RATE : s.getMaxRate(),
                 slo.getOnTime(),
                 slo.getTarget(),
-                MessageShape.parse(s.getMessageShape()));
+                MessageShape.parse(s.getMessageShape()),
+                coldAfter == null || coldAfter.isZero() ? null : coldAfter);
     }
 
     private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {

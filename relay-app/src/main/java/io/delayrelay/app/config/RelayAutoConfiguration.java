@@ -1,6 +1,7 @@
 package io.delayrelay.app.config;
 
 import java.util.List;
+import java.util.Map;
 
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.BatchPublisher;
@@ -10,6 +11,8 @@ import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.engine.amqp.AmqpBatchPublisher;
+import io.delayrelay.app.engine.cold.ColdMover;
+import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
@@ -118,5 +121,18 @@ public class RelayAutoConfiguration {
                         ServiceEndpoints.redis(redisConnectionFactory),
                         ServiceEndpoints.rabbit(rabbitConnectionFactory),
                         properties.getDivision().toSettings()));
+    }
+
+    /**
+     * The cold tier's mover (docs/cold-tier.md): idle unless a business sets {@code cold-after}; moves only while the
+     * engine runs.
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    public ColdMover relayColdMover(
+            RelayEngine engine,
+            @Qualifier(RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
+            RelayEvents events) {
+        return new ColdMover(() -> engine.isRunning() ? engine.relays() : Map.of(), new ColdStore(redis), events);
     }
 }

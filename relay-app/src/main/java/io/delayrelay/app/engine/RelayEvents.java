@@ -73,6 +73,15 @@ public interface RelayEvents {
      */
     default void divisionChanged(BusinessSpec spec, int owned, int seats) {}
 
+    /**
+     * The cold tier moved entries of a shard: {@code direction} {@code demoted} (hot to cold), {@code promoted} (cold
+     * back to hot) or {@code skipped} (found cancelled or scheduled again at promotion).
+     */
+    default void coldMoved(BusinessSpec spec, int shard, String direction, int count) {}
+
+    /** Live cold entries and blocks of the shards this instance moves, as its cold mover last counted them. */
+    default void coldCounted(BusinessSpec spec, long entries, long blocks) {}
+
     /** An iteration of a worker or the reaper failed. */
     default void error(BusinessSpec spec, int shard, Throwable error) {}
 }

@@ -210,6 +210,16 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void coldMoved(BusinessSpec spec, int shard, String direction, int count) {
+        counter(RelayMeterNames.COLD_MOVES, spec.name(), "direction", direction, count);
+    }
+
+    @Override
+    public void coldCounted(BusinessSpec spec, long entries, long blocks) {
+        meters(spec).cold.set(entries);
+    }
+
+    @Override
     public void dropped(BusinessSpec spec, int shard, DeadReason reason, int count) {
         counter(RelayMeterNames.DROPPED, spec.name(), RelayMeterNames.TAG_REASON, reason.tag(), count);
     }
@@ -313,6 +323,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong threads = new AtomicLong();
         final AtomicLong shardsOwned = new AtomicLong();
         final AtomicLong seats = new AtomicLong();
+        final AtomicLong cold = new AtomicLong();
         final AtomicLong paused = new AtomicLong();
         /** Monotonic time of the last successful sample's reading; 0: none yet. */
         final AtomicLong sampledAtNanos = new AtomicLong();
@@ -433,6 +444,12 @@ public class MicrometerRelayEvents implements RelayEvents {
                     seats,
                     "Live seats (relay instances) in the business's division of the shards");
             gauge(registry, business, RelayMeterNames.THREADS, threads, "Worker threads");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.COLD_ENTRIES,
+                    cold,
+                    "Live cold entries of the shards this instance moves (cold tier)");
             gauge(
                     registry,
                     business,

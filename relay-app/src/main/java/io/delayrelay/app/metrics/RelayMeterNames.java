@@ -56,6 +56,16 @@ public final class RelayMeterNames {
      * {@code delay_relay_shards_owned}: summed over the fleet it equals the scan width when each shard has one owner.
      */
     public static final String SHARDS_OWNED = "delay.relay.shards.owned";
+    /**
+     * Counter: entries the cold tier moved, tag {@code direction} = {@code demoted}, {@code promoted} or
+     * {@code skipped} (cancelled or scheduled again while cold). Prometheus {@code delay_relay_cold_moves_total}.
+     */
+    public static final String COLD_MOVES = "delay.relay.cold.moves";
+    /**
+     * Gauge: live cold entries of the shards this instance moves (docs/cold-tier.md). Prometheus
+     * {@code delay_relay_cold_entries}; summed over the fleet it is the business's cold count.
+     */
+    public static final String COLD_ENTRIES = "delay.relay.cold.entries";
     /** Gauge: live seats in the business's division, as this instance last saw. Prometheus {@code delay_relay_seats}. */
     public static final String SEATS = "delay.relay.seats";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */

@@ -1,13 +1,19 @@
 package io.delayrelay.app.trigger;
 
 import java.time.Duration;
+import java.util.Objects;
 
 import io.delayrelay.api.DelayQueueKeys;
 
 /**
  * The configuration of one business: immutable, validated when built from configuration. What changes while the
  * relay runs (how many shards are scanned, an operator's pause, quarantined shards) is runtime state, kept apart
- * in the engine's {@code BusinessState}.
+ * in the engine's {@code BusinessState}. Built from configuration by the canonical constructor; elsewhere (a
+ * setting changed at runtime, tests) through {@link #builder(String, DelayQueueKeys)} or {@link #toBuilder()}, whose
+ * defaults are the settings' defaults, defined here once.
+ * <p>
+ * Longer than 300 lines because its builder names each of the 28 settings again, one setter each: the price of
+ * callers that say only what differs from the defaults instead of telescoping constructors.
  *
  * @param name             business name
  * @param keys             its Redis keys
@@ -36,6 +42,7 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
  * @param messageShape     what the relay puts on the messages besides the body (full or lean)
+ * @param coldAfter        entries due further ahead than this are moved to the cold tier, or null: no cold tier
  */
 public record BusinessSpec(
         String name,
@@ -64,231 +71,295 @@ public record BusinessSpec(
         int maxRate,
         Duration sloOnTime,
         double sloTarget,
-        MessageShape messageShape) {
+        MessageShape messageShape,
+        Duration coldAfter) {
+
+    public static final int DEFAULT_SHARDS = 16;
+    public static final int DEFAULT_THREADS = 2;
+    public static final String DEFAULT_EXCHANGE_TYPE = "direct";
+    public static final int DEFAULT_BATCH_SIZE = 500;
+    public static final long DEFAULT_BATCH_BYTES = 16L * 1024 * 1024;
+    public static final Duration DEFAULT_MAX_IDLE = Duration.ofMillis(100);
+    public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+    public static final int DEFAULT_MAX_ATTEMPTS = 10;
+    public static final Duration DEFAULT_RETRY_DELAY = Duration.ofSeconds(1);
+    public static final Duration DEFAULT_RETRY_DELAY_MAX = Duration.ofMinutes(5);
+    public static final Duration DEFAULT_PUBLISH_TIMEOUT = Duration.ofSeconds(10);
+    public static final int DEFAULT_DEAD_MAX_SIZE = 10_000;
+    public static final Duration DEFAULT_DEAD_MAX_AGE = Duration.ofDays(180);
 
     /** {@link #maxRate()} of a business without a cap. */
     public static final int NO_MAX_RATE = 0;
 
-    /** The objective's defaults, for specs built without one. */
+    /** The on-time objective's defaults. */
     public static final Duration DEFAULT_SLO_ON_TIME = Duration.ofSeconds(1);
 
     public static final double DEFAULT_SLO_TARGET = 0.999;
 
-    /** A business with the full message shape (the default). */
-    public BusinessSpec(
-            String name,
-            DelayQueueKeys keys,
-            int shards,
-            int threads,
-            String threadNamePrefix,
-            String exchange,
-            String routingKey,
-            String exchangeType,
-            boolean declareExchange,
-            int batchSize,
-            long batchBytes,
-            Duration maxIdle,
-            Duration lease,
-            int maxAttempts,
-            Duration retryDelay,
-            Duration retryDelayMax,
-            Duration publishTimeout,
-            int deadMaxSize,
-            Duration deadMaxAge,
-            boolean paused,
-            OutgoingMessages outgoing,
-            Duration maxLateness,
-            boolean dropLate,
-            int maxRate,
-            Duration sloOnTime,
-            double sloTarget) {
-        this(
-                name,
-                keys,
-                shards,
-                threads,
-                threadNamePrefix,
-                exchange,
-                routingKey,
-                exchangeType,
-                declareExchange,
-                batchSize,
-                batchBytes,
-                maxIdle,
-                lease,
-                maxAttempts,
-                retryDelay,
-                retryDelayMax,
-                publishTimeout,
-                deadMaxSize,
-                deadMaxAge,
-                paused,
-                outgoing,
-                maxLateness,
-                dropLate,
-                maxRate,
-                sloOnTime,
-                sloTarget,
-                MessageShape.FULL);
-    }
-
-    /** A business without a late policy, a rate cap or an objective of its own (the defaults). */
-    public BusinessSpec(
-            String name,
-            DelayQueueKeys keys,
-            int shards,
-            int threads,
-            String threadNamePrefix,
-            String exchange,
-            String routingKey,
-            String exchangeType,
-            boolean declareExchange,
-            int batchSize,
-            long batchBytes,
-            Duration maxIdle,
-            Duration lease,
-            int maxAttempts,
-            Duration retryDelay,
-            Duration retryDelayMax,
-            Duration publishTimeout,
-            int deadMaxSize,
-            Duration deadMaxAge,
-            boolean paused,
-            OutgoingMessages outgoing) {
-        this(
-                name,
-                keys,
-                shards,
-                threads,
-                threadNamePrefix,
-                exchange,
-                routingKey,
-                exchangeType,
-                declareExchange,
-                batchSize,
-                batchBytes,
-                maxIdle,
-                lease,
-                maxAttempts,
-                retryDelay,
-                retryDelayMax,
-                publishTimeout,
-                deadMaxSize,
-                deadMaxAge,
-                paused,
-                outgoing,
-                null,
-                false);
-    }
-
-    /** A business with a late policy, without a rate cap, with the default on-time objective. */
-    public BusinessSpec(
-            String name,
-            DelayQueueKeys keys,
-            int shards,
-            int threads,
-            String threadNamePrefix,
-            String exchange,
-            String routingKey,
-            String exchangeType,
-            boolean declareExchange,
-            int batchSize,
-            long batchBytes,
-            Duration maxIdle,
-            Duration lease,
-            int maxAttempts,
-            Duration retryDelay,
-            Duration retryDelayMax,
-            Duration publishTimeout,
-            int deadMaxSize,
-            Duration deadMaxAge,
-            boolean paused,
-            OutgoingMessages outgoing,
-            Duration maxLateness,
-            boolean dropLate) {
-        this(
-                name,
-                keys,
-                shards,
-                threads,
-                threadNamePrefix,
-                exchange,
-                routingKey,
-                exchangeType,
-                declareExchange,
-                batchSize,
-                batchBytes,
-                maxIdle,
-                lease,
-                maxAttempts,
-                retryDelay,
-                retryDelayMax,
-                publishTimeout,
-                deadMaxSize,
-                deadMaxAge,
-                paused,
-                outgoing,
-                maxLateness,
-                dropLate,
-                NO_MAX_RATE,
-                DEFAULT_SLO_ON_TIME,
-                DEFAULT_SLO_TARGET);
-    }
+    /** Shortest {@link #coldAfter()}: the cold tier's promotion lead is half of it, its period up to a second. */
+    public static final Duration MIN_COLD_AFTER = Duration.ofSeconds(10);
 
     /** Whether the business has a fleet-wide rate cap. */
     public boolean rateCapped() {
         return maxRate > 0;
     }
 
+    /** Whether the business has a cold tier. */
+    public boolean cold() {
+        return coldAfter != null;
+    }
+
     /** The same settings with a late policy. */
-    public BusinessSpec withLatePolicy(Duration maxLateness, boolean dropLate) {
-        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, messageShape);
+    public BusinessSpec withLatePolicy(Duration lateness, boolean drop) {
+        return toBuilder().maxLateness(lateness).dropLate(drop).build();
     }
 
     /** This spec with another rate cap ({@link #NO_MAX_RATE}: none). */
     public BusinessSpec withMaxRate(int rate) {
-        return with(maxLateness, dropLate, rate, sloOnTime, sloTarget, messageShape);
+        return toBuilder().maxRate(rate).build();
     }
 
     /** This spec with another on-time objective. */
     public BusinessSpec withSlo(Duration onTime, double target) {
-        return with(maxLateness, dropLate, maxRate, onTime, target, messageShape);
+        return toBuilder().slo(onTime, target).build();
     }
 
     /** This spec with another message shape. */
     public BusinessSpec withMessageShape(MessageShape shape) {
-        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, shape);
+        return toBuilder().messageShape(shape).build();
     }
 
-    private BusinessSpec with(
-            Duration lateness, boolean drop, int rate, Duration onTime, double target, MessageShape shape) {
-        return new BusinessSpec(
-                name,
-                keys,
-                shards,
-                threads,
-                threadNamePrefix,
-                exchange,
-                routingKey,
-                exchangeType,
-                declareExchange,
-                batchSize,
-                batchBytes,
-                maxIdle,
-                lease,
-                maxAttempts,
-                retryDelay,
-                retryDelayMax,
-                publishTimeout,
-                deadMaxSize,
-                deadMaxAge,
-                paused,
-                outgoing,
-                lateness,
-                drop,
-                rate,
-                onTime,
-                target,
-                shape);
+    /** This spec with another cold-after (null: no cold tier). */
+    public BusinessSpec withColdAfter(Duration after) {
+        return toBuilder().coldAfter(after).build();
+    }
+
+    /**
+     * A builder of a business with every setting at its default; the exchange and routing key default to the
+     * business name and the thread name prefix to {@code relay-<name>-}.
+     */
+    public static Builder builder(String name, DelayQueueKeys keys) {
+        return new Builder(name, keys);
+    }
+
+    /** A builder holding these settings. */
+    public Builder toBuilder() {
+        return new Builder(this);
+    }
+
+    /** Builds a {@link BusinessSpec}; each setter sets the record component of the same name. */
+    public static final class Builder {
+        private final String name;
+        private final DelayQueueKeys keys;
+        private int shards = DEFAULT_SHARDS;
+        private int threads = DEFAULT_THREADS;
+        private String threadNamePrefix;
+        private String exchange;
+        private String routingKey;
+        private String exchangeType = DEFAULT_EXCHANGE_TYPE;
+        private boolean declareExchange;
+        private int batchSize = DEFAULT_BATCH_SIZE;
+        private long batchBytes = DEFAULT_BATCH_BYTES;
+        private Duration maxIdle = DEFAULT_MAX_IDLE;
+        private Duration lease = DEFAULT_LEASE;
+        private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+        private Duration retryDelay = DEFAULT_RETRY_DELAY;
+        private Duration retryDelayMax = DEFAULT_RETRY_DELAY_MAX;
+        private Duration publishTimeout = DEFAULT_PUBLISH_TIMEOUT;
+        private int deadMaxSize = DEFAULT_DEAD_MAX_SIZE;
+        private Duration deadMaxAge = DEFAULT_DEAD_MAX_AGE;
+        private boolean paused;
+        private OutgoingMessages outgoing = OutgoingMessages.DEFAULT;
+        private Duration maxLateness;
+        private boolean dropLate;
+        private int maxRate = NO_MAX_RATE;
+        private Duration sloOnTime = DEFAULT_SLO_ON_TIME;
+        private double sloTarget = DEFAULT_SLO_TARGET;
+        private MessageShape messageShape = MessageShape.FULL;
+        private Duration coldAfter;
+
+        private Builder(String name, DelayQueueKeys keys) {
+            this.name = Objects.requireNonNull(name, "name");
+            this.keys = Objects.requireNonNull(keys, "keys");
+            this.threadNamePrefix = "relay-" + name + "-";
+            this.exchange = name;
+            this.routingKey = name;
+        }
+
+        private Builder(BusinessSpec s) {
+            this(s.name, s.keys);
+            shards = s.shards;
+            threads = s.threads;
+            threadNamePrefix = s.threadNamePrefix;
+            exchange = s.exchange;
+            routingKey = s.routingKey;
+            exchangeType = s.exchangeType;
+            declareExchange = s.declareExchange;
+            batchSize = s.batchSize;
+            batchBytes = s.batchBytes;
+            maxIdle = s.maxIdle;
+            lease = s.lease;
+            maxAttempts = s.maxAttempts;
+            retryDelay = s.retryDelay;
+            retryDelayMax = s.retryDelayMax;
+            publishTimeout = s.publishTimeout;
+            deadMaxSize = s.deadMaxSize;
+            deadMaxAge = s.deadMaxAge;
+            paused = s.paused;
+            outgoing = s.outgoing;
+            maxLateness = s.maxLateness;
+            dropLate = s.dropLate;
+            maxRate = s.maxRate;
+            sloOnTime = s.sloOnTime;
+            sloTarget = s.sloTarget;
+            messageShape = s.messageShape;
+            coldAfter = s.coldAfter;
+        }
+
+        public Builder shards(int value) {
+            shards = value;
+            return this;
+        }
+
+        public Builder threads(int value) {
+            threads = value;
+            return this;
+        }
+
+        public Builder threadNamePrefix(String value) {
+            threadNamePrefix = value;
+            return this;
+        }
+
+        /** The exchange, and whether the relay declares it (of which type) at start. */
+        public Builder exchange(String value, String type, boolean declare) {
+            exchange = value;
+            exchangeType = type;
+            declareExchange = declare;
+            return this;
+        }
+
+        public Builder routingKey(String value) {
+            routingKey = value;
+            return this;
+        }
+
+        public Builder batchSize(int value) {
+            batchSize = value;
+            return this;
+        }
+
+        public Builder batchBytes(long value) {
+            batchBytes = value;
+            return this;
+        }
+
+        public Builder maxIdle(Duration value) {
+            maxIdle = value;
+            return this;
+        }
+
+        public Builder lease(Duration value) {
+            lease = value;
+            return this;
+        }
+
+        public Builder maxAttempts(int value) {
+            maxAttempts = value;
+            return this;
+        }
+
+        /** The first retry's delay and the cap of its doubling. */
+        public Builder retryDelay(Duration first, Duration max) {
+            retryDelay = first;
+            retryDelayMax = max;
+            return this;
+        }
+
+        public Builder publishTimeout(Duration value) {
+            publishTimeout = value;
+            return this;
+        }
+
+        /** The dead set's bounds: most letters kept, longest kept. */
+        public Builder deadBounds(int maxSize, Duration maxAge) {
+            deadMaxSize = maxSize;
+            deadMaxAge = maxAge;
+            return this;
+        }
+
+        public Builder paused(boolean value) {
+            paused = value;
+            return this;
+        }
+
+        public Builder outgoing(OutgoingMessages value) {
+            outgoing = value;
+            return this;
+        }
+
+        public Builder maxLateness(Duration value) {
+            maxLateness = value;
+            return this;
+        }
+
+        public Builder dropLate(boolean value) {
+            dropLate = value;
+            return this;
+        }
+
+        public Builder maxRate(int value) {
+            maxRate = value;
+            return this;
+        }
+
+        /** The on-time objective: on time within {@code onTime}, a share {@code target} of messages. */
+        public Builder slo(Duration onTime, double target) {
+            sloOnTime = onTime;
+            sloTarget = target;
+            return this;
+        }
+
+        public Builder messageShape(MessageShape value) {
+            messageShape = value;
+            return this;
+        }
+
+        public Builder coldAfter(Duration value) {
+            coldAfter = value;
+            return this;
+        }
+
+        public BusinessSpec build() {
+            return new BusinessSpec(
+                    name,
+                    keys,
+                    shards,
+                    threads,
+                    threadNamePrefix,
+                    exchange,
+                    routingKey,
+                    exchangeType,
+                    declareExchange,
+                    batchSize,
+                    batchBytes,
+                    maxIdle,
+                    lease,
+                    maxAttempts,
+                    retryDelay,
+                    retryDelayMax,
+                    publishTimeout,
+                    deadMaxSize,
+                    deadMaxAge,
+                    paused,
+                    outgoing,
+                    maxLateness,
+                    dropLate,
+                    maxRate,
+                    sloOnTime,
+                    sloTarget,
+                    messageShape,
+                    coldAfter);
+        }
     }
 }

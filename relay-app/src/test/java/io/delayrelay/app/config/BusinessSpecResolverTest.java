@@ -61,7 +61,14 @@ class BusinessSpecResolverTest {
                         10_000,
                         Duration.ofDays(180),
                         false,
-                        OutgoingMessages.DEFAULT));
+                        OutgoingMessages.DEFAULT,
+                        null,
+                        false,
+                        0,
+                        Duration.ofSeconds(1),
+                        0.999,
+                        MessageShape.FULL,
+                        null));
     }
 
     @Test
@@ -112,7 +119,14 @@ class BusinessSpecResolverTest {
                         50,
                         Duration.ofDays(7),
                         true,
-                        OutgoingMessages.DEFAULT));
+                        OutgoingMessages.DEFAULT,
+                        null,
+                        false,
+                        0,
+                        Duration.ofSeconds(1),
+                        0.999,
+                        MessageShape.FULL,
+                        null));
     }
 
     @Test

@@ -33,7 +33,6 @@ import io.delayrelay.app.ops.DeadLetters;
 import io.delayrelay.app.ops.DeadSetTrimmer;
 import io.delayrelay.app.ops.ScheduledEntries;
 import io.delayrelay.app.trigger.BusinessSpec;
-import io.delayrelay.app.trigger.OutgoingMessages;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.ReturnType;
@@ -135,30 +134,22 @@ final class ContractWorld {
     /** The business's settings with a shard count and dead-set bounds. */
     BusinessSpec spec(int shards, int deadMaxSize, Duration deadMaxAge) {
         Settings s = model.settings;
-        return new BusinessSpec(
-                business,
-                DelayQueueKeys.forBusiness(business),
-                shards,
-                1,
-                "model-" + business + "-",
-                "unused-exchange",
-                "rk",
-                "direct",
-                false,
-                s.batch(),
-                s.batchBytes(),
-                Duration.ofMillis(100),
-                Duration.ofMillis(s.leaseMs()),
-                s.maxAttempts(),
-                Duration.ofMillis(s.retryMs()),
-                Duration.ofMillis(s.retryMaxMs()),
-                Duration.ofSeconds(5),
-                deadMaxSize,
-                deadMaxAge,
-                false,
-                OutgoingMessages.DEFAULT,
-                s.maxLatenessMs() < 0 ? null : Duration.ofMillis(s.maxLatenessMs()),
-                s.dropLate());
+        return BusinessSpec.builder(business, DelayQueueKeys.forBusiness(business))
+                .shards(shards)
+                .threads(1)
+                .threadNamePrefix("model-" + business + "-")
+                .exchange("unused-exchange", "direct", false)
+                .routingKey("rk")
+                .batchSize(s.batch())
+                .batchBytes(s.batchBytes())
+                .lease(Duration.ofMillis(s.leaseMs()))
+                .maxAttempts(s.maxAttempts())
+                .retryDelay(Duration.ofMillis(s.retryMs()), Duration.ofMillis(s.retryMaxMs()))
+                .publishTimeout(Duration.ofSeconds(5))
+                .deadBounds(deadMaxSize, deadMaxAge)
+                .maxLateness(s.maxLatenessMs() < 0 ? null : Duration.ofMillis(s.maxLatenessMs()))
+                .dropLate(s.dropLate())
+                .build();
     }
 
     int scanWidth(int instance) {

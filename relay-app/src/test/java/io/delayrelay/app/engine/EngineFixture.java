@@ -14,7 +14,6 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
-import io.delayrelay.app.trigger.OutgoingMessages;
 import org.springframework.data.redis.connection.RedisConnection;
 
 /**
@@ -82,28 +81,20 @@ final class EngineFixture implements AutoCloseable {
         }
 
         BusinessSpec build() {
-            return new BusinessSpec(
-                    name,
-                    DelayQueueKeys.forBusiness(name),
-                    shards,
-                    threads,
-                    "relay-" + name + "-",
-                    "unused-exchange",
-                    "rk",
-                    "direct",
-                    false,
-                    batchSize,
-                    batchBytes,
-                    maxIdle,
-                    lease,
-                    maxAttempts,
-                    retryDelay,
-                    Duration.ofMinutes(1),
-                    publishTimeout,
-                    10_000,
-                    Duration.ofDays(7),
-                    false,
-                    OutgoingMessages.DEFAULT);
+            return BusinessSpec.builder(name, DelayQueueKeys.forBusiness(name))
+                    .shards(shards)
+                    .threads(threads)
+                    .exchange("unused-exchange", "direct", false)
+                    .routingKey("rk")
+                    .batchSize(batchSize)
+                    .batchBytes(batchBytes)
+                    .maxIdle(maxIdle)
+                    .lease(lease)
+                    .maxAttempts(maxAttempts)
+                    .retryDelay(retryDelay, Duration.ofMinutes(1))
+                    .publishTimeout(publishTimeout)
+                    .deadBounds(10_000, Duration.ofDays(7))
+                    .build();
         }
     }
 

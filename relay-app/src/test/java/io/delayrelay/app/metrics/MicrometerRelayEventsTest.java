@@ -118,27 +118,15 @@ class MicrometerRelayEventsTest {
     }
 
     private static BusinessSpec spec(String name) {
-        return new BusinessSpec(
-                name,
-                DelayQueueKeys.forBusiness(name),
-                16,
-                2,
-                "relay-" + name + "-",
-                "ex",
-                "rk",
-                "direct",
-                false,
-                100,
-                16L << 20,
-                Duration.ofMillis(100),
-                Duration.ofSeconds(30),
-                5,
-                Duration.ofSeconds(1),
-                Duration.ofMinutes(1),
-                Duration.ofSeconds(5),
-                10_000,
-                Duration.ofDays(7),
-                false,
-                null);
+        return BusinessSpec.builder(name, DelayQueueKeys.forBusiness(name))
+                .exchange("ex", "direct", false)
+                .routingKey("rk")
+                .batchSize(100)
+                .maxAttempts(5)
+                .retryDelay(Duration.ofSeconds(1), Duration.ofMinutes(1))
+                .publishTimeout(Duration.ofSeconds(5))
+                .deadBounds(10_000, Duration.ofDays(7))
+                .outgoing(null)
+                .build();
     }
 }

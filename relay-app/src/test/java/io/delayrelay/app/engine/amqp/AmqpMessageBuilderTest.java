@@ -7,7 +7,6 @@ import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
-import io.delayrelay.app.trigger.OutgoingMessages;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -61,27 +60,17 @@ class AmqpMessageBuilderTest {
     }
 
     private static BusinessSpec spec() {
-        return new BusinessSpec(
-                "shape",
-                DelayQueueKeys.forBusiness("shape"),
-                4,
-                1,
-                "relay-shape-",
-                "ex",
-                "rk",
-                "direct",
-                false,
-                100,
-                1L << 20,
-                Duration.ofMillis(100),
-                Duration.ofSeconds(30),
-                5,
-                Duration.ofSeconds(1),
-                Duration.ofMinutes(1),
-                Duration.ofSeconds(5),
-                10_000,
-                Duration.ofDays(7),
-                false,
-                OutgoingMessages.DEFAULT);
+        return BusinessSpec.builder("shape", DelayQueueKeys.forBusiness("shape"))
+                .shards(4)
+                .threads(1)
+                .exchange("ex", "direct", false)
+                .routingKey("rk")
+                .batchSize(100)
+                .batchBytes(1L << 20)
+                .maxAttempts(5)
+                .retryDelay(Duration.ofSeconds(1), Duration.ofMinutes(1))
+                .publishTimeout(Duration.ofSeconds(5))
+                .deadBounds(10_000, Duration.ofDays(7))
+                .build();
     }
 }

@@ -217,61 +217,22 @@ class MessageShapeTest {
     }
 
     private static BusinessSpec spec(MessageShape shape) {
-        return withOutgoing(
-                        new BusinessSpec(
-                                "shape",
-                                DelayQueueKeys.forBusiness("shape"),
-                                4,
-                                1,
-                                "relay-shape-",
-                                "ex",
-                                "rk",
-                                "direct",
-                                false,
-                                100,
-                                1L << 20,
-                                Duration.ofMillis(100),
-                                Duration.ofSeconds(30),
-                                5,
-                                Duration.ofSeconds(1),
-                                Duration.ofMinutes(1),
-                                Duration.ofSeconds(5),
-                                10_000,
-                                Duration.ofDays(7),
-                                false,
-                                OutgoingMessages.DEFAULT),
-                        OutgoingMessages.DEFAULT)
-                .withMessageShape(shape);
+        return BusinessSpec.builder("shape", DelayQueueKeys.forBusiness("shape"))
+                .shards(4)
+                .threads(1)
+                .exchange("ex", "direct", false)
+                .routingKey("rk")
+                .batchSize(100)
+                .batchBytes(1L << 20)
+                .maxAttempts(5)
+                .retryDelay(Duration.ofSeconds(1), Duration.ofMinutes(1))
+                .publishTimeout(Duration.ofSeconds(5))
+                .deadBounds(10_000, Duration.ofDays(7))
+                .messageShape(shape)
+                .build();
     }
 
     private static BusinessSpec withOutgoing(BusinessSpec s, OutgoingMessages outgoing) {
-        return new BusinessSpec(
-                s.name(),
-                s.keys(),
-                s.shards(),
-                s.threads(),
-                s.threadNamePrefix(),
-                s.exchange(),
-                s.routingKey(),
-                s.exchangeType(),
-                s.declareExchange(),
-                s.batchSize(),
-                s.batchBytes(),
-                s.maxIdle(),
-                s.lease(),
-                s.maxAttempts(),
-                s.retryDelay(),
-                s.retryDelayMax(),
-                s.publishTimeout(),
-                s.deadMaxSize(),
-                s.deadMaxAge(),
-                s.paused(),
-                outgoing,
-                s.maxLateness(),
-                s.dropLate(),
-                s.maxRate(),
-                s.sloOnTime(),
-                s.sloTarget(),
-                s.messageShape());
+        return s.toBuilder().outgoing(outgoing).build();
     }
 }

@@ -1,0 +1,232 @@
+package io.delayrelay.app.engine.cold;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.support.PeriodicTask;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Moves the entries of every business with a {@code cold-after} between its hot shards and its cold tier, on one
+ * thread of its own beside the workers: for each shard this instance pops ({@code division.owns(shard)}), first the
+ * blocks due within the lead come back ({@code cold-promote.lua}), then the entries due after cold-after leave
+ * ({@code cold-pick.lua}, {@code cold-demote.lua}). Every move is one atomic script on one shard, safe when two
+ * instances move the same shard at once (docs/cold-tier.md); the division only saves the duplicate work.
+ */
+public final class ColdMover extends PeriodicTask {
+
+    private static final Logger log = LoggerFactory.getLogger(ColdMover.class);
+
+    /** Tick of the mover's thread; each business runs every {@link ColdTiming#periodMs()}. */
+    static final Duration TICK = Duration.ofMillis(250);
+
+    /** Entries listed per {@code cold-pick.lua} call, and most entries per block. */
+    static final int PICK = 2_000;
+
+    static final int BLOCK_MAX = 1_000;
+
+    /** Blocks listed per {@code cold-due.lua} call. */
+    static final int DUE_BLOCKS = 16;
+
+    /** How often the live cold entries are counted for the gauge. */
+    static final long COUNT_EVERY_MS = 10_000;
+
+    /** How often the shards of a business without cold-after are checked for cold blocks to bring back. */
+    static final long DRAIN_EVERY_MS = 60_000;
+
+    /** The lead of that drain: every block (a century). */
+    static final long DRAIN_LEAD_MS = 100L * 365 * 86_400_000;
+
+    /** Longest a pass of one business keeps demoting before the others (and promotion) get their turn. */
+    static final long PASS_BUDGET_MS = 2_000;
+
+    private final Supplier<Map<String, BusinessRelay>> relays;
+    private final ColdStore store;
+    private final RelayEvents events;
+    private final Map<String, long[]> nextRun = new ConcurrentHashMap<>();
+
+    public ColdMover(Supplier<Map<String, BusinessRelay>> relays, ColdStore store, RelayEvents events) {
+        super("relay-cold", "cold tier move", TICK);
+        this.relays = relays;
+        this.store = store;
+        this.events = events;
+    }
+
+    @Override
+    protected void runOnce() {
+        long now = System.currentTimeMillis();
+        for (BusinessRelay relay : relays.get().values()) {
+            BusinessSpec spec = relay.spec();
+            long[] next = nextRun.computeIfAbsent(spec.name(), n -> new long[2]);
+            if (!spec.cold()) {
+                if (now >= next[1]) {
+                    next[1] = now + DRAIN_EVERY_MS;
+                    drain(relay, spec);
+                }
+                continue;
+            }
+            ColdTiming timing = ColdTiming.of(spec.coldAfter());
+            if (now < next[0]) {
+                continue;
+            }
+            next[0] = now + timing.periodMs();
+            boolean count = now >= next[1];
+            if (count) {
+                next[1] = now + COUNT_EVERY_MS;
+            }
+            runBusiness(relay, spec, timing, count);
+        }
+    }
+
+    /**
+     * A business without {@code cold-after} (never had one, or switched off) gets every cold block back into its hot
+     * shards: an operator turning the tier off expects nothing to stay cold.
+     */
+    void drain(BusinessRelay relay, BusinessSpec spec) {
+        int width = relay.state().scanWidth();
+        for (int i = 0; i < width; i++) {
+            int shard = i;
+            if (!relay.division().owns(shard) || Thread.currentThread().isInterrupted()) {
+                continue;
+            }
+            try {
+                promote(relay, spec, shard, DRAIN_LEAD_MS);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "business={} shard={}: bringing the cold tier back failed: {}",
+                        spec.name(),
+                        shard,
+                        e.toString());
+                emit(e2 -> e2.error(spec, shard, e));
+            }
+        }
+    }
+
+    /** One pass over the shards of one business this instance pops. */
+    void runBusiness(BusinessRelay relay, BusinessSpec spec, ColdTiming timing, boolean count) {
+        int width = relay.state().scanWidth();
+        long entries = 0;
+        long blocks = 0;
+        long deadline = System.nanoTime() + PASS_BUDGET_MS * 1_000_000;
+        for (int i = 0; i < width; i++) {
+            int shard = i;
+            if (!relay.division().owns(shard) || Thread.currentThread().isInterrupted()) {
+                continue;
+            }
+            try {
+                promote(relay, spec, shard, timing.leadMs());
+                if (System.nanoTime() < deadline) {
+                    demote(spec, shard, timing, deadline);
+                }
+                if (count) {
+                    ColdStore.Count c = store.count(spec.keys(), shard);
+                    entries += c.entries();
+                    blocks += c.blocks();
+                }
+            } catch (RuntimeException e) {
+                if (Thread.currentThread().isInterrupted()) {
+                    // the relay stops: the move in progress was one script, done or not done
+                    return;
+                }
+                log.warn("business={} shard={}: cold tier move failed: {}", spec.name(), shard, e.toString());
+                emit(e2 -> e2.error(spec, shard, e));
+            }
+        }
+        if (count) {
+            long e = entries;
+            long b = blocks;
+            emit(ev -> ev.coldCounted(spec, e, b));
+        }
+    }
+
+    /**
+     * Brings back every block of the shard due within the lead, then has this instance's workers look at the shard
+     * (they learn its next due time from the pop): a wake-up that does not depend on keyspace notifications or
+     * {@code K:wake}, so a promoted entry never waits for the safety sweep.
+     */
+    private int promote(BusinessRelay relay, BusinessSpec spec, int shard, long leadMs) {
+        DelayQueueKeys keys = spec.keys();
+        int back = 0;
+        List<ColdStore.DueBlock> due;
+        do {
+            due = store.due(keys, shard, leadMs, DUE_BLOCKS);
+            for (ColdStore.DueBlock block : due) {
+                ColdStore.Promoted p = store.promote(keys, shard, block);
+                back += p.back();
+                report(spec, shard, "promoted", p.back());
+                report(spec, shard, "skipped", p.skipped());
+            }
+        } while (due.size() == DUE_BLOCKS);
+        if (back > 0) {
+            relay.announce(shard, 0);
+        }
+        return back;
+    }
+
+    /** Moves the shard's entries due after cold-after into blocks, a bucket of due times each, until none is left. */
+    int demote(BusinessSpec spec, int shard, ColdTiming timing, long deadlineNanos) {
+        DelayQueueKeys keys = spec.keys();
+        int moved = 0;
+        ColdStore.Pick pick;
+        do {
+            pick = store.pick(keys, shard, timing.coldAfterMs(), PICK);
+            if (pick.entries().isEmpty()) {
+                break;
+            }
+            int fan = store.fanOut(keys, shard);
+            int pass = 0;
+            for (List<ColdBlock.Entry> block : blocks(pick.entries(), timing)) {
+                pass += store.demote(keys, shard, block, fan).moved();
+            }
+            moved += pass;
+            report(spec, shard, "demoted", pass);
+            if (pass == 0) {
+                // what was listed changed under us (or is held back): try again next period
+                break;
+            }
+        } while (pick.entries().size() == PICK && System.nanoTime() < deadlineNanos);
+        return moved;
+    }
+
+    /** Listed entries (earliest first) cut into blocks: one bucket of due times, at most {@link #BLOCK_MAX} each. */
+    public static List<List<ColdBlock.Entry>> blocks(List<ColdBlock.Entry> entries, ColdTiming timing) {
+        Map<Long, List<ColdBlock.Entry>> byBucket = new LinkedHashMap<>();
+        for (ColdBlock.Entry e : entries) {
+            byBucket.computeIfAbsent(timing.bucketOf(e.dueMs()), b -> new ArrayList<>())
+                    .add(e);
+        }
+        List<List<ColdBlock.Entry>> blocks = new ArrayList<>();
+        for (List<ColdBlock.Entry> bucket : byBucket.values()) {
+            for (int from = 0; from < bucket.size(); from += BLOCK_MAX) {
+                blocks.add(bucket.subList(from, Math.min(bucket.size(), from + BLOCK_MAX)));
+            }
+        }
+        return blocks;
+    }
+
+    private void report(BusinessSpec spec, int shard, String direction, int count) {
+        if (count > 0) {
+            emit(e -> e.coldMoved(spec, shard, direction, count));
+        }
+    }
+
+    /** Metrics never stop a move. */
+    private void emit(Consumer<RelayEvents> event) {
+        try {
+            event.accept(events);
+        } catch (RuntimeException e) {
+            log.debug("cold tier: reporting failed", e);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+package io.delayrelay.app.engine.cold;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.app.support.RelayTestKit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.zset.Tuple;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The cold tier's scripts against the real Redis, one shard: demotion and promotion round trip byte for byte; a cold
+ * entry is cancelled, rescheduled and scheduled again through the contract scripts (relay-api's copies) with one live
+ * copy and the newest payload; a move cut in half (the relay killed between its steps) loses nothing and leaves no
+ * second copy; two movers on the same entries at once leave one copy.
+ */
+class ColdTierScriptTest {
+
+    private static final long HOUR = 3_600_000L;
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private final ColdStore store = new ColdStore(ByteRedisTemplates.create(kit.redisFactory()));
+    /** One shard: every id is in shard 0. */
+    private final RedisDelayedMessageProducer producer =
+            new RedisDelayedMessageProducer(kit.redisFactory(), 1, Duration.ofSeconds(5), DelayQueueKeys::forBusiness);
+
+    private final String business = kit.business("cold");
+    private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+    }
+
+    @Test
+    void demotedEntriesComeBackByteForByteAtTheirDueTimes() {
+        long now = kit.redisNowMs();
+        Map<String, Long> dues = new TreeMap<>();
+        for (int i = 0; i < 50; i++) {
+            long due = now + HOUR + i * 1_000L;
+            producer.scheduleById(business, "order-" + i, message(i, "v1"), Instant.ofEpochMilli(due));
+            dues.put("order-" + i, due);
+        }
+        for (int i = 0; i < 10; i++) {
+            long due = now + 2 * HOUR + i;
+            producer.schedule(business, bytes("plain-" + i), Instant.ofEpochMilli(due));
+            dues.put("plain-" + i, due);
+        }
+        producer.scheduleById(business, "soon", bytes("{\"soon\":1}"), Instant.ofEpochMilli(now + 30_000));
+
+        ColdStore.Pick pick = store.pick(keys, 0, 60_000, 1_000);
+        assertThat(pick.entries()).as("only entries due after cold-after").hasSize(60);
+        ColdStore.Demoted demoted = store.demote(keys, 0, pick.entries());
+
+        assertThat(demoted.moved()).isEqualTo(60);
+        assertThat(zset(keys.shard(0))).containsOnlyKeys("soon");
+        assertThat(hashFields(keys.payloads(0))).containsExactly("soon");
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(60, 1));
+        assertThat(producer.cancelById(business, "missing")).isFalse();
+
+        assertThat(store.due(keys, 0, HOUR - 60_000, 10))
+                .as("not within the lead yet")
+                .isEmpty();
+        List<ColdStore.DueBlock> due = store.due(keys, 0, 3 * HOUR, 10);
+        assertThat(due).hasSize(1);
+        assertThat(store.promote(keys, 0, due.get(0))).isEqualTo(new ColdStore.Promoted(60, 0, false));
+
+        Map<String, Long> hot = zset(keys.shard(0));
+        hot.remove("soon");
+        assertThat(hot).isEqualTo(dues);
+        for (int i = 0; i < 50; i++) {
+            assertThat(hget(keys.payloads(0), "order-" + i)).isEqualTo(message(i, "v1"));
+        }
+        assertThat(hashFields(keys.payloads(0))).hasSize(51);
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(0, 0));
+        assertThat(zset(keys.cold(0))).isEmpty();
+    }
+
+    @Test
+    void aColdEntryIsCancelledRescheduledAndScheduledAgainThroughTheContractScripts() {
+        long now = kit.redisNowMs();
+        for (String id : List.of("a", "b", "c", "d")) {
+            producer.scheduleById(business, id, bytes(id + "-v1"), Instant.ofEpochMilli(now + 5 * HOUR));
+        }
+        store.demote(keys, 0, store.pick(keys, 0, HOUR, 100).entries());
+        assertThat(zset(keys.shard(0))).isEmpty();
+
+        assertThat(producer.cancelById(business, "a")).isTrue();
+        assertThat(producer.cancelById(business, "a")).as("once").isFalse();
+        long rescheduled = now + 20_000;
+        assertThat(producer.rescheduleById(business, "b", Instant.ofEpochMilli(rescheduled)))
+                .isTrue();
+        producer.scheduleById(business, "c", bytes("c-v2"), Instant.ofEpochMilli(now + 6 * HOUR));
+        assertThat(zset(keys.shard(0)))
+                .as("scheduled again: hot, the one live copy")
+                .containsOnlyKeys("c");
+        assertThat(store.count(keys, 0).entries()).as("b and d").isEqualTo(2);
+
+        // the block's earliest entry is now b's new due time: within a lead of 30 s
+        List<ColdStore.DueBlock> due = store.due(keys, 0, 30_000, 10);
+        assertThat(due).hasSize(1);
+        assertThat(store.promote(keys, 0, due.get(0))).isEqualTo(new ColdStore.Promoted(2, 2, false));
+
+        assertThat(zset(keys.shard(0))).isEqualTo(Map.of("b", rescheduled, "c", now + 6 * HOUR, "d", now + 5 * HOUR));
+        assertThat(hget(keys.payloads(0), "b")).isEqualTo(bytes("b-v1"));
+        assertThat(hget(keys.payloads(0), "c")).as("newest payload").isEqualTo(bytes("c-v2"));
+        assertThat(hget(keys.payloads(0), "a")).isNull();
+        assertThat(producer.cancelById(business, "a")).isFalse();
+    }
+
+    @Test
+    void aMoveCutInHalfLosesNothingAndLeavesOneCopy() {
+        long now = kit.redisNowMs();
+        for (int i = 0; i < 20; i++) {
+            producer.scheduleById(business, "e" + i, bytes("m" + i), Instant.ofEpochMilli(now + 3 * HOUR + i));
+        }
+        // killed after listing, before demoting: nothing happened
+        ColdStore.Pick listed = store.pick(keys, 0, HOUR, 100);
+        assertThat(zset(keys.shard(0))).hasSize(20);
+        assertThat(store.count(keys, 0).entries()).isZero();
+
+        // a new mover lists again; meanwhile producers change three of the listed entries
+        ColdStore.Pick again = store.pick(keys, 0, HOUR, 100);
+        producer.rescheduleById(business, "e1", Instant.ofEpochMilli(now + 4 * HOUR));
+        producer.scheduleById(business, "e2", bytes("m2-new"), Instant.ofEpochMilli(now + 3 * HOUR + 2));
+        producer.cancelById(business, "e3");
+        assertThat(store.demote(keys, 0, again.entries()).moved())
+                .as("the changed ones stay hot")
+                .isEqualTo(17);
+        assertThat(zset(keys.shard(0))).isEqualTo(Map.of("e1", now + 4 * HOUR, "e2", now + 3 * HOUR + 2));
+        assertThat(hget(keys.payloads(0), "e2")).isEqualTo(bytes("m2-new"));
+
+        // the first mover wakes up and demotes its stale listing: everything it names is gone or changed
+        assertThat(store.demote(keys, 0, listed.entries())).isEqualTo(new ColdStore.Demoted(0, 0));
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(17, 1));
+
+        // a promotion listed but never run, then run by another mover, then the first one's late run
+        ColdStore.DueBlock block = store.due(keys, 0, 4 * HOUR, 10).get(0);
+        assertThat(store.promote(keys, 0, block))
+                .as("the block also holds the three changed entries' stale copies: never brought back")
+                .isEqualTo(new ColdStore.Promoted(17, 3, false));
+        assertThat(store.promote(keys, 0, block)).as("already promoted").isEqualTo(new ColdStore.Promoted(0, 0, true));
+
+        Map<String, Long> hot = zset(keys.shard(0));
+        assertThat(hot).hasSize(19).doesNotContainKey("e3");
+        for (int i = 0; i < 20; i++) {
+            if (i != 3) {
+                assertThat(hget(keys.payloads(0), "e" + i)).isEqualTo(bytes(i == 2 ? "m2-new" : "m" + i));
+            }
+        }
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(0, 0));
+    }
+
+    @Test
+    void twoMoversDemotingAndPromotingTheSameEntriesAtOnceLeaveOneCopy() throws Exception {
+        long now = kit.redisNowMs();
+        for (int i = 0; i < 2_000; i++) {
+            producer.scheduleById(business, "x" + i, bytes("p" + i), Instant.ofEpochMilli(now + 2 * HOUR + i));
+        }
+        ColdStore.Pick a = store.pick(keys, 0, HOUR, 2_000);
+        ColdStore.Pick b = store.pick(keys, 0, HOUR, 2_000);
+        List<Integer> moved =
+                race(() -> store.demote(keys, 0, a.entries()).moved(), () -> store.demote(keys, 0, b.entries())
+                        .moved());
+        assertThat(moved).containsExactlyInAnyOrder(2_000, 0);
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(2_000, 1));
+
+        ColdStore.DueBlock block = store.due(keys, 0, 3 * HOUR, 10).get(0);
+        List<Integer> back = race(() -> store.promote(keys, 0, block).back(), () -> store.promote(keys, 0, block)
+                .back());
+        assertThat(back).containsExactlyInAnyOrder(2_000, 0);
+        assertThat(zset(keys.shard(0))).hasSize(2_000);
+        assertThat(hashFields(keys.payloads(0))).hasSize(2_000);
+    }
+
+    @Test
+    void blocksRoundTripTheirEntries() {
+        List<ColdBlock.Entry> entries = new ArrayList<>();
+        entries.add(new ColdBlock.Entry(bytes("late"), 9_000_000_000_000L, bytes("{\"x\":1}")));
+        entries.add(new ColdBlock.Entry(bytes("plain"), 1_800_000_000_000L, null));
+        entries.add(new ColdBlock.Entry(bytes("empty"), 1_800_000_000_001L, new byte[0]));
+        List<ColdBlock.Entry> back = ColdBlock.decode(ColdBlock.encode(entries));
+        assertThat(back)
+                .extracting(e -> new String(e.member(), StandardCharsets.UTF_8))
+                .containsExactly("plain", "empty", "late");
+        assertThat(back)
+                .extracting(ColdBlock.Entry::dueMs)
+                .containsExactly(1_800_000_000_000L, 1_800_000_000_001L, 9_000_000_000_000L);
+        assertThat(back.get(0).payload()).isNull();
+        assertThat(back.get(1).payload()).isEmpty();
+        assertThat(back.get(2).payload()).isEqualTo(bytes("{\"x\":1}"));
+    }
+
+    private static <T> List<T> race(Callable<T> one, Callable<T> two) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            Future<T> f1 = pool.submit(one);
+            Future<T> f2 = pool.submit(two);
+            return List.of(f1.get(), f2.get());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private Map<String, Long> zset(String key) {
+        Map<String, Long> out = new TreeMap<>();
+        try (RedisConnection c = kit.redis()) {
+            for (Tuple t : c.zSetCommands().zRangeWithScores(bytes(key), 0, -1)) {
+                out.put(
+                        new String(t.getValue(), StandardCharsets.UTF_8),
+                        t.getScore().longValue());
+            }
+        }
+        return out;
+    }
+
+    private List<String> hashFields(String key) {
+        try (RedisConnection c = kit.redis()) {
+            return c.hashCommands().hKeys(bytes(key)).stream()
+                    .map(k -> new String(k, StandardCharsets.UTF_8))
+                    .sorted()
+                    .toList();
+        }
+    }
+
+    private byte[] hget(String key, String field) {
+        try (RedisConnection c = kit.redis()) {
+            return c.hashCommands().hGet(bytes(key), bytes(field));
+        }
+    }
+
+    private static byte[] message(int i, String version) {
+        return bytes("{\"orderId\":" + i + ",\"action\":\"review\",\"v\":\"" + version + "\"}");
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
