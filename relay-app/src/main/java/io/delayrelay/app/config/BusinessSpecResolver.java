@@ -242,6 +242,16 @@ public final class BusinessSpecResolver {
         if (s.getMaxRate() != null) {
             range(problems, name, "max-rate", s.getMaxRate());
         }
+        if (s.getLinger() == null
+                || s.getLinger().isNegative()
+                || s.getLinger().compareTo(BusinessSettings.MAX_LINGER) > 0) {
+            problems.add(ConfigProblem.property(
+                    name,
+                    "linger",
+                    s.getLinger(),
+                    "must be between 0 and " + BusinessSettings.MAX_LINGER
+                            + " (0: pop each shard as soon as it is due)"));
+        }
         BusinessSettings.Slo slo = s.getSlo();
         positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
         double target = slo == null ? Double.NaN : slo.getTarget();
@@ -280,7 +290,8 @@ public final class BusinessSpecResolver {
                 "drop".equals(s.getOnLate()),
                 s.getMaxRate() == null ? BusinessSpec.NO_MAX_RATE : s.getMaxRate(),
                 slo.getOnTime(),
-                slo.getTarget());
+                slo.getTarget(),
+                s.getLinger());
     }
 
     private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {

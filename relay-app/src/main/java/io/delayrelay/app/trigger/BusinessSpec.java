@@ -35,6 +35,8 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param maxRate          most messages per second the fleet publishes for the business; {@link #NO_MAX_RATE}: no cap
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
+ * @param linger           how long after the earliest due time a worker waits for more shards to fall due, so that
+ *                         one pop carries them all (0: pop as soon as a shard is due)
  */
 public record BusinessSpec(
         String name,
@@ -62,7 +64,8 @@ public record BusinessSpec(
         boolean dropLate,
         int maxRate,
         Duration sloOnTime,
-        double sloTarget) {
+        double sloTarget,
+        Duration linger) {
 
     /** {@link #maxRate()} of a business without a cap. */
     public static final int NO_MAX_RATE = 0;
@@ -71,6 +74,67 @@ public record BusinessSpec(
     public static final Duration DEFAULT_SLO_ON_TIME = Duration.ofSeconds(1);
 
     public static final double DEFAULT_SLO_TARGET = 0.999;
+
+    /** The linger of specs built without one (and relay.defaults.linger's default). */
+    public static final Duration DEFAULT_LINGER = Duration.ofMillis(8);
+
+    /** A business with every setting but the linger ({@link #DEFAULT_LINGER}). */
+    public BusinessSpec(
+            String name,
+            DelayQueueKeys keys,
+            int shards,
+            int threads,
+            String threadNamePrefix,
+            String exchange,
+            String routingKey,
+            String exchangeType,
+            boolean declareExchange,
+            int batchSize,
+            long batchBytes,
+            Duration maxIdle,
+            Duration lease,
+            int maxAttempts,
+            Duration retryDelay,
+            Duration retryDelayMax,
+            Duration publishTimeout,
+            int deadMaxSize,
+            Duration deadMaxAge,
+            boolean paused,
+            OutgoingMessages outgoing,
+            Duration maxLateness,
+            boolean dropLate,
+            int maxRate,
+            Duration sloOnTime,
+            double sloTarget) {
+        this(
+                name,
+                keys,
+                shards,
+                threads,
+                threadNamePrefix,
+                exchange,
+                routingKey,
+                exchangeType,
+                declareExchange,
+                batchSize,
+                batchBytes,
+                maxIdle,
+                lease,
+                maxAttempts,
+                retryDelay,
+                retryDelayMax,
+                publishTimeout,
+                deadMaxSize,
+                deadMaxAge,
+                paused,
+                outgoing,
+                maxLateness,
+                dropLate,
+                maxRate,
+                sloOnTime,
+                sloTarget,
+                DEFAULT_LINGER);
+    }
 
     /** A business without a late policy, a rate cap or an objective of its own (the defaults). */
     public BusinessSpec(
@@ -195,7 +259,17 @@ public record BusinessSpec(
         return with(maxLateness, dropLate, maxRate, onTime, target);
     }
 
+    /** This spec with another linger. */
+    public BusinessSpec withLinger(Duration value) {
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, value);
+    }
+
     private BusinessSpec with(Duration lateness, boolean drop, int rate, Duration onTime, double target) {
+        return with(lateness, drop, rate, onTime, target, linger);
+    }
+
+    private BusinessSpec with(
+            Duration lateness, boolean drop, int rate, Duration onTime, double target, Duration lingering) {
         return new BusinessSpec(
                 name,
                 keys,
@@ -222,6 +296,7 @@ public record BusinessSpec(
                 drop,
                 rate,
                 onTime,
-                target);
+                target,
+                lingering);
     }
 }
