@@ -212,8 +212,9 @@ final class ScanWorker implements Runnable {
             for (int i = 0; i < shards.length; i++) {
                 shards[i] = claimed.get(i).shard();
                 stamps[i] = schedule.stamp(shards[i]);
-                // its last pop came back full: the pop skips the emptiness probe
-                known[i] = knownFull.get(shards[i]);
+                // its last pop came back full, or a pop or a peek read an entry due by now (not a sweep's mark):
+                // the pop skips the emptiness probe (EXISTS and two ZRANGEs), which would only say what is known
+                known[i] = knownFull.get(shards[i]) || claimed.get(i).dueMs() > NOT_LINGERED;
                 knownFull.clear(shards[i]);
             }
             if (shards.length == 1) {
