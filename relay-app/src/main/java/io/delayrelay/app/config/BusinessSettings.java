@@ -71,6 +71,7 @@ public class BusinessSettings {
     /** Longest sleep of a worker that found nothing due; a producer that does not publish a wake-up is picked up within it. */
     private Duration maxIdle = DEFAULT_MAX_IDLE;
 
+    /** How long after the earliest due shard a worker waits for more shards to fall due, so one pop carries them all (0..1s). */
     private Duration linger = DEFAULT_LINGER;
 
     /** How long a popped entry may stay unconfirmed before the next pop of its shard takes it back; longer than publish-timeout. */
