@@ -48,10 +48,11 @@
 -- is always taken only while nothing was taken before. The lease token is the same for every shard of the call.
 -- Every shard's reads come before the first write of any shard, so a key of the wrong type in one shard fails the
 -- call before anything moved (the caller then pops the shards one by one to find it). TIME is read once per call,
--- and not at all when every shard is empty.
+-- when the first shard that is not empty is reached, and not at all when every shard is empty.
 -- Returns, for one shard, exactly the reply above; for several: {shards, reply of shard 1 ..., reply of shard 2 ...,
 --   ...}, each reply as above (5 + 4n + 3 late values). A shard left out because the call's batch size or byte
---   budget was used up by the shards before it answers {now, 0, -2, 0, 0} (-2: not looked at; it is still due).
+--   budget was used up by the shards before it answers {now, 0, -2, 0, 0} (-2: not looked at, not even probed;
+--   it is still due).
 local groups = #KEYS / 6
 local flags = ARGV[6] or ''
 local function key(g, i)
@@ -64,10 +65,8 @@ end
 local maxLate = tonumber(ARGV[7] or '')
 if maxLate and maxLate < 0 then maxLate = nil end
 local drop = ARGV[8] == 'drop'
--- The emptiness probes: an empty shard (the idle case, and most of a sweep) costs one EXISTS
-local probes = {}
-local anyLive = false
-for g = 1, groups do
+-- The emptiness probe: an empty shard (the idle case, and most of a sweep) costs one EXISTS
+local function probe(g)
   local p = {known = isKnown(g), first = {}, firstFlight = {}, empty = false}
   if not p.known then
     if redis.call('EXISTS', key(g, 1), key(g, 3)) == 0 then
@@ -78,15 +77,17 @@ for g = 1, groups do
       if not p.first[2] and not p.firstFlight[2] then p.empty = true end
     end
   end
-  if not p.empty then anyLive = true end
-  probes[g] = p
+  return p
 end
-local now = 0
-if anyLive then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Redis time, read once, when the first shard that is not empty is reached
+local now, recheck = 0, 0
+local function readTime()
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    recheck = now + tonumber(ARGV[4])
+  end
 end
-local recheck = now + tonumber(ARGV[4])
 
 -- Reads of one shard: what it hands out, what the late policy takes, and what its writes will be. Nothing written.
 -- budget: bytes left for it (0: no byte budget, -1: used up); firstTaker: nothing was taken before it in this call
@@ -99,9 +100,6 @@ local function plan(g, p, batch, budget, firstTaker)
     if earliest > now then
       return {out = {now, 0, earliest, 0, 0}}
     end
-  end
-  if batch <= 0 or budget < 0 then
-    return {out = {now, 0, -2, 0, 0}, bytes = 0, candidates = 0}
   end
   -- taken[i] = {member, original due, failed, from K:i}
   local taken = {}
@@ -351,7 +349,15 @@ local left = tonumber(ARGV[1])
 local budget = tonumber(ARGV[5] or '0') or 0
 local takenSoFar = 0
 for g = 1, groups do
-  local pl = plan(g, probes[g], left, budget, takenSoFar == 0)
+  local pl
+  if left <= 0 or budget < 0 then
+    -- the call's batch size or byte budget is used up: the shard is not looked at (still due)
+    pl = {out = {now, 0, -2, 0, 0}}
+  else
+    local p = probe(g)
+    if not p.empty then readTime() end
+    pl = plan(g, p, left, budget, takenSoFar == 0)
+  end
   if pl.err then
     return redis.error_reply(pl.err)
   end
