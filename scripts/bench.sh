@@ -5,7 +5,7 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/bench.sh [--full] [--messages N] [--only SCENARIOS] [--shared-redis] [--skip-build] [--help]
+Usage: scripts/bench.sh [--full] [--messages N] [--only SCENARIOS] [--storm-entries N] [--shared-redis] [--skip-build] [--help]
 
 Runs in one go, on the local Redis and RabbitMQ:
   1. drain    N messages of 100 B over 16 shards, all due at once and due over 1 s: the relay (defaults, the best
@@ -21,22 +21,33 @@ Runs in one go, on the local Redis and RabbitMQ:
               the 4-stage breakdown (due->popped, popped->published, published->confirmed, confirmed->received)
               comes from an in-process run at 5k msg/s. Logs: bench/results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
+  6. shape    the broker's CPU per message of each part of the relay's message shape: PerfTest plain, with a
+              message id, content type, priority, each x-delay-* header alone, mandatory, the full shape and the
+              lean shape; the relay draining with message-shape full and lean; 3 rounds (about 6 minutes)
+  6. storm    500,000 entries of one business due in the same second (--storm-entries N to change), drained by
+              the relay's exec jar with a consumer reading as it goes: once without a cap, then with max-rate
+              5,000 (2 threads, then 4); drain rate, lateness (receive - due, publish - due) p50/p99/max, on time
+              within 1 s, lost/duplicates, broker RSS and queue peaks, and the ratio to PerfTest run before and
+              after. About 7 minutes.
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
-                  baselines capped at 8 s of draining. About 8 minutes on 2 busy cores. (N is not the issue's
+                  baselines capped at 8 s of draining; the message shape; the storm of 500,000. About 20 minutes on 2 busy cores. (N is not the issue's
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
   --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);
                   backlog 10,000,000; writes bench/results/<date>-full.md. Around 45 minutes (prints an
                   estimate and the progress of every part; a failing part is reported and the run goes on).
   --messages N    messages per drain instead of the mode's default
-  --only LIST     comma-separated subset of: drain,idle,lag,backlog (writes <date>-only-<list>.md, ignored by git)
+  --storm-entries N  entries of the storm scenario (default 500,000)
+  --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
   --skip-build    reuse the last build of the relay and of the bench
 
 Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), RABBIT_HOST (127.0.0.1), RABBIT_PORT (5672),
-             BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g).
+             BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g),
+             BENCH_BROKER_PID (charge only this beam.smp as the broker's CPU, e.g. a private RabbitMQ node's
+             given with RABBIT_PORT; default: every local beam.smp).
 The private Redis runs with notify-keyspace-events Kz (keyspace notifications wake the relay).
 Builds through the reactor (-Pbench): nothing is installed into ~/.m2. PerfTest (com.rabbitmq:perf-test) is
 resolved from Maven Central by bench/perf-test.xml.
@@ -58,6 +69,8 @@ while [ $# -gt 0 ]; do
                 MODE_ARGS+=(--messages "$2"); shift ;;
     --only) [ $# -ge 2 ] || { echo "error: --only needs a list, e.g. --only drain,idle" >&2; exit 2; }
             ONLY=$2; shift ;;
+    --storm-entries) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --storm-entries needs a number" >&2; exit 2; }
+                     MODE_ARGS+=(--storm-entries "$2"); shift ;;
     --shared-redis) SHARED=1 ;;
     --skip-build) BUILD=0 ;;
     -h|--help) usage; exit 0 ;;
@@ -67,7 +80,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$ONLY" ]; then
   for s in ${ONLY//,/ }; do
-    case "$s" in drain|idle|lag|backlog) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog)" >&2; exit 2 ;; esac
+    case "$s" in drain|idle|lag|backlog|shape|storm) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog,shape,storm)" >&2; exit 2 ;; esac
   done
 fi
 

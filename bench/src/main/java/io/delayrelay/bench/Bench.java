@@ -12,7 +12,7 @@ import java.util.Map;
  *
  * <pre>
  * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
- * scenarios: drain, memory (from drain loads), lag, backlog, idle
+ * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N]
  * </pre>
  */
 public final class Bench {
@@ -30,6 +30,7 @@ public final class Bench {
         Path perfTestClasspath = null;
         Path relayJar = null;
         Path logs = null;
+        int stormEntries = Storm.DEFAULT_ENTRIES;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -42,6 +43,7 @@ public final class Bench {
                 case "--perf-test-classpath" -> perfTestClasspath = Path.of(args[++i]);
                 case "--relay-jar" -> relayJar = Path.of(args[++i]);
                 case "--logs" -> logs = Path.of(args[++i]);
+                case "--storm-entries" -> stormEntries = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
@@ -55,6 +57,23 @@ public final class Bench {
             Scenarios s = new Scenarios(infra);
             LagProcesses lagProcesses = new LagProcesses(infra, relayJar, logDir);
             run(config, infra, s, report, perfTestClasspath, lagProcesses);
+            if (config.runs("storm")) {
+                Storm storm = new Storm(infra, relayJar, logDir, stormEntries);
+                Path perfTest = perfTestClasspath;
+                part(report, "storm", Storm.estimateSeconds(stormEntries) + 10, () -> {
+                    // the broker's ceiling in the same run, for the ratio: before and after the storms (the higher
+                    // counts), since the broker's speed moves with whatever else the machine runs
+                    List<Scenarios.Drain> ceilings = new ArrayList<>();
+                    if (perfTest != null) {
+                        ceilings.add(s.perfTest(perfTest, 2, 1_000));
+                    }
+                    List<Storm.Result> results = storm.run();
+                    if (perfTest != null) {
+                        ceilings.add(s.perfTest(perfTest, 2, 1_000));
+                    }
+                    report.storm(results, ceilings);
+                });
+            }
         } catch (Exception | Error e) {
             // Whatever broke, the report is still written, with the error in it.
             report.error("setup", e);
@@ -182,6 +201,13 @@ public final class Bench {
         }
         if (config.runs("backlog")) {
             part(report, "backlog", config.backlogEstimateSeconds(), () -> backlog(config, infra, s, report));
+        }
+        if (config.runs("shape") && perfTestClasspath != null) {
+            part(
+                    report,
+                    "shape",
+                    config.shapeEstimateSeconds(),
+                    () -> report.shape(ShapeScenario.run(infra, s, perfTestClasspath, BenchConfig.SHAPE_ROUNDS)));
         }
     }
 

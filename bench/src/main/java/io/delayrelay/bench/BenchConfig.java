@@ -124,6 +124,16 @@ record BenchConfig(
         return lagSeconds + 5 + 5;
     }
 
+    /** Rounds of the shape scenario (every variant once per round). */
+    static final int SHAPE_ROUNDS = 3;
+
+    /** Rough duration of the shape scenario: per round 12 PerfTest runs (JVM start, ~15k msg/s), 2 relay drains. */
+    double shapeEstimateSeconds() {
+        double perRound = 12 * (drainMessages / 15_000.0 + 3)
+                + 2 * (drainMessages / 60_000.0 * 1.3 + drainMessages / 14_000.0 + 4);
+        return 30 + SHAPE_ROUNDS * perRound;
+    }
+
     /** Rough duration of the scenarios this run selected. */
     double estimateSeconds() {
         double total = 0;
@@ -139,6 +149,9 @@ record BenchConfig(
         }
         if (runs("backlog")) {
             total += backlogEstimateSeconds();
+        }
+        if (runs("shape")) {
+            total += shapeEstimateSeconds();
         }
         return total;
     }

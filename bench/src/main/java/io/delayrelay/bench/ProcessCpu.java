@@ -21,8 +21,16 @@ final class ProcessCpu {
         return Scenarios.processCpuNanos();
     }
 
-    /** user + system CPU of every local beam.smp (RabbitMQ), or -1 when none is visible. */
+    /**
+     * user + system CPU of every local beam.smp (RabbitMQ), or -1 when none is visible. With BENCH_BROKER_PID set
+     * (the bench measured on a private RabbitMQ node, see bench.sh --help), only that process: other nodes on the
+     * machine are not charged.
+     */
     static long broker() {
+        String pid = System.getenv("BENCH_BROKER_PID");
+        if (pid != null && !pid.isBlank()) {
+            return of(Long.parseLong(pid.trim()));
+        }
         long[] sum = {0};
         boolean[] found = {false};
         ProcessHandle.allProcesses()

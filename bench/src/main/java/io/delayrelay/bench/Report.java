@@ -36,7 +36,12 @@ final class Report {
     private final List<Scenarios.Lag> lags = new ArrayList<>();
     private Scenarios.Drain backlogWith;
     private Scenarios.Drain backlogWithout;
+    private List<Storm.Result> storm = List.of();
+    private List<Scenarios.Drain> stormPerfTests = List.of();
     private final List<String[]> targets = new ArrayList<>();
+    /** The shape scenario's rounds (see {@link ShapeScenario}), or null. */
+    private List<ShapeScenario.Round> shapeRounds;
+
     private final List<String[]> errors = new ArrayList<>();
 
     Report(BenchConfig config) {
@@ -130,9 +135,40 @@ final class Report {
         return !errors.isEmpty();
     }
 
+    void shape(List<ShapeScenario.Round> rounds) {
+        shapeRounds = rounds;
+    }
+
+    private void renderShape(StringBuilder b) {
+        if (shapeRounds == null || shapeRounds.isEmpty()) {
+            return;
+        }
+        b.append(ShapeScenario.render(shapeRounds, config.drainMessages()));
+        String full = ShapeScenario.eachRatio(shapeRounds, ShapeScenario.RELAY_FULL, ShapeScenario.PERF_FULL);
+        double fullMin = min(shapeRounds, ShapeScenario.RELAY_FULL, ShapeScenario.PERF_FULL);
+        target("relay / PerfTest with the relay's shape (shape rounds)", full, ">= 0.95", fullMin >= 0.95);
+        String lean = ShapeScenario.eachRatio(shapeRounds, ShapeScenario.RELAY_LEAN, ShapeScenario.PLAIN);
+        double leanMin = min(shapeRounds, ShapeScenario.RELAY_LEAN, ShapeScenario.PLAIN);
+        target("relay (lean shape) / plain PerfTest (shape rounds)", lean, ">= 0.9", leanMin >= 0.9);
+    }
+
+    private static double min(List<ShapeScenario.Round> rounds, String a, String b) {
+        double min = Double.POSITIVE_INFINITY;
+        for (ShapeScenario.Round r : rounds) {
+            min = Math.min(min, ShapeScenario.medianRatio(List.of(r), a, b));
+        }
+        return min;
+    }
+
     void backlog(Scenarios.Drain with, Scenarios.Drain without) {
         backlogWith = with;
         backlogWithout = without;
+    }
+
+    /** The storm scenario's runs and the PerfTest ceilings measured before and after them (empty when not run). */
+    void storm(List<Storm.Result> results, List<Scenarios.Drain> perfTests) {
+        storm = results;
+        stormPerfTests = perfTests;
     }
 
     String render() {
@@ -161,6 +197,8 @@ final class Report {
         renderIdle(b);
         renderLag(b);
         renderBacklog(b);
+        renderShape(b);
+        Storm.render(b, storm, stormPerfTests);
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");

@@ -590,10 +590,51 @@ final class Scenarios {
      * about the same size.
      */
     Drain perfTest(Path classpathFile, int producers, int confirmWindow, boolean relayShaped) throws Exception {
+        List<String> extra = List.of();
+        if (relayShaped) {
+            extra = new ArrayList<>(List.of("--flag", "mandatory"));
+            extra.addAll(messageProperties(relayShapeProperties(System.currentTimeMillis())));
+        }
+        return perfTest(
+                classpathFile,
+                producers,
+                confirmWindow,
+                relayShaped ? "RabbitMQ PerfTest, relay-shaped messages" : "RabbitMQ PerfTest",
+                producers + " producers, confirm window " + confirmWindow
+                        + (relayShaped ? ", message id + 5 headers, mandatory" : ""),
+                extra);
+    }
+
+    /**
+     * The properties of a message of the relay's full shape, as PerfTest's {@code --message-properties} entries: a
+     * message id, a content type, priority 0 and the relay's five headers.
+     */
+    static List<String> relayShapeProperties(long due) {
+        return List.of(
+                "messageId=3f2c9a4e-1b7d-4c0e-9a51-6d8e2f1b7c30",
+                "contentType=application/octet-stream",
+                "priority=0",
+                RelayHeaders.BUSINESS + "=perftest",
+                RelayHeaders.DUE_AT + "=" + due,
+                RelayHeaders.RELAYED_AT + "=" + due,
+                RelayHeaders.SHARD + "=0",
+                RelayHeaders.ATTEMPT + "=1");
+    }
+
+    /** PerfTest's arguments for messages with these properties (none: no arguments). */
+    static List<String> messageProperties(List<String> properties) {
+        return properties.isEmpty() ? List.of() : List.of("--message-properties", String.join(",", properties));
+    }
+
+    /**
+     * PerfTest as in {@link #perfTest(Path, int, int)}, with {@code extra} arguments (e.g. {@code --flag mandatory},
+     * {@code --message-properties ...}) and the given label and settings in the report.
+     */
+    Drain perfTest(
+            Path classpathFile, int producers, int confirmWindow, String label, String settings, List<String> extra)
+            throws Exception {
         int n = config.drainMessages();
-        log(
-                "PerfTest%s: %d producers, %d unconfirmed max, %,d messages",
-                relayShaped ? " (relay-shaped messages)" : "", producers, confirmWindow, n);
+        log("%s: %d producers, %d unconfirmed max, %,d messages %s", label, producers, confirmWindow, n, extra);
         infra.purge(queue);
         try {
             String classpath = Files.readString(classpathFile).trim();
@@ -631,22 +672,7 @@ final class Scenarios {
                     "false",
                     "--time",
                     "300"));
-            if (relayShaped) {
-                long due = System.currentTimeMillis();
-                command.addAll(List.of(
-                        "--flag",
-                        "mandatory",
-                        "--message-properties",
-                        String.join(
-                                ",",
-                                "messageId=3f2c9a4e-1b7d-4c0e-9a51-6d8e2f1b7c30",
-                                "contentType=application/octet-stream",
-                                RelayHeaders.BUSINESS + "=perftest",
-                                RelayHeaders.DUE_AT + "=" + due,
-                                RelayHeaders.RELAYED_AT + "=" + due,
-                                RelayHeaders.SHARD + "=0",
-                                RelayHeaders.ATTEMPT + "=1")));
-            }
+            command.addAll(extra);
             Process process =
                     new ProcessBuilder(command).redirectErrorStream(true).start();
             StringBuilder output = new StringBuilder();
@@ -691,9 +717,8 @@ final class Scenarios {
             long[] cpu = p0 != null && p1 != null && polled > depth0 ? p1.since(p0) : new long[] {-1, -1};
             double scale = p0 != null && p1 != null && polled > depth0 ? (double) depth / (polled - depth0) : 0;
             Drain d = new Drain(
-                    relayShaped ? "RabbitMQ PerfTest, relay-shaped messages" : "RabbitMQ PerfTest",
-                    producers + " producers, confirm window " + confirmWindow
-                            + (relayShaped ? ", message id + 5 headers, mandatory" : ""),
+                    label,
+                    settings,
                     "all at once",
                     n,
                     depth,

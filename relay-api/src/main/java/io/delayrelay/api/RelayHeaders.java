@@ -1,8 +1,10 @@
 package io.delayrelay.api;
 
 /**
- * AMQP header names the relay sets on every message it publishes. The AMQP message id is stable across
- * redeliveries of the same scheduled entry, so consumers can deduplicate on it.
+ * AMQP header names the relay sets on the messages it publishes: all of them with the business's default
+ * {@code message-shape: full}; with {@code lean} only {@link #ATTEMPT} on a redelivery and {@link #ID}. The AMQP
+ * message id is stable across redeliveries of the same scheduled entry (in both shapes), so consumers can deduplicate
+ * on it.
  */
 public final class RelayHeaders {
 

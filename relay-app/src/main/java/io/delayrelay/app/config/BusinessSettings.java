@@ -34,6 +34,7 @@ public class BusinessSettings {
     public static final Duration DEFAULT_SLO_ON_TIME = BusinessSpec.DEFAULT_SLO_ON_TIME;
     public static final double DEFAULT_SLO_TARGET = BusinessSpec.DEFAULT_SLO_TARGET;
     public static final String DEFAULT_ON_LATE = "dead";
+    public static final String DEFAULT_MESSAGE_SHAPE = "full";
 
     /** Source key K of the business's shards; default delayqueue:<business>. No '{' or '}'. */
     private String sourceKey;
@@ -173,6 +174,21 @@ public class BusinessSettings {
 
     public void setOnLate(String onLate) {
         this.onLate = onLate;
+    }
+
+    /**
+     * What the relay puts on the messages besides the body: full (message id, content type, the x-delay-* headers) or
+     * lean (message id only, x-delay-attempt on redeliveries, x-delay-id for entries scheduled by id; the broker
+     * spends less per message). Both are persistent, published with mandatory, and keep the producer's headers.
+     */
+    private String messageShape = DEFAULT_MESSAGE_SHAPE;
+
+    public String getMessageShape() {
+        return messageShape;
+    }
+
+    public void setMessageShape(String messageShape) {
+        this.messageShape = messageShape;
     }
 
     public String getSourceKey() {

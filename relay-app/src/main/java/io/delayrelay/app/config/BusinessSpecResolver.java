@@ -17,6 +17,7 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.MessageShape;
 import io.delayrelay.app.trigger.OutgoingMessages;
 import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.springframework.boot.context.properties.bind.BindException;
@@ -38,6 +39,7 @@ public final class BusinessSpecResolver {
     static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9-]*[a-z0-9])?");
     static final List<String> EXCHANGE_TYPES = List.of("direct", "topic", "fanout", "headers");
     static final List<String> ON_LATE = List.of("dead", "drop");
+    static final List<String> MESSAGE_SHAPES = List.of("full", "lean");
     static final int MAX_BATCH_SIZE = 2000;
     static final int MAX_THREADS = 256;
     static final int MAX_SHARDS = 16384;
@@ -239,6 +241,10 @@ public final class BusinessSpecResolver {
         if (s.getOnLate() == null || !ON_LATE.contains(s.getOnLate())) {
             problems.add(ConfigProblem.property(name, "on-late", s.getOnLate(), "must be one of " + ON_LATE));
         }
+        if (s.getMessageShape() == null || !MESSAGE_SHAPES.contains(s.getMessageShape())) {
+            problems.add(ConfigProblem.property(
+                    name, "message-shape", s.getMessageShape(), "must be one of " + MESSAGE_SHAPES));
+        }
         if (s.getMaxRate() != null) {
             range(problems, name, "max-rate", s.getMaxRate());
         }
@@ -291,6 +297,7 @@ public final class BusinessSpecResolver {
                 s.getMaxRate() == null ? BusinessSpec.NO_MAX_RATE : s.getMaxRate(),
                 slo.getOnTime(),
                 slo.getTarget(),
+                MessageShape.parse(s.getMessageShape()),
                 s.getLinger());
     }
 

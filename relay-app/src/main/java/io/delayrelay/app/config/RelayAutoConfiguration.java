@@ -4,6 +4,7 @@ import java.util.List;
 
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.BatchPublisher;
+import io.delayrelay.app.engine.PublishTracing;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
@@ -70,8 +71,12 @@ public class RelayAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public BatchPublisher relayBatchPublisher(
-            ConnectionFactory rabbitConnectionFactory, RedisClock clock, RelayEvents events) {
-        return new AmqpBatchPublisher(rabbitConnectionFactory, clock, events);
+            ConnectionFactory rabbitConnectionFactory,
+            RedisClock clock,
+            RelayEvents events,
+            ObjectProvider<PublishTracing> tracing) {
+        return new AmqpBatchPublisher(
+                rabbitConnectionFactory, clock, events, tracing.getIfAvailable(() -> PublishTracing.NONE));
     }
 
     @Bean

@@ -29,6 +29,10 @@ import org.slf4j.MDC;
  * threads only talk to Redis, and a batch whose outcome is not known {@link #OUTCOME_GRACE} after its publish
  * timeout is settled as failed: one stuck broker call can neither stall the settling of other batches nor keep a
  * worker's budget forever.
+ * <p>
+ * A batch of a pop of several shards is published as one and settled per shard, its confirmed entries acked in one
+ * ack.lua call for all shards (shard by shard when that call fails). Longer than 300 lines because both batch kinds
+ * share the settling of every outcome and the budget hand-over.
  */
 final class BatchSettler {
 

@@ -28,8 +28,15 @@ import org.slf4j.MDC;
  * order, and the broker keeps a channel's order, so with one thread a shard's entries arrive in due order (an entry
  * that is retried comes after the later ones).
  * <p>
- * A business with a fleet-wide {@code max-rate} pops no more than its {@link RateGovernor} allows, earliest known
- * due shard first; while the bucket is empty its workers sleep.
+ * On a standalone Redis one pop carries every shard of this instance's known due by the earliest known due time
+ * plus the business's linger (one pop.lua call, one publish, one ack.lua call for all of them), so that a steady
+ * rate spread over many shards costs a pop per linger rather than one per message; on a Redis Cluster each pop takes
+ * one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
+ * {@link RateGovernor} allows, earliest known due shard first; while the bucket is empty its workers sleep.
+ * <p>
+ * Longer than 300 lines because it holds both ways of popping (several shards after a linger, one shard for a drain,
+ * the rate cap and a cluster), and the fallback that finds a bad shard among several: they share the claim, record
+ * and failure handling that must stay consistent with each other.
  * <p>
  * The loop runs until shutdown and nothing else: every iteration catches whatever it throws (errors included),
  * counts and logs it with business and shard, and backs off; a stray interrupt is logged and survived.

@@ -8,6 +8,9 @@ import io.delayrelay.api.DelayQueueKeys;
  * The configuration of one business: immutable, validated when built from configuration. What changes while the
  * relay runs (how many shards are scanned, an operator's pause, quarantined shards) is runtime state, kept apart
  * in the engine's {@code BusinessState}.
+ * <p>
+ * Longer than 300 lines because a record of 28 settings needs its canonical constructor, the shorter ones older
+ * callers use, and one {@code with...} per setting changed at runtime, each listing every component.
  *
  * @param name             business name
  * @param keys             its Redis keys
@@ -35,6 +38,7 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param maxRate          most messages per second the fleet publishes for the business; {@link #NO_MAX_RATE}: no cap
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
+ * @param messageShape     what the relay puts on the messages besides the body (full or lean)
  * @param linger           how long after the earliest due time a worker waits for more shards to fall due, so that
  *                         one pop carries them all (0: pop as soon as a shard is due)
  */
@@ -65,6 +69,7 @@ public record BusinessSpec(
         int maxRate,
         Duration sloOnTime,
         double sloTarget,
+        MessageShape messageShape,
         Duration linger) {
 
     /** {@link #maxRate()} of a business without a cap. */
@@ -78,7 +83,7 @@ public record BusinessSpec(
     /** The linger of specs built without one (and relay.defaults.linger's default). */
     public static final Duration DEFAULT_LINGER = Duration.ofMillis(8);
 
-    /** A business with every setting but the linger ({@link #DEFAULT_LINGER}). */
+    /** A business with the full message shape and the default linger. */
     public BusinessSpec(
             String name,
             DelayQueueKeys keys,
@@ -133,6 +138,7 @@ public record BusinessSpec(
                 maxRate,
                 sloOnTime,
                 sloTarget,
+                MessageShape.FULL,
                 DEFAULT_LINGER);
     }
 
@@ -246,30 +252,37 @@ public record BusinessSpec(
 
     /** The same settings with a late policy. */
     public BusinessSpec withLatePolicy(Duration maxLateness, boolean dropLate) {
-        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget);
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, messageShape, linger);
     }
 
     /** This spec with another rate cap ({@link #NO_MAX_RATE}: none). */
     public BusinessSpec withMaxRate(int rate) {
-        return with(maxLateness, dropLate, rate, sloOnTime, sloTarget);
+        return with(maxLateness, dropLate, rate, sloOnTime, sloTarget, messageShape, linger);
     }
 
     /** This spec with another on-time objective. */
     public BusinessSpec withSlo(Duration onTime, double target) {
-        return with(maxLateness, dropLate, maxRate, onTime, target);
+        return with(maxLateness, dropLate, maxRate, onTime, target, messageShape, linger);
+    }
+
+    /** This spec with another message shape. */
+    public BusinessSpec withMessageShape(MessageShape shape) {
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, shape, linger);
     }
 
     /** This spec with another linger. */
     public BusinessSpec withLinger(Duration value) {
-        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, value);
-    }
-
-    private BusinessSpec with(Duration lateness, boolean drop, int rate, Duration onTime, double target) {
-        return with(lateness, drop, rate, onTime, target, linger);
+        return with(maxLateness, dropLate, maxRate, sloOnTime, sloTarget, messageShape, value);
     }
 
     private BusinessSpec with(
-            Duration lateness, boolean drop, int rate, Duration onTime, double target, Duration lingering) {
+            Duration lateness,
+            boolean drop,
+            int rate,
+            Duration onTime,
+            double target,
+            MessageShape shape,
+            Duration lingering) {
         return new BusinessSpec(
                 name,
                 keys,
@@ -297,6 +310,7 @@ public record BusinessSpec(
                 rate,
                 onTime,
                 target,
+                shape,
                 lingering);
     }
 }

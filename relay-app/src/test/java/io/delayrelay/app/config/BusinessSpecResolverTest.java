@@ -11,6 +11,7 @@ import io.delayrelay.app.config.BusinessSpecResolver.Resolution;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.MessageShape;
 import io.delayrelay.app.trigger.OutgoingMessages;
 import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.junit.jupiter.api.Test;
@@ -187,6 +188,33 @@ class BusinessSpecResolverTest {
         assertThat(BusinessSpecResolver.resolveAll(env, List.of()).specs())
                 .as("no max-lateness: however late")
                 .allSatisfy(spec -> assertThat(spec.maxLateness()).isNull());
+    }
+
+    @Test
+    void theMessageShapeIsInheritedFromTheDefaultsAndABadValueIsNamed() {
+        env.setProperty("relay.defaults.message-shape", "lean");
+        env.setProperty("relay.defaults.exchange", "ex");
+        env.setProperty("relay.defaults.routing-key", "rk");
+        env.setProperty("relay.businesses.clicks.threads", "1");
+        env.setProperty("relay.businesses.orders.message-shape", "full");
+        env.setProperty("relay.businesses.bad.message-shape", "slim");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs())
+                .extracting(BusinessSpec::name, BusinessSpec::messageShape)
+                .containsExactly(
+                        org.assertj.core.groups.Tuple.tuple("clicks", MessageShape.LEAN),
+                        org.assertj.core.groups.Tuple.tuple("orders", MessageShape.FULL));
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::business, ConfigProblem::message)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(
+                        "bad", "relay.businesses.bad.message-shape=slim: must be one of [full, lean]"));
+        env.setProperty("relay.defaults.message-shape", "full");
+        env.setProperty("relay.businesses.bad.message-shape", "full");
+        assertThat(BusinessSpecResolver.resolveAll(env, List.of()).specs())
+                .as("full is the default")
+                .allSatisfy(spec -> assertThat(spec.messageShape()).isEqualTo(MessageShape.FULL));
     }
 
     @Test

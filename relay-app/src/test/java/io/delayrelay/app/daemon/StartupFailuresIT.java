@@ -42,6 +42,28 @@ class StartupFailuresIT {
     }
 
     @Test
+    void anUnknownMessageShapeEndsTheProcessWithOneReportNamingBusinessPropertyAndValue() throws Exception {
+        try (RelayProcess relay = RelayProcess.start(
+                "bad-shape",
+                Map.of(
+                        "relay.businesses.clicks.exchange", "amq.direct",
+                        "relay.businesses.clicks.routing-key", "rk",
+                        "relay.businesses.clicks.message-shape", "slim"),
+                false,
+                "-XX:TieredStopAtLevel=1")) {
+            Integer exit = relay.awaitExit(Duration.ofSeconds(150));
+            String output = relay.output();
+            assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();
+            String report = "Description:\n\nInvalid delay-relay configuration:\n"
+                    + "  - relay.businesses.clicks.message-shape=slim: must be one of [full, lean]\n\n";
+            assertThat(output.split(Pattern.quote(report), -1).length - 1)
+                    .as(output)
+                    .isEqualTo(1);
+            assertThat(output).doesNotContain("delay-relay started");
+        }
+    }
+
+    @Test
     void wrongRabbitCredentialsEndTheProcessWithOneReportNamingServerAndUser() throws Exception {
         try (RelayProcess relay = RelayProcess.start(
                 "rabbit-auth",

@@ -38,7 +38,8 @@ import static org.awaitility.Awaitility.await;
  * The operator console in a real headless chromium against the real Redis and RabbitMQ: its figures are the
  * endpoint's; without a token no entry and no body is in the page; every write asks first in the page's dialog,
  * naming the count (purge all wants the business name typed); a dead letter replayed from the page arrives in a
- * real queue and the audit line names the operator whose token the page holds; a hostile member stays text and a
+ * real queue and the audit line names the operator whose token the page holds; a letter the late policy expired shows
+ * its reason (how late, the limit); a hostile member stays text and a
  * nanosecond score does not break the Scheduled tab. Screenshots land in target/console (docs/console.png is one).
  */
 @ExtendWith(OutputCaptureExtension.class)
@@ -100,6 +101,9 @@ class ConsoleBrowserTest {
                     Instant.ofEpochMilli(now + i * 7 * 60_000L));
         }
         producer.schedule(orders, HOSTILE, Instant.ofEpochMilli(now + 3_600_000L));
+        // orders keep max-lateness 5m: one 20 minutes overdue when the relay starts is dead with reason expired
+        producer.scheduleById(
+                orders, "order-0907", orderJson(907, "cancel-unpaid"), Instant.ofEpochMilli(now - 20 * 60_000L));
         try (RedisConnection c = kit.redis()) {
             c.zSetCommands()
                     .zAdd(
@@ -115,7 +119,7 @@ class ConsoleBrowserTest {
                     reminders, "remind user-" + (10 + i) + " to review", Instant.ofEpochMilli(now + i * 3_600_000L));
         }
         Map<String, Object> properties = kit.baseProperties();
-        RelayTestKit.business(properties, orders, ordersExchange, "order.due");
+        RelayTestKit.business(properties, orders, ordersExchange, "order.due", "max-lateness", "5m");
         RelayTestKit.business(properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true);
         // invoices: capped fleet-wide at 60 messages/s, on time within 1 s: a burst of 240 due at once is late
         RelayTestKit.business(
@@ -133,7 +137,7 @@ class ConsoleBrowserTest {
         properties.put("relay.ops.tokens.alice", ALICE);
         properties.put("relay.metrics.sample-interval", "200ms");
         relay = new WebRelay(properties);
-        await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(orders, "dead") == 3);
+        await().atMost(Duration.ofSeconds(15)).until(() -> kit.countAll(orders, "dead") == 4);
 
         chromium = new HeadlessChromium(1440, 900);
         var browser = chromium.driver;
@@ -157,7 +161,7 @@ class ConsoleBrowserTest {
                 assertThat(cells.get(STATE)).startsWith(view.get("paused").asBoolean() ? "paused" : "relaying");
             });
         }
-        assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("3");
+        assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("4");
         assertThat(overviewCells(browser, orders).get(SCHEDULED)).isEqualTo("14");
         assertThat(overviewCells(browser, reminders).get(DUE)).isEqualTo("5");
         assertThat(overviewCells(browser, invoices).get(SHARDS)).isEqualTo("4");
@@ -230,6 +234,16 @@ class ConsoleBrowserTest {
                 .isNotEqualTo("—")
                 .isNotEmpty();
         assertThat(deadRow.findElements(By.tagName("td")).get(1).getText()).contains(AuditRef.of("order-1001"));
+        assertThat(deadRow.findElements(By.tagName("td")).get(2).getText()).startsWith("unroutable: 312 NO_ROUTE");
+        // the late policy's letter: its reason says how late it was and the limit, without the attempt count
+        List<WebElement> expired = browser.findElement(By.cssSelector("#dead tbody tr[data-member='order-0907']"))
+                .findElements(By.tagName("td"));
+        assertThat(expired.get(2).getText()).matches("expired: 1[2-9][0-9]{5} ms late, max-lateness 300000 ms");
+        assertThat(expired.get(3).getText()).as("never attempted").isEqualTo("0");
+        assertThat(expired.get(6).getText()).contains("\"order\":907");
+        assertThat(browser.findElements(By.cssSelector("#dead-reason option")))
+                .extracting(WebElement::getText)
+                .anyMatch(o -> o.startsWith("expired: "));
         screenshot(browser, "console-dead-letters.png");
 
         // replay one from the page: the dialog asks first; cancelled, nothing happens
@@ -243,7 +257,7 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT).until(() -> !dialog.isDisplayed());
         assertThat(RelayTestKit.collect(ordersQueue, 1, Duration.ofMillis(700), Duration.ZERO))
                 .isEmpty();
-        assertThat(kit.countAll(orders, "dead")).isEqualTo(3);
+        assertThat(kit.countAll(orders, "dead")).isEqualTo(4);
         // confirmed: it arrives in a real queue, the others stay dead, the audit line names alice
         deadRow.findElement(By.xpath(".//button[text()='Replay']")).click();
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
@@ -255,13 +269,13 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT)
                 .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
                                 .size()
-                        == 2);
+                        == 3);
         assertThat(browser.findElement(By.id("notice")).getText()).contains("1 replayed");
         assertThat(relay.get("/actuator/relay/" + orders + "/dead", TOKEN)
                         .json()
                         .get("count")
                         .asInt())
-                .isEqualTo(2);
+                .isEqualTo(3);
         assertThat(output.getOut())
                 .contains("business=" + orders + ": 1 dead letter(s) replayed (members [" + AuditRef.of("order-1001")
                         + " (10 B)]) by alice from 127.0.0.1");
@@ -300,7 +314,7 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT)
                 .ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
                 .untilAsserted(() ->
-                        assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("2"));
+                        assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("3"));
         // Resume only lifts an operator's pause: a business paused only by configuration says so, without a button
         await().atMost(PAGE_WAIT).untilAsserted(() -> {
             assertThat(stateButtons(browser, reminders)).isEmpty();
@@ -329,11 +343,11 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT)
                 .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
                                 .size()
-                        == 2);
+                        == 3);
         browser.findElement(By.id("dead-purge-all")).click();
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
         assertThat(browser.findElement(By.id("confirm-question")).getText())
-                .isEqualTo("Purge ALL 2 dead letters of " + orders
+                .isEqualTo("Purge ALL 3 dead letters of " + orders
                         + " for good? Their payloads are deleted; this cannot be undone.");
         WebElement confirm = browser.findElement(By.id("confirm-ok"));
         assertThat(confirm.isEnabled()).as("not before the name is typed").isFalse();
@@ -344,12 +358,12 @@ class ConsoleBrowserTest {
         assertThat(confirm.isEnabled()).isTrue();
         assertThat(kit.countAll(orders, "dead"))
                 .as("nothing purged while asking")
-                .isEqualTo(2);
+                .isEqualTo(3);
         confirm.click();
         await().atMost(PAGE_WAIT).until(() -> kit.countAll(orders, "dead") == 0);
         await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElement(By.id("notice")).getText().contains("2 purged"));
-        assertThat(output.getOut()).contains("business=" + orders + ": 2 dead letter(s) purged (all) by alice from");
+                .until(() -> browser.findElement(By.id("notice")).getText().contains("3 purged"));
+        assertThat(output.getOut()).contains("business=" + orders + ": 3 dead letter(s) purged (all) by alice from");
     }
 
     /** Texts of the buttons in a business's overview row, read in one script. */

@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import com.rabbitmq.client.AlreadyClosedException;
 import io.delayrelay.app.engine.BatchPublisher;
 import io.delayrelay.app.engine.PublishOutcome;
+import io.delayrelay.app.engine.PublishTracing;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.support.DaemonThreads;
@@ -46,6 +47,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     private final ScheduledThreadPoolExecutor confirmTimeouts = confirmTimeouts();
 
     private final RelayEvents events;
+    private final PublishTracing tracing;
 
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock) {
         this(connectionFactory, clock, RelayEvents.NOOP);
@@ -53,10 +55,17 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
 
     /** {@code events} hears of messages stamped before their due time ({@link RelayEvents#publishedEarly}). */
     public AmqpBatchPublisher(ConnectionFactory connectionFactory, RedisClock clock, RelayEvents events) {
+        this(connectionFactory, clock, events, PublishTracing.NONE);
+    }
+
+    /** {@code tracing} observes each publish of a message that carries producer headers (a trace context). */
+    public AmqpBatchPublisher(
+            ConnectionFactory connectionFactory, RedisClock clock, RelayEvents events, PublishTracing tracing) {
         this.connectionFactory = connectionFactory;
         this.template = new RabbitTemplate(connectionFactory);
         this.messages = new AmqpMessageBuilder(clock);
         this.events = events;
+        this.tracing = tracing;
     }
 
     /**
@@ -69,6 +78,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         long timeoutMs = spec.publishTimeout().toMillis();
         PublishChannel channel = null;
         int early = 0;
+        PublishTracing.PublishSpan[] spans = null;
         for (int i = 0; i < batch.size(); i++) {
             DueMessage message = batch.get(i);
             AmqpMessageBuilder.Built built;
@@ -90,6 +100,13 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             }
             if (built.early(message)) {
                 early++;
+            }
+            if (tracing != PublishTracing.NONE && !message.headers().isEmpty()) {
+                PublishTracing.PublishSpan span = startSpan(spec, message, built.routingKey());
+                if (span != null) {
+                    spans = spans == null ? new PublishTracing.PublishSpan[batch.size()] : spans;
+                    spans[i] = span;
+                }
             }
             PublishOutcome closed = channel == null ? null : channel.closedOutcome();
             if (closed != null && closed.cause() != PublishOutcome.Cause.CHANNEL_CLOSED) {
@@ -128,6 +145,9 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         if (early > 0) {
             reportEarly(spec, batch.get(0).shard(), early);
         }
+        if (spans != null) {
+            endSpans(spec, spans, pending);
+        }
         if (!pending.isDone()) {
             PublishChannel used = channel;
             ScheduledFuture<?> timeout = confirmTimeouts.schedule(
@@ -145,6 +165,34 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             pending.future().whenComplete((outcomes, error) -> timeout.cancel(false));
         }
         return pending.future();
+    }
+
+    private PublishTracing.PublishSpan startSpan(BusinessSpec spec, DueMessage message, String routingKey) {
+        try {
+            return tracing.start(spec, message, routingKey);
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: starting the publish span failed", spec.name(), message.shard(), e);
+            return null;
+        }
+    }
+
+    /** Ends each message's span with its own outcome once the batch has them all. */
+    private static void endSpans(BusinessSpec spec, PublishTracing.PublishSpan[] spans, PendingBatch pending) {
+        pending.future().whenComplete((outcomes, error) -> {
+            for (int i = 0; i < spans.length; i++) {
+                if (spans[i] == null) {
+                    continue;
+                }
+                PublishOutcome outcome = outcomes != null && i < outcomes.size() && outcomes.get(i) != null
+                        ? outcomes.get(i)
+                        : PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, String.valueOf(error));
+                try {
+                    spans[i].end(outcome);
+                } catch (RuntimeException e) {
+                    log.debug("business={}: ending a publish span failed", spec.name(), e);
+                }
+            }
+        });
     }
 
     /** Never expected; logged and counted so that it cannot pass unseen. The listener's failure stays here. */

@@ -3,12 +3,14 @@ package io.delayrelay.app.engine.amqp;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 
 import com.rabbitmq.client.AMQP;
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
+import io.delayrelay.app.trigger.MessageShape;
 import io.delayrelay.app.trigger.OutgoingMessages;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageDeliveryMode;
@@ -18,7 +20,7 @@ import org.springframework.amqp.rabbit.support.MessagePropertiesConverter;
 
 /**
  * Turns a due entry into what {@code basicPublish} takes: routing key, properties (persistent, stable message id,
- * the relay's headers) and body. Businesses that keep the default message shape get amqp-client properties built
+ * the relay's headers as the business's {@link MessageShape} says) and body. Businesses that keep the default message shape get amqp-client properties built
  * directly; a trigger that overrides {@link OutgoingMessages#toAmqpMessage} gets Spring's message, converted.
  */
 final class AmqpMessageBuilder {
@@ -27,6 +29,15 @@ final class AmqpMessageBuilder {
     static final int MAX_ROUTING_KEY_BYTES = 255;
 
     private static final int PERSISTENT = 2;
+
+    /** The relay's own headers: a producer's header of one of these names is never published as its own. */
+    private static final Set<String> RELAY_OWN = Set.of(
+            RelayHeaders.BUSINESS,
+            RelayHeaders.DUE_AT,
+            RelayHeaders.RELAYED_AT,
+            RelayHeaders.SHARD,
+            RelayHeaders.ATTEMPT,
+            RelayHeaders.ID);
 
     /** A message that can never be published as it is (breaks an AMQP limit): dead-lettered at once. */
     static final class InvalidMessageException extends RuntimeException {
@@ -84,10 +95,12 @@ final class AmqpMessageBuilder {
         }
         // never before the pop's own Redis TIME: the estimate trails Redis time by the reply's way back
         long relayedAt = Math.max(clock.nowMs(), message.poppedAtMs());
+        boolean lean = spec.messageShape() == MessageShape.LEAN;
         if (DEFAULT_SHAPE.get(outgoing.getClass())) {
-            return new Built(routingKey, properties(message, relayedAt), message.body(), relayedAt);
+            AMQP.BasicProperties properties = lean ? leanProperties(message) : properties(message, relayedAt);
+            return new Built(routingKey, properties, message.body(), relayedAt);
         }
-        Message amqp = outgoing.toAmqpMessage(message, springProperties(message, relayedAt));
+        Message amqp = outgoing.toAmqpMessage(message, springProperties(message, relayedAt, lean));
         if (amqp == null) {
             throw new InvalidMessageException("toAmqpMessage returned null");
         }
@@ -119,12 +132,49 @@ final class AmqpMessageBuilder {
                 .build();
     }
 
-    private static MessageProperties springProperties(DueMessage message, long relayedAt) {
+    /**
+     * The lean shape: persistent, the stable message id, the producer's headers; of the relay's own headers only
+     * the attempt of a redelivery and the id of an entry scheduled by id. No content type, no priority, and no
+     * header table at all when nothing goes in it.
+     */
+    private static AMQP.BasicProperties leanProperties(DueMessage message) {
+        Map<String, Object> headers = null;
+        if (!message.headers().isEmpty() || message.attempt() > 1 || message.byId()) {
+            headers = new HashMap<>(4 + message.headers().size());
+            headers.putAll(message.headers());
+            // the relay's own after the producer's, so none can be overwritten; and no forged one stays
+            headers.keySet().removeAll(RELAY_OWN);
+            if (message.attempt() > 1) {
+                headers.put(RelayHeaders.ATTEMPT, message.attempt());
+            }
+            if (message.byId()) {
+                headers.put(RelayHeaders.ID, message.id());
+            }
+        }
+        return new AMQP.BasicProperties.Builder()
+                .deliveryMode(PERSISTENT)
+                .messageId(message.messageId())
+                .headers(headers)
+                .build();
+    }
+
+    private static MessageProperties springProperties(DueMessage message, long relayedAt, boolean lean) {
         MessageProperties properties = new MessageProperties();
         properties.setDeliveryMode(MessageDeliveryMode.PERSISTENT);
         properties.setMessageId(message.messageId());
         properties.setContentType(MessageProperties.CONTENT_TYPE_BYTES);
         message.headers().forEach(properties::setHeader);
+        if (lean) {
+            // what the lean shape carries; the trigger's own code may add more
+            properties.getHeaders().keySet().removeAll(RELAY_OWN);
+            if (message.attempt() > 1) {
+                properties.setHeader(RelayHeaders.ATTEMPT, message.attempt());
+            }
+            if (message.byId()) {
+                properties.setHeader(RelayHeaders.ID, message.id());
+            }
+            return properties;
+        }
         properties.setHeader(RelayHeaders.BUSINESS, message.business());
         properties.setHeader(RelayHeaders.DUE_AT, message.dueAtMs());
         properties.setHeader(RelayHeaders.RELAYED_AT, relayedAt);
