@@ -132,6 +132,8 @@ final class LagProcesses {
             go.flush();
             long relayCpu0 = cpuMs(relay); // the measured phase starts now
             long[] cpu0 = cpuNanos(producer, consumer);
+            Map<String, Long> threads0 = SteadyCost.threads(relay.pid());
+            RedisStats redis0 = infra.stats();
             long wall0 = System.nanoTime();
             String[] s = summary.get(seconds + 120L, TimeUnit.SECONDS).split(" ");
             int sent = Integer.parseInt(s[1]);
@@ -148,9 +150,12 @@ final class LagProcesses {
             }
             long relayCpuMs = cpuMs(relay) - relayCpu0;
             long[] cpu1 = cpuNanos(producer, consumer);
+            Map<String, Long> threads1 = SteadyCost.threads(relay.pid());
+            RedisStats redis1 = infra.stats();
+            long wallNanos = System.nanoTime() - wall0;
             cpu0[3] = 0;
             cpu1[3] = producerCpuNanos;
-            String cores = cores(cpu1, cpu0, System.nanoTime() - wall0);
+            String cores = cores(cpu1, cpu0, wallNanos);
             OutputStream stdin = consumer.getOutputStream();
             stdin.close();
             total.get(60, TimeUnit.SECONDS); // the consumer wrote its records
@@ -175,6 +180,20 @@ final class LagProcesses {
                 }
             }
             Arrays.sort(lags);
+            SteadyCost cost = SteadyCost.of(
+                    label,
+                    rate,
+                    got,
+                    wallNanos / 1e9,
+                    (cpu1[0] - cpu0[0]) / (double) wallNanos,
+                    (cpu1[1] - cpu0[1]) / (double) wallNanos,
+                    (cpu1[2] - cpu0[2]) / (double) wallNanos,
+                    threads0,
+                    threads1,
+                    redis0,
+                    redis1);
+            SteadyCost.ALL.add(cost);
+            cost.log();
             Scenarios.Stages stages = new Scenarios.Stages(
                     joined,
                     Scenarios.Stages.SEPARATE,

@@ -551,6 +551,8 @@ final class Report {
                         + "instants from the relay's events, which only an in-process relay exposes; publish instant "
                         + "from the x-delay-relayed-at header; joined by message id):\n\n",
                 false);
+        SteadyCost.render(b);
+        steadyTargets();
         b.append('\n');
         for (Scenarios.Lag l : lags) {
             if (!separate(l)) {
@@ -583,6 +585,33 @@ final class Report {
                         "<= 20",
                         share[1] <= 20);
             }
+        }
+    }
+
+    /** Issue 25's steady-state targets, at 2,000 msg/s (the relay-api producer's run and the plain ZADD one). */
+    private void steadyTargets() {
+        for (SteadyCost c : SteadyCost.ALL) {
+            if (c.rate() != 2_000) {
+                continue;
+            }
+            String who = c.label().equals("relay") ? " (relay-api producer)" : " (plain ZADD producer)";
+            target(
+                    "relay JVM cores at 2k/s" + who + " (broker cores)",
+                    String.format(Locale.ROOT, "%.2f (%.2f)", c.relayCores(), c.brokerCores()),
+                    "<= 0.10 and <= 0.25x broker",
+                    c.relayCores() <= 0.10 && c.relayCores() <= 0.25 * c.brokerCores());
+            target(
+                    "Redis cores at 2k/s" + who + ", producer writes included",
+                    String.format(Locale.ROOT, "%.2f", c.redisCores()),
+                    "<= 0.12",
+                    c.redisCores() <= 0.12);
+            // the relay-api producer's schedule.lua is one EVALSHA per message of its own
+            double relayEvalsha = c.evalshaPerMessage() - (c.label().equals("relay") ? 1.0 : 0.0);
+            target(
+                    "EVALSHA per relayed message at 2k/s" + who + ", the relay's",
+                    String.format(Locale.ROOT, "%.3f", relayEvalsha),
+                    "<= 0.05",
+                    relayEvalsha <= 0.05);
         }
     }
 

@@ -19,6 +19,10 @@ public class BusinessSettings {
     public static final int DEFAULT_BATCH_SIZE = BusinessSpec.DEFAULT_BATCH_SIZE;
     public static final DataSize DEFAULT_BATCH_BYTES = DataSize.ofBytes(BusinessSpec.DEFAULT_BATCH_BYTES);
     public static final Duration DEFAULT_MAX_IDLE = BusinessSpec.DEFAULT_MAX_IDLE;
+    public static final Duration DEFAULT_LINGER = BusinessSpec.DEFAULT_LINGER;
+    /** The longest linger allowed: it adds to every message's lag. */
+    public static final Duration MAX_LINGER = Duration.ofSeconds(1);
+
     public static final Duration DEFAULT_LEASE = BusinessSpec.DEFAULT_LEASE;
     public static final int DEFAULT_MAX_ATTEMPTS = BusinessSpec.DEFAULT_MAX_ATTEMPTS;
     public static final Duration DEFAULT_RETRY_DELAY = BusinessSpec.DEFAULT_RETRY_DELAY;
@@ -67,6 +71,9 @@ public class BusinessSettings {
 
     /** Longest sleep of a worker that found nothing due; a producer that does not publish a wake-up is picked up within it. */
     private Duration maxIdle = DEFAULT_MAX_IDLE;
+
+    /** How long after the earliest due shard a worker waits for more shards to fall due, so one pop carries them all (0..1s). */
+    private Duration linger = DEFAULT_LINGER;
 
     /** How long a popped entry may stay unconfirmed before the next pop of its shard takes it back; longer than publish-timeout. */
     private Duration lease = DEFAULT_LEASE;
@@ -285,6 +292,18 @@ public class BusinessSettings {
 
     public void setMaxIdle(Duration maxIdle) {
         this.maxIdle = maxIdle;
+    }
+
+    /**
+     * How long after the earliest due time of its shards a worker waits for more of them to fall due, so that one
+     * pop carries them all (0: each shard is popped as soon as it is due).
+     */
+    public Duration getLinger() {
+        return linger;
+    }
+
+    public void setLinger(Duration linger) {
+        this.linger = linger;
     }
 
     public Duration getLease() {

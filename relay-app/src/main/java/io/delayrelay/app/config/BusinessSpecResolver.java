@@ -256,6 +256,16 @@ public final class BusinessSpecResolver {
                     coldAfter,
                     "must be at least " + BusinessSpec.MIN_COLD_AFTER + " (or 0 / unset: no cold tier)"));
         }
+        if (s.getLinger() == null
+                || s.getLinger().isNegative()
+                || s.getLinger().compareTo(BusinessSettings.MAX_LINGER) > 0) {
+            problems.add(ConfigProblem.property(
+                    name,
+                    "linger",
+                    s.getLinger(),
+                    "must be between 0 and " + BusinessSettings.MAX_LINGER
+                            + " (0: pop each shard as soon as it is due)"));
+        }
         BusinessSettings.Slo slo = s.getSlo();
         positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
         double target = slo == null ? Double.NaN : slo.getTarget();
@@ -296,6 +306,7 @@ public final class BusinessSpecResolver {
                 slo.getOnTime(),
                 slo.getTarget(),
                 MessageShape.parse(s.getMessageShape()),
+                s.getLinger(),
                 coldAfter == null || coldAfter.isZero() ? null : coldAfter);
     }
 

@@ -29,6 +29,10 @@ import org.slf4j.MDC;
  * threads only talk to Redis, and a batch whose outcome is not known {@link #OUTCOME_GRACE} after its publish
  * timeout is settled as failed: one stuck broker call can neither stall the settling of other batches nor keep a
  * worker's budget forever.
+ * <p>
+ * A batch of a pop of several shards is published as one and settled per shard, its confirmed entries acked in one
+ * ack.lua call for all shards (shard by shard when that call fails). Longer than 300 lines because both batch kinds
+ * share the settling of every outcome and the budget hand-over.
  */
 final class BatchSettler {
 
@@ -118,6 +122,151 @@ final class BatchSettler {
                 || immediate.stream().anyMatch(o -> o.status() != PublishOutcome.Status.NOT_SENT);
     }
 
+    /** One shard's part of a pop of several shards. */
+    record Part(int shard, PopResult popped) {}
+
+    /**
+     * Like {@link #deliver}, for one pop of several shards: their entries go out as one batch (one publish, one
+     * confirm wait) and the confirmed ones of every shard are acked in one script call ({@link ShardStore#ackMany});
+     * returns, nacks and failures are settled per shard as for a single shard's batch.
+     */
+    boolean deliverMany(BusinessSpec spec, List<Part> parts, InFlightBudget.Reservation reservation) {
+        if (parts.size() == 1) {
+            return deliver(spec, parts.get(0).shard(), parts.get(0).popped(), reservation);
+        }
+        int n = 0;
+        long size = 0;
+        int[] shards = new int[parts.size()];
+        for (int i = 0; i < parts.size(); i++) {
+            shards[i] = parts.get(i).shard();
+            for (PopResult.Entry e : parts.get(i).popped().entries()) {
+                n++;
+                size += e.member().length + (e.payload() == null ? 0 : e.payload().length);
+            }
+        }
+        reservation.charge(shards, n, size);
+        synchronized (monitor) {
+            batchesInFlight++;
+        }
+        Runnable finish = () -> {
+            try {
+                reservation.release();
+            } finally {
+                synchronized (monitor) {
+                    batchesInFlight--;
+                    monitor.notifyAll();
+                }
+            }
+        };
+        CompletableFuture<List<PublishOutcome>> published;
+        try {
+            List<DueMessage> batch = new ArrayList<>(n);
+            List<List<DueMessage>> perShard = new ArrayList<>(parts.size());
+            for (Part part : parts) {
+                List<DueMessage> messages = DueBatch.of(spec, part.shard(), part.popped(), events);
+                perShard.add(messages);
+                batch.addAll(messages);
+            }
+            published = publisher.publish(spec, batch);
+            long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
+            published
+                    .copy()
+                    .orTimeout(boundMs, TimeUnit.MILLISECONDS)
+                    .handleAsync(
+                            (outcomes, error) -> {
+                                settleMany(spec, parts, perShard, outcomes, error);
+                                return null;
+                            },
+                            pool)
+                    .whenComplete((v, e) -> finish.run());
+        } catch (RuntimeException | Error e) {
+            finish.run();
+            throw e;
+        }
+        List<PublishOutcome> immediate = published.getNow(null);
+        return immediate == null
+                || immediate.isEmpty()
+                || immediate.stream().anyMatch(o -> o.status() != PublishOutcome.Status.NOT_SENT);
+    }
+
+    private void settleMany(
+            BusinessSpec spec,
+            List<Part> parts,
+            List<List<DueMessage>> perShard,
+            List<PublishOutcome> outcomes,
+            Throwable error) {
+        List<ShardStore.Ack> acks = new ArrayList<>(parts.size());
+        List<List<DueMessage>> confirmedPerShard = new ArrayList<>(parts.size());
+        int at = 0;
+        for (int i = 0; i < parts.size(); i++) {
+            Part part = parts.get(i);
+            List<DueMessage> batch = perShard.get(i);
+            List<PublishOutcome> own = outcomes == null ? null : outcomes.subList(at, at + batch.size());
+            at += batch.size();
+            List<DueMessage> confirmed = new ArrayList<>();
+            settle(spec, part.shard(), part.popped().token(), batch, own, error, confirmed);
+            confirmedPerShard.add(confirmed);
+            if (!confirmed.isEmpty()) {
+                acks.add(new ShardStore.Ack(
+                        part.shard(),
+                        part.popped().token(),
+                        confirmed.stream().map(DueMessage::member).toList(),
+                        confirmed.stream().anyMatch(DueMessage::byId)));
+            }
+        }
+        if (acks.isEmpty()) {
+            return;
+        }
+        MDC.put("business", spec.name());
+        try {
+            ackAll(spec, acks);
+        } finally {
+            MDC.clear();
+        }
+        long confirmedAt = clock.nowMs();
+        for (int i = 0; i < parts.size(); i++) {
+            int shard = parts.get(i).shard();
+            List<DueMessage> confirmed = confirmedPerShard.get(i);
+            if (!confirmed.isEmpty()) {
+                events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
+            }
+        }
+    }
+
+    /**
+     * Acks several shards' confirmed entries in one call; when it fails (a shard's keys hold the wrong type), acks
+     * them shard by shard, so that only the bad shard's fail (counted and logged with its shard; its entries are
+     * redelivered after the lease) and the others are settled.
+     */
+    private void ackAll(BusinessSpec spec, List<ShardStore.Ack> acks) {
+        if (acks.size() > 1 && store.combinesShards()) {
+            try {
+                store.ackMany(spec, acks);
+                return;
+            } catch (RuntimeException e) {
+                log.debug(
+                        "business={}: acking {} shards in one call failed ({}); acking each",
+                        spec.name(),
+                        acks.size(),
+                        Exceptions.rootMessage(e));
+            }
+        }
+        for (ShardStore.Ack a : acks) {
+            try {
+                store.ack(spec, a.shard(), a.token(), a.members(), a.anyPayload());
+            } catch (RuntimeException e) {
+                events.error(spec, a.shard(), e);
+                log.warn(
+                        "business={} shard={}: acking {} confirmed message(s) failed ({}); they are redelivered after"
+                                + " the lease",
+                        spec.name(),
+                        a.shard(),
+                        a.members().size(),
+                        Exceptions.rootMessage(e));
+            }
+        }
+    }
+
     /** Waits until every published batch is settled, or the deadline passes; then stops the settle threads. */
     void shutdown(String business, long deadlineNanos) {
         synchronized (monitor) {
@@ -148,6 +297,21 @@ final class BatchSettler {
             List<DueMessage> batch,
             List<PublishOutcome> outcomes,
             Throwable error) {
+        settle(spec, shard, token, batch, outcomes, error, null);
+    }
+
+    /**
+     * Settles one shard's batch; {@code confirmedSink} non-null: its confirmed entries are added there for the caller
+     * to ack (with other shards'), else they are acked here.
+     */
+    private void settle(
+            BusinessSpec spec,
+            int shard,
+            String token,
+            List<DueMessage> batch,
+            List<PublishOutcome> outcomes,
+            Throwable error,
+            List<DueMessage> confirmedSink) {
         MDC.put("business", spec.name());
         MDC.put("shard", Integer.toString(shard));
         try {
@@ -164,7 +328,7 @@ final class BatchSettler {
                                 "publish failed: " + (cause == null ? "unknown" : Exceptions.rootMessage(cause)));
                 outcomes = batch.stream().map(m -> failure).toList();
             }
-            apply(spec, shard, token, batch, outcomes);
+            apply(spec, shard, token, batch, outcomes, confirmedSink);
         } catch (RuntimeException e) {
             events.error(spec, shard, e);
             log.warn(
@@ -179,7 +343,12 @@ final class BatchSettler {
     }
 
     private void apply(
-            BusinessSpec spec, int shard, String token, List<DueMessage> batch, List<PublishOutcome> outcomes) {
+            BusinessSpec spec,
+            int shard,
+            String token,
+            List<DueMessage> batch,
+            List<PublishOutcome> outcomes,
+            List<DueMessage> confirmedSink) {
         List<DueMessage> confirmed = new ArrayList<>(batch.size());
         List<byte[]> returned = new ArrayList<>();
         List<byte[]> failed = new ArrayList<>();
@@ -206,7 +375,9 @@ final class BatchSettler {
                 }
             }
         }
-        if (!confirmed.isEmpty()) {
+        if (confirmedSink != null) {
+            confirmedSink.addAll(confirmed);
+        } else if (!confirmed.isEmpty()) {
             store.ack(
                     spec,
                     shard,

@@ -231,10 +231,15 @@ public final class BusinessRelay implements ShardWakeups {
         }
     }
 
-    /** Also true for a shard another instance pops: a peek of it here would be wasted. */
+    /**
+     * Also true for a shard another instance pops: a peek of it here would be wasted. The window is at least the
+     * business's linger: a shard known due within it is popped by then anyway (with every shard due by then), and that
+     * pop reads whatever the write added, so a notification costs no Redis call.
+     */
     @Override
     public boolean popsWithin(int shard, long ms) {
-        return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + ms;
+        long window = Math.max(ms, state.spec().linger().toMillis());
+        return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + window;
     }
 
     /**

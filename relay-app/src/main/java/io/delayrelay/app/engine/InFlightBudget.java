@@ -62,7 +62,7 @@ final class InFlightBudget {
      */
     final class Reservation {
 
-        private int shard = -1;
+        private int[] shards;
         private int n;
         private long size;
         private boolean released;
@@ -71,17 +71,24 @@ final class InFlightBudget {
 
         /** The batch popped from {@code shard} holds {@code n} messages of {@code size} bytes in all. */
         void charge(int shard, int n, long size) {
+            charge(new int[] {shard}, n, size);
+        }
+
+        /** The batch popped from {@code shards} (one pop of several shards) holds {@code n} messages, {@code size} bytes. */
+        void charge(int[] shards, int n, long size) {
             lock.lock();
             try {
-                if (released || this.shard >= 0) {
+                if (released || this.shards != null) {
                     throw new IllegalStateException("a reservation is charged once, before it is released");
                 }
-                this.shard = shard;
+                this.shards = shards.clone();
                 this.n = n;
                 this.size = size;
                 messages += n;
                 bytes += size;
-                batchesPerShard.merge(shard, 1, Integer::sum);
+                for (int shard : shards) {
+                    batchesPerShard.merge(shard, 1, Integer::sum);
+                }
             } finally {
                 lock.unlock();
             }
@@ -98,8 +105,10 @@ final class InFlightBudget {
                 batches--;
                 messages -= n;
                 bytes -= size;
-                if (shard >= 0) {
-                    batchesPerShard.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
+                if (shards != null) {
+                    for (int shard : shards) {
+                        batchesPerShard.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
+                    }
                 }
                 freed.signalAll();
             } finally {

@@ -19,6 +19,9 @@ import java.util.List;
 public record PopResult(
         long redisNowMs, List<Entry> entries, long nextDueMs, String token, int expiredLeases, List<Late> late) {
 
+    /** {@link #nextDueMs()} of a shard a pop of several left out: the call's batch was used up, it is still due. */
+    public static final long SKIPPED = -2;
+
     /** A pop without late entries. */
     public PopResult(long redisNowMs, List<Entry> entries, long nextDueMs, String token, int expiredLeases) {
         this(redisNowMs, entries, nextDueMs, token, expiredLeases, List.of());
@@ -43,6 +46,11 @@ public record PopResult(
 
     public boolean isEmpty() {
         return entries.isEmpty();
+    }
+
+    /** Whether a pop of several shards left this one out (the call's batch size or byte budget was used up). */
+    public boolean skipped() {
+        return nextDueMs == SKIPPED;
     }
 
     /** Whether the shard still held due entries after this pop (the batch was full, or its byte budget was). */

@@ -1,5 +1,9 @@
 package io.delayrelay.app.engine;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntPredicate;
@@ -24,8 +28,15 @@ import org.slf4j.MDC;
  * order, and the broker keeps a channel's order, so with one thread a shard's entries arrive in due order (an entry
  * that is retried comes after the later ones).
  * <p>
- * A business with a fleet-wide {@code max-rate} pops no more than its {@link RateGovernor} allows, earliest known
- * due shard first; while the bucket is empty its workers sleep.
+ * On a standalone Redis one pop carries every shard of this instance's known due by the earliest known due time
+ * plus the business's linger (one pop.lua call, one publish, one ack.lua call for all of them), so that a steady
+ * rate spread over many shards costs a pop per linger rather than one per message; on a Redis Cluster each pop takes
+ * one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
+ * {@link RateGovernor} allows, earliest known due shard first; while the bucket is empty its workers sleep.
+ * <p>
+ * Longer than 300 lines because it holds both ways of popping (several shards after a linger, one shard for a drain,
+ * the rate cap and a cluster), and the fallback that finds a bad shard among several: they share the claim, record
+ * and failure handling that must stay consistent with each other.
  * <p>
  * The loop runs until shutdown and nothing else: every iteration catches whatever it throws (errors included),
  * counts and logs it with business and shard, and backs off; a stray interrupt is logged and survived.
@@ -34,6 +45,13 @@ final class ScanWorker implements Runnable {
 
     private static final Logger log = LoggerFactory.getLogger(ScanWorker.class);
     private static final long MAX_ERROR_BACKOFF_MS = 5_000;
+    /** Most shards one pop carries (KEYS of pop.lua: six per shard). */
+    static final int MAX_SHARDS_PER_POP = 64;
+    /**
+     * A known due time at or below this is not lingered on: a sweep's mark (0), a shard whose last pop came back full,
+     * a failed peek ("look now").
+     */
+    private static final long NOT_LINGERED = 0;
 
     private final int index;
     private final BooleanSupplier keepRunning;
@@ -52,6 +70,10 @@ final class ScanWorker implements Runnable {
     private final IntPredicate passedOver;
     /** What this worker has in flight; shards without a batch in flight are preferred. */
     private final InFlightBudget budget = new InFlightBudget();
+    /** Shards whose last pop (of several) came back full: known to have due entries, no emptiness probe. */
+    private final BitSet knownFull = new BitSet();
+    /** The shards this iteration's pop of several claimed: a failure of the iteration puts them back. */
+    private int[] popping = new int[0];
     /** Failed iterations in a row other than a broker taking nothing; reset by a pop that worked. */
     private int failures;
     /** Batches in a row of which nothing reached the broker; reset by a batch that reached it. */
@@ -100,6 +122,7 @@ final class ScanWorker implements Runnable {
     private void runOnce() {
         BusinessSpec spec = state.spec();
         int shard = ShardPicker.NONE;
+        popping = new int[0];
         try {
             if (state.paused()) {
                 signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
@@ -109,6 +132,10 @@ final class ScanWorker implements Runnable {
             if (capped > 0) {
                 // max-rate: the fleet's bucket has no chunk for this instance yet; ask Redis again once it has
                 RateGovernor.sleep(capped);
+                return;
+            }
+            if (!spec.rateCapped() && store.combinesShards() && !picker.draining()) {
+                popDueShards(spec);
                 return;
             }
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
@@ -142,9 +169,156 @@ final class ScanWorker implements Runnable {
         } catch (InterruptedException e) {
             interrupted(spec);
         } catch (Throwable e) {
-            failed(spec, shard, e);
+            if (shard == ShardPicker.NONE && popping.length > 0) {
+                failed(spec, popping, e);
+            } else {
+                failed(spec, shard, e);
+            }
         } finally {
             MDC.remove("shard");
+        }
+    }
+
+    /**
+     * Pops every due shard of this worker's in one call (standalone Redis, no rate cap): waits until the earliest
+     * known due time plus the business's linger (woken earlier by an announcement, it looks again), claims every
+     * shard known to be due by then, earliest first, and pops them together; the entries go out as one batch. A
+     * shard whose last pop came back full is drained on its own ({@link ShardPicker#drain}), as without combining.
+     * When the call fails because a shard's keys hold the wrong type, the shards are popped one by one, so that the
+     * bad one is found and quarantined and the others deliver.
+     */
+    private void popDueShards(BusinessSpec spec) throws InterruptedException {
+        long now = clock.nowMs();
+        ShardSchedule.Earliest earliest = schedule.earliest(passedOver);
+        if (earliest.shard() < 0 || earliest.dueMs() > now) {
+            sleepUntilDue(spec);
+            return;
+        }
+        long popAt = earliest.dueMs() + spec.linger().toMillis();
+        if (earliest.dueMs() > NOT_LINGERED && popAt > now) {
+            if (sweep(spec, state.idleMillis())) {
+                return;
+            }
+            long observed = signal.generation();
+            signal.awaitChange(popAt, clock, observed);
+            return;
+        }
+        InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
+        List<ShardSchedule.Earliest> claimed = List.of();
+        int[] shards;
+        boolean handed = false;
+        try {
+            claimed = schedule.claimAllDue(clock.nowMs(), passedOver, MAX_SHARDS_PER_POP);
+            if (claimed.isEmpty()) {
+                return;
+            }
+            shards = new int[claimed.size()];
+            popping = shards;
+            boolean[] known = new boolean[claimed.size()];
+            long[] stamps = new long[claimed.size()];
+            for (int i = 0; i < shards.length; i++) {
+                shards[i] = claimed.get(i).shard();
+                stamps[i] = schedule.stamp(shards[i]);
+                // its last pop came back full, or a pop or a peek read an entry due by now (not a sweep's mark):
+                // the pop skips the emptiness probe (EXISTS and two ZRANGEs), which would only say what is known
+                known[i] = knownFull.get(shards[i]) || claimed.get(i).dueMs() > NOT_LINGERED;
+                knownFull.clear(shards[i]);
+            }
+            if (shards.length == 1) {
+                MDC.put("shard", Integer.toString(shards[0]));
+            }
+            List<PopResult> results;
+            try {
+                results = store.popMany(spec, shards, known);
+            } catch (RuntimeException e) {
+                if (shards.length == 1 || !ShardQuarantine.isShardDataError(Exceptions.rootMessage(e))) {
+                    throw e;
+                }
+                // one shard's keys hold foreign data, and the call moved nothing: find it by popping one at a time
+                log.warn(
+                        "business={}: a pop of shards {} failed ({}); popping them one by one",
+                        spec.name(),
+                        Arrays.toString(shards),
+                        Exceptions.rootMessage(e));
+                reservation.release();
+                handed = true;
+                popping = new int[0];
+                popEach(spec, shards);
+                return;
+            }
+            failures = 0;
+            List<BatchSettler.Part> parts = new ArrayList<>(shards.length);
+            for (int i = 0; i < shards.length; i++) {
+                PopResult popped = results.get(i);
+                int shard = shards[i];
+                if (popped.skipped()) {
+                    // the call's batch was used up before this shard: still due, at its place in the order
+                    schedule.lower(shard, claimed.get(i).dueMs());
+                    continue;
+                }
+                if (popped.redisNowMs() > 0) {
+                    clock.observe(popped.redisNowMs());
+                }
+                if (popped.moreDue()) {
+                    // more is due at once: no linger before the next pop of it
+                    knownFull.set(shard);
+                    schedule.record(shard, NOT_LINGERED, stamps[i]);
+                } else {
+                    schedule.record(shard, popped.nextDueMs(), stamps[i]);
+                }
+                events.late(spec, shard, spec.dropLate(), popped.late());
+                if (popped.expiredLeases() > 0) {
+                    reaper.reap(state, shard);
+                    schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
+                }
+                if (!popped.isEmpty()) {
+                    parts.add(new BatchSettler.Part(shard, popped));
+                }
+            }
+            if (parts.isEmpty()) {
+                return;
+            }
+            handed = true;
+            if (!settler.deliverMany(spec, parts, reservation)) {
+                throw new BrokerUnavailableException(
+                        "nothing of the batch reached RabbitMQ (see the publish failures)");
+            }
+            brokerFailures = 0;
+        } finally {
+            if (!handed) {
+                reservation.release();
+            }
+            MDC.remove("shard");
+        }
+    }
+
+    /**
+     * Pops the shards one at a time, each on its own: a failure is counted, logged and (foreign data) quarantined
+     * per shard. They were claimed by a pop of several that failed.
+     */
+    private void popEach(BusinessSpec spec, int[] shards) throws InterruptedException {
+        for (int shard : shards) {
+            MDC.put("shard", Integer.toString(shard));
+            try {
+                InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
+                PopResult popped = null;
+                try {
+                    popped = pop(spec, shard, spec.batchSize());
+                } finally {
+                    if (popped == null || popped.isEmpty()) {
+                        reservation.release();
+                    }
+                }
+                if (!popped.isEmpty()) {
+                    deliver(spec, shard, popped, reservation);
+                }
+            } catch (InterruptedException interrupted) {
+                throw interrupted;
+            } catch (Throwable failure) {
+                failed(spec, new int[] {shard}, failure);
+            } finally {
+                MDC.remove("shard");
+            }
         }
     }
 
@@ -235,11 +409,17 @@ final class ScanWorker implements Runnable {
      * keep succeeding while it is down, and must not reset its back-off.
      */
     private void failed(BusinessSpec spec, int shard, Throwable e) {
+        failed(spec, shard >= 0 ? new int[] {shard} : new int[0], e);
+    }
+
+    /** Like {@link #failed(BusinessSpec, int, Throwable)} for an iteration that popped {@code shards} (one call). */
+    private void failed(BusinessSpec spec, int[] shards, Throwable e) {
+        int shard = shards.length == 1 ? shards[0] : -1;
         events.error(spec, shard, e);
-        if (shard >= 0) {
+        for (int s : shards) {
             // its claim in the schedule went with the failed iteration: look at it again (after the back-off or the
             // quarantine)
-            schedule.lower(shard, clock.nowMs());
+            schedule.lower(s, clock.nowMs());
         }
         String cause = Exceptions.rootMessage(e);
         if (shard >= 0 && ShardQuarantine.isShardDataError(cause)) {

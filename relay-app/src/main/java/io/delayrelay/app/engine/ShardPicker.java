@@ -36,6 +36,11 @@ final class ShardPicker {
         this.redisNowMs = redisNowMs;
     }
 
+    /** Whether a shard is being drained: its last pop came back full, {@link #next} returns it. */
+    boolean draining() {
+        return draining != NONE;
+    }
+
     /** Pops {@code shard} next, known to have due entries (its last pop came back full). */
     void drain(int shard) {
         draining = shard;

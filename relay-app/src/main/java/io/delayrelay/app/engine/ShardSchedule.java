@@ -1,5 +1,8 @@
 package io.delayrelay.app.engine;
 
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -194,6 +197,35 @@ final class ShardSchedule {
             }
         }
         return new Earliest(-1, NONE);
+    }
+
+    /**
+     * Claims every shard known to be due at {@code nowMs} that is not skipped, at most {@code max}, earliest known
+     * due first (so that other workers look elsewhere until each one's pop reports again): what one pop of several
+     * shards carries. Synchronized, so that two workers whose linger ends together do not split the due shards
+     * between two pops: the first claims them all, the second finds none. Returns the shards with the due times
+     * they were known by (to put a shard back with, see {@link #lower}).
+     */
+    synchronized List<Earliest> claimAllDue(long nowMs, IntPredicate skip, int max) {
+        AtomicLongArray current = next;
+        List<Earliest> due = new ArrayList<>();
+        for (int shard = 0; shard < current.length(); shard++) {
+            long at = current.get(shard);
+            if (at <= nowMs && !skip.test(shard)) {
+                due.add(new Earliest(shard, at));
+            }
+        }
+        due.sort(Comparator.comparingLong(Earliest::dueMs));
+        List<Earliest> claimed = new ArrayList<>(Math.min(max, due.size()));
+        for (Earliest e : due) {
+            if (claimed.size() >= max) {
+                break;
+            }
+            if (current.compareAndSet(e.shard(), e.dueMs(), NONE)) {
+                claimed.add(e);
+            }
+        }
+        return claimed;
     }
 
     /**

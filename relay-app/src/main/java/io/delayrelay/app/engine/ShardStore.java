@@ -14,8 +14,12 @@ import io.delayrelay.api.MetaFields;
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.api.internal.ShardTopology;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -29,6 +33,7 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
  */
 public class ShardStore {
 
+    private static final Logger log = LoggerFactory.getLogger(ShardStore.class);
     private static final RedisScript<List> POP = script("pop");
     private static final RedisScript<Long> ACK = lua("ack", Long.class);
     private static final RedisScript<List> REQUEUE = script("requeue");
@@ -85,6 +90,9 @@ public class ShardStore {
 
     private final AtomicLong tokens = new AtomicLong();
 
+    /** Whether one script call may touch several shards (standalone Redis): see {@link #combinesShards()}. */
+    private volatile boolean combines;
+
     public ShardStore(RedisConnectionFactory connectionFactory) {
         this(ByteRedisTemplates.create(connectionFactory));
     }
@@ -92,6 +100,12 @@ public class ShardStore {
     /** On the relay's byte template (the {@code relayRedisTemplate} bean the ops, metrics and fleet beans share). */
     public ShardStore(RedisTemplate<byte[], byte[]> redis) {
         this.redis = redis;
+        this.combines = !isCluster(redis.getConnectionFactory());
+    }
+
+    /** A Redis Cluster connection factory: keys of different slots may not meet in one script call. */
+    static boolean isCluster(RedisConnectionFactory factory) {
+        return factory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
     }
 
     /**
@@ -117,22 +131,79 @@ public class ShardStore {
         List<?> reply = redis.execute(
                 POP,
                 keys.shardKeyBytes(shard, POP_KEYS),
-                num(Math.min(limit, spec.batchSize())),
-                num(spec.lease().toMillis()),
-                bytes(token),
-                num(BLOCKED_RECHECK_MS),
-                num(spec.batchBytes()),
-                knownDue ? YES : NO,
-                spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()),
-                spec.dropLate() ? DROP : DEAD);
-        long now = asLong(reply.get(0));
-        int n = (int) asLong(reply.get(1));
-        long nextDue = asLong(reply.get(2));
-        int expired = (int) asLong(reply.get(3));
-        int lateCount = (int) asLong(reply.get(4));
+                popArgs(spec, Math.min(limit, spec.batchSize()), token, knownDue ? YES : NO));
+        List<PopResult> results = new ArrayList<>(1);
+        parsePop(reply, 0, token, results);
+        return results.get(0);
+    }
+
+    /**
+     * Whether pops and acks of several shards may go in one script call: not on a Redis Cluster, where the shards'
+     * keys live in different slots (a call touching several would fail with CROSSSLOT). Also false once such a
+     * call failed with CROSSSLOT (a cluster this store did not recognise from its connection factory).
+     */
+    public boolean combinesShards() {
+        return combines;
+    }
+
+    /**
+     * Pops several shards in one call of pop.lua (see its header): the batch size and byte budget are the whole
+     * call's, given to the shards in order ({@code shards} earliest due first); one lease token for all of them.
+     * Returns one result per shard, in order; a shard the call left out because the batch or the budget was used
+     * up reports {@link PopResult#SKIPPED} as its next due time (it is still due). Standalone Redis only
+     * ({@link #combinesShards()}); a single shard is popped exactly as {@link #pop(BusinessSpec, int, boolean)}.
+     */
+    public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue) {
+        if (shards.length == 1) {
+            return List.of(pop(spec, shards[0], knownDue[0]));
+        }
+        DelayQueueKeys keys = spec.keys();
+        String token = tokenPrefix + tokens.incrementAndGet();
+        List<byte[]> keyList = new ArrayList<>(shards.length * POP_KEYS.length);
+        byte[] flags = new byte[shards.length];
+        for (int i = 0; i < shards.length; i++) {
+            keyList.addAll(keys.shardKeyBytes(shards[i], POP_KEYS));
+            flags[i] = knownDue[i] ? (byte) '1' : (byte) '0';
+        }
+        List<?> reply;
+        try {
+            reply = redis.execute(POP, keyList, popArgs(spec, spec.batchSize(), token, flags));
+        } catch (RuntimeException e) {
+            noticeCrossSlot(e);
+            throw e;
+        }
+        int groups = (int) asLong(reply.get(0));
+        List<PopResult> results = new ArrayList<>(groups);
+        int at = 1;
+        for (int g = 0; g < groups; g++) {
+            at = parsePop(reply, at, token, results);
+        }
+        return results;
+    }
+
+    private Object[] popArgs(BusinessSpec spec, int limit, String token, byte[] knownFlags) {
+        return new Object[] {
+            num(limit),
+            num(spec.lease().toMillis()),
+            bytes(token),
+            num(BLOCKED_RECHECK_MS),
+            num(spec.batchBytes()),
+            knownFlags,
+            spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()),
+            spec.dropLate() ? DROP : DEAD
+        };
+    }
+
+    /** Parses one shard's pop reply starting at {@code at} into {@code results}; returns where the next one starts. */
+    private static int parsePop(List<?> reply, int at, String token, List<PopResult> results) {
+        long now = asLong(reply.get(at));
+        int n = (int) asLong(reply.get(at + 1));
+        long nextDue = asLong(reply.get(at + 2));
+        int expired = (int) asLong(reply.get(at + 3));
+        int lateCount = (int) asLong(reply.get(at + 4));
         List<PopResult.Entry> entries = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            int base = POP_HEADER + i * 4;
+            int base = at + POP_HEADER + i * 4;
             byte[] member = (byte[]) reply.get(base);
             long due = parseScore((byte[]) reply.get(base + 1));
             byte[] payload = (byte[]) reply.get(base + 2);
@@ -145,14 +216,27 @@ public class ShardStore {
         }
         List<PopResult.Late> late = lateCount == 0 ? List.of() : new ArrayList<>(lateCount);
         for (int i = 0; i < lateCount; i++) {
-            int base = POP_HEADER + n * 4 + i * 3;
+            int base = at + POP_HEADER + n * 4 + i * 3;
             byte[] expiry = (byte[]) reply.get(base + 2);
             late.add(new PopResult.Late(
                     (byte[]) reply.get(base),
                     parseScore((byte[]) reply.get(base + 1)),
                     expiry == null || expiry.length == 0 ? -1 : parseScore(expiry)));
         }
-        return new PopResult(now, entries, nextDue, token, expired, late);
+        results.add(new PopResult(now, entries, nextDue, token, expired, late));
+        return at + POP_HEADER + n * 4 + lateCount * 3;
+    }
+
+    /** A call spanning slots failed on a cluster this store took for a standalone Redis: one shard per call now. */
+    private void noticeCrossSlot(RuntimeException e) {
+        String message = String.valueOf(Exceptions.rootMessage(e));
+        if (message.contains("CROSSSLOT") && combines) {
+            combines = false;
+            log.warn(
+                    "Redis refused a script call spanning several shards ({}): a cluster; popping and acking one shard"
+                            + " per call from now on",
+                    message);
+        }
     }
 
     /** What {@link #chargeRate} got: tokens granted, ms until a chunk is there again, whole tokens left. */
@@ -192,6 +276,39 @@ public class ShardStore {
         }
         Long acked = redis.execute(ACK, spec.keys().shardKeyBytes(shard, ACK_KEYS), args);
         return acked == null ? 0 : acked;
+    }
+
+    /** Confirmed members of one shard leased under {@code token}, to settle ({@link #ackMany}). */
+    public record Ack(int shard, String token, List<byte[]> members, boolean anyPayload) {}
+
+    /**
+     * Settles the acks of several shards in one call of ack.lua (see its header), each only its members still leased
+     * under its token; standalone Redis only ({@link #combinesShards()}). A call that fails (a shard's keys hold the
+     * wrong type) may have settled the shards before the bad one: the caller acks them one by one, which settles
+     * the rest and changes nothing for those already settled. Returns how many were settled.
+     */
+    public long ackMany(BusinessSpec spec, List<Ack> acks) {
+        if (acks.size() == 1) {
+            Ack only = acks.get(0);
+            return ack(spec, only.shard(), only.token(), only.members(), only.anyPayload());
+        }
+        DelayQueueKeys keys = spec.keys();
+        List<byte[]> keyList = new ArrayList<>(acks.size() * ACK_KEYS.length);
+        List<Object> args = new ArrayList<>();
+        for (Ack a : acks) {
+            keyList.addAll(keys.shardKeyBytes(a.shard(), ACK_KEYS));
+            args.add(bytes(a.token()));
+            args.add(a.anyPayload() ? YES : NO);
+            args.add(num(a.members().size()));
+            args.addAll(a.members());
+        }
+        try {
+            Long acked = redis.execute(ACK, keyList, args.toArray());
+            return acked == null ? 0 : acked;
+        } catch (RuntimeException e) {
+            noticeCrossSlot(e);
+            throw e;
+        }
     }
 
     /**

@@ -12,7 +12,7 @@ import io.delayrelay.api.DelayQueueKeys;
  * setting changed at runtime, tests) through {@link #builder(String, DelayQueueKeys)} or {@link #toBuilder()}, whose
  * defaults are the settings' defaults, defined here once.
  * <p>
- * Longer than 300 lines because its builder names each of the 28 settings again, one setter each: the price of
+ * Longer than 300 lines because its builder names each of the 29 settings again, one setter each: the price of
  * callers that say only what differs from the defaults instead of telescoping constructors.
  *
  * @param name             business name
@@ -42,6 +42,8 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param sloOnTime        a message confirmed within this long after its due time is on time
  * @param sloTarget        share of messages that must be on time (the burn-rate alerts' objective)
  * @param messageShape     what the relay puts on the messages besides the body (full or lean)
+ * @param linger           how long after the earliest due time a worker waits for more shards to fall due, so that
+ *                         one pop carries them all (0: pop as soon as a shard is due)
  * @param coldAfter        entries due further ahead than this are moved to the cold tier, or null: no cold tier
  */
 public record BusinessSpec(
@@ -72,6 +74,7 @@ public record BusinessSpec(
         Duration sloOnTime,
         double sloTarget,
         MessageShape messageShape,
+        Duration linger,
         Duration coldAfter) {
 
     public static final int DEFAULT_SHARDS = 16;
@@ -95,6 +98,9 @@ public record BusinessSpec(
     public static final Duration DEFAULT_SLO_ON_TIME = Duration.ofSeconds(1);
 
     public static final double DEFAULT_SLO_TARGET = 0.999;
+
+    /** The linger of specs built without one (and relay.defaults.linger's default). */
+    public static final Duration DEFAULT_LINGER = Duration.ofMillis(8);
 
     /** Shortest {@link #coldAfter()}: the cold tier's promotion lead is half of it, its period up to a second. */
     public static final Duration MIN_COLD_AFTER = Duration.ofSeconds(10);
@@ -127,6 +133,11 @@ public record BusinessSpec(
     /** This spec with another message shape. */
     public BusinessSpec withMessageShape(MessageShape shape) {
         return toBuilder().messageShape(shape).build();
+    }
+
+    /** This spec with another linger. */
+    public BusinessSpec withLinger(Duration value) {
+        return toBuilder().linger(value).build();
     }
 
     /** This spec with another cold-after (null: no cold tier). */
@@ -176,6 +187,7 @@ public record BusinessSpec(
         private Duration sloOnTime = DEFAULT_SLO_ON_TIME;
         private double sloTarget = DEFAULT_SLO_TARGET;
         private MessageShape messageShape = MessageShape.FULL;
+        private Duration linger = DEFAULT_LINGER;
         private Duration coldAfter;
 
         private Builder(String name, DelayQueueKeys keys) {
@@ -213,6 +225,7 @@ public record BusinessSpec(
             sloOnTime = s.sloOnTime;
             sloTarget = s.sloTarget;
             messageShape = s.messageShape;
+            linger = s.linger;
             coldAfter = s.coldAfter;
         }
 
@@ -325,6 +338,11 @@ public record BusinessSpec(
             return this;
         }
 
+        public Builder linger(Duration value) {
+            linger = value;
+            return this;
+        }
+
         public Builder coldAfter(Duration value) {
             coldAfter = value;
             return this;
@@ -359,6 +377,7 @@ public record BusinessSpec(
                     sloOnTime,
                     sloTarget,
                     messageShape,
+                    linger,
                     coldAfter);
         }
     }

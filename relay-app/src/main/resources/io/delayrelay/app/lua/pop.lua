@@ -41,168 +41,231 @@
 -- members they put back into K:i; such a mark is still honoured once.)
 -- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
 -- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
-local known = ARGV[6] == '1'
-local first, firstFlight = {}, {}
-if not known then
-  -- an empty shard (the idle case, and most of a sweep) costs one EXISTS
-  if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-    return {0, 0, -1, 0, 0}
+-- Several shards in one call (standalone Redis only: a cluster refuses keys of several slots). KEYS holds the six
+-- keys above once per shard, in the order the caller wants them served (earliest due first); ARGV[6] is then one
+-- character per shard ('1': known due), and ARGV[1] (batch size) and ARGV[5] (byte budget) are the whole call's:
+-- each shard takes what the shards before it left (late entries count towards the batch size, as above); one entry
+-- is always taken only while nothing was taken before. The lease token is the same for every shard of the call.
+-- Every shard's reads come before the first write of any shard, so a key of the wrong type in one shard fails the
+-- call before anything moved (the caller then pops the shards one by one to find it). TIME is read once per call,
+-- when the first shard that is not empty is reached, and not at all when every shard is empty.
+-- Returns, for one shard, exactly the reply above; for several: {shards, reply of shard 1 ..., reply of shard 2 ...,
+--   ...}, each reply as above (5 + 4n + 3 late values). A shard left out because the call's batch size or byte
+--   budget was used up by the shards before it answers {now, 0, -2, 0, 0} (-2: not looked at, not even probed;
+--   it is still due).
+local groups = #KEYS / 6
+local flags = ARGV[6] or ''
+local function key(g, i)
+  return KEYS[(g - 1) * 6 + i]
+end
+local function isKnown(g)
+  if groups == 1 then return flags == '1' end
+  return string.sub(flags, g, g) == '1'
+end
+local maxLate = tonumber(ARGV[7] or '')
+if maxLate and maxLate < 0 then maxLate = nil end
+local drop = ARGV[8] == 'drop'
+-- The emptiness probe: an empty shard (the idle case, and most of a sweep) costs one EXISTS
+local function probe(g)
+  local p = {known = isKnown(g), first = {}, firstFlight = {}, empty = false}
+  if not p.known then
+    if redis.call('EXISTS', key(g, 1), key(g, 3)) == 0 then
+      p.empty = true
+    else
+      p.first = redis.call('ZRANGE', key(g, 1), 0, 0, 'WITHSCORES')
+      p.firstFlight = redis.call('ZRANGE', key(g, 3), 0, 0, 'WITHSCORES')
+      if not p.first[2] and not p.firstFlight[2] then p.empty = true end
+    end
   end
-  first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  firstFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if not first[2] and not firstFlight[2] then
-    return {0, 0, -1, 0, 0}
+  return p
+end
+-- Redis time, read once, when the first shard that is not empty is reached
+local now, recheck = 0, 0
+local function readTime()
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    recheck = now + tonumber(ARGV[4])
   end
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if not known then
-  local earliest = math.huge
-  if first[2] then earliest = tonumber(first[2]) end
-  if firstFlight[2] then earliest = math.min(earliest, tonumber(firstFlight[2])) end
-  if earliest > now then
-    return {now, 0, earliest, 0, 0}
+
+-- Reads of one shard: what it hands out, what the late policy takes, and what its writes will be. Nothing written.
+-- budget: bytes left for it (0: no byte budget, -1: used up); firstTaker: nothing was taken before it in this call
+local function plan(g, p, batch, budget, firstTaker)
+  if p.empty then return {out = {0, 0, -1, 0, 0}} end
+  if not p.known then
+    local earliest = math.huge
+    if p.first[2] then earliest = tonumber(p.first[2]) end
+    if p.firstFlight[2] then earliest = math.min(earliest, tonumber(p.firstFlight[2])) end
+    if earliest > now then
+      return {out = {now, 0, earliest, 0, 0}}
+    end
   end
-end
-local batch = tonumber(ARGV[1])
-local recheck = now + tonumber(ARGV[4])
--- taken[i] = {member, original due, failed, from K:i}; every read happens before the first write, so a key of the
--- wrong type (written by another program) fails the script before anything moved.
-local taken = {}
-local flightBlocked = false
-local expired = 0
-if known or (firstFlight[2] and tonumber(firstFlight[2]) <= now) then
-  -- due retries; expired leases among them are reported, and taken back by requeue.lua (it counts the failed
-  -- attempt first)
-  local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 2 * batch)
-  if #due > 0 then
-    local names = {}
-    for i = 1, #due / 2 do names[i] = due[2 * i - 1] end
-    local records = redis.call('HMGET', KEYS[4], unpack(names))
-    for i, m in ipairs(names) do
-      local f, o, token = string.match(records[i] or '', '^(%d+):([^:]*):(.*)$')
-      if f and token == '' then
-        if #taken < batch then
-          if o == '' then o = due[2 * i] end
-          taken[#taken + 1] = {m, o, f, false}
+  -- taken[i] = {member, original due, failed, from K:i}
+  local taken = {}
+  local flightBlocked = false
+  local expired = 0
+  if p.known or (p.firstFlight[2] and tonumber(p.firstFlight[2]) <= now) then
+    -- due retries; expired leases among them are reported, and taken back by requeue.lua (it counts the failed
+    -- attempt first)
+    local due = redis.call('ZRANGEBYSCORE', key(g, 3), '-inf', now, 'WITHSCORES', 'LIMIT', 0, 2 * batch)
+    if #due > 0 then
+      local names = {}
+      for i = 1, #due / 2 do names[i] = due[2 * i - 1] end
+      local records = redis.call('HMGET', key(g, 4), unpack(names))
+      for i, m in ipairs(names) do
+        local f, o, token = string.match(records[i] or '', '^(%d+):([^:]*):(.*)$')
+        if f and token == '' then
+          if #taken < batch then
+            if o == '' then o = due[2 * i] end
+            taken[#taken + 1] = {m, o, f, false}
+          else
+            flightBlocked = true
+          end
         else
+          -- a lease whose deadline passed (or a record of a relay before lease tokens): requeue.lua's
+          expired = expired + 1
           flightBlocked = true
         end
-      else
-        -- a lease whose deadline passed (or a record of a relay before lease tokens): requeue.lua's
-        expired = expired + 1
-        flightBlocked = true
       end
     end
   end
-end
--- Due schedules, a page of batch-size at a time. A schedule whose member has an unsettled delivery is held back
--- ("blocked"): every such member is in inflight, so paging past ZCARD(inflight) entries always reaches the others
--- (a shard whose first pages are all blocked still delivers the rest at once).
-local blocked = false
--- when the earliest blocking delivery can move: its retry time while it waits for a retry, else ARGV[4] ms
-local blockedUntil = math.huge
-local seenAll = false
-local offset, pages = 0, 0
-local maxPages = 4 + math.ceil(redis.call('ZCARD', KEYS[3]) / batch)
-while #taken < batch and pages < maxPages do
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', offset, batch)
-  local n = #due / 2
-  if n == 0 then
-    seenAll = true
-    break
+  -- Due schedules, a page of batch-size at a time. A schedule whose member has an unsettled delivery is held back
+  -- ("blocked"): every such member is in inflight, so paging past ZCARD(inflight) entries always reaches the others
+  -- (a shard whose first pages are all blocked still delivers the rest at once).
+  local blocked = false
+  -- when the earliest blocking delivery can move: its retry time while it waits for a retry, else ARGV[4] ms
+  local blockedUntil = math.huge
+  local seenAll = false
+  local offset, pages = 0, 0
+  local maxPages = 4 + math.ceil(redis.call('ZCARD', key(g, 3)) / batch)
+  while #taken < batch and pages < maxPages do
+    local due = redis.call('ZRANGEBYSCORE', key(g, 1), '-inf', now, 'WITHSCORES', 'LIMIT', offset, batch)
+    local n = #due / 2
+    if n == 0 then
+      seenAll = true
+      break
+    end
+    local names = {}
+    for i = 1, n do names[i] = due[2 * i - 1] end
+    local inFlight = redis.call('ZMSCORE', key(g, 3), unpack(names))
+    local legacy = redis.call('HMGET', key(g, 4), unpack(names))
+    for i, m in ipairs(names) do
+      if #taken >= batch then break end
+      if inFlight[i] then
+        blocked = true
+        local at = tonumber(inFlight[i])
+        local f, _, token = string.match(legacy[i] or '', '^(%d+):([^:]*):(.*)$')
+        if not (f and token == '' and at > now) then at = recheck end
+        if at < blockedUntil then blockedUntil = at end
+      else
+        -- a mark left by a relay before lease tokens keeps that retry's count and due time
+        local failed, origin = '0', due[2 * i]
+        local mark = legacy[i]
+        if mark then
+          local f, o = string.match(mark, '^(%d+):([^:]*)$')
+          if f then
+            failed = f
+            if o ~= '' then origin = o end
+          elseif string.match(mark, '^%d+$') then
+            failed = mark
+          end
+        end
+        taken[#taken + 1] = {m, origin, failed, true}
+      end
+    end
+    if n < batch then
+      seenAll = true
+      break
+    end
+    offset = offset + n
+    pages = pages + 1
   end
-  local names = {}
-  for i = 1, n do names[i] = due[2 * i - 1] end
-  local inFlight = redis.call('ZMSCORE', KEYS[3], unpack(names))
-  local legacy = redis.call('HMGET', KEYS[4], unpack(names))
-  for i, m in ipairs(names) do
-    if #taken >= batch then break end
-    if inFlight[i] then
-      blocked = true
-      local at = tonumber(inFlight[i])
-      local f, _, token = string.match(legacy[i] or '', '^(%d+):([^:]*):(.*)$')
-      if not (f and token == '' and at > now) then at = recheck end
-      if at < blockedUntil then blockedUntil = at end
-    else
-      -- a mark left by a relay before lease tokens keeps that retry's count and due time
-      local failed, origin = '0', due[2 * i]
-      local mark = legacy[i]
-      if mark then
-        local f, o = string.match(mark, '^(%d+):([^:]*)$')
-        if f then
-          failed = f
-          if o ~= '' then origin = o end
-        elseif string.match(mark, '^%d+$') then
-          failed = mark
+  local out = {now, #taken, -1, expired, 0}
+  local trimmed = false
+  local candidates = #taken
+  local late = {}
+  local forget = {}
+  local members, payloads = {}, {}
+  local bytes = 0
+  if #taken > 0 then
+    for i, e in ipairs(taken) do members[i] = e[1] end
+    payloads = redis.call('HMGET', key(g, 2), unpack(members))
+    -- the late policy: max-lateness from the original due time, or the message's own expiry (contract v2 options)
+    local keep, keepMembers, keepPayloads = {}, {}, {}
+    for i, e in ipairs(taken) do
+      local origin = tonumber(e[2])
+      local isLate, expiry = false, ''
+      if maxLate and origin and now > origin + maxLate then isLate = true end
+      if not isLate and payloads[i] then
+        local at = string.match(payloads[i], '^\255DR2:(%d+):')
+        if at and origin and origin <= tonumber(at) and now > tonumber(at) then
+          isLate, expiry = true, at
         end
       end
-      taken[#taken + 1] = {m, origin, failed, true}
+      if isLate then
+        late[#late + 1] = {e[1], e[2], e[3], e[4], expiry}
+      else
+        keep[#keep + 1] = e
+        keepMembers[#keep] = e[1]
+        keepPayloads[#keep] = payloads[i]
+      end
+    end
+    if #late > 0 then
+      taken, members, payloads = keep, keepMembers, keepPayloads
+      out[2] = #taken
+      out[5] = #late
+      -- reads before the first write: the dead keys' types, and what the payload invariant needs for a drop
+      local expected = {[5] = 'zset', [6] = 'hash'}
+      for k, want in pairs(expected) do
+        local actual = redis.call('TYPE', key(g, k)).ok
+        if actual ~= 'none' and actual ~= want then
+          return {err = 'WRONGTYPE ' .. key(g, k) .. ' is a ' .. actual .. ', expected a ' .. want}
+        end
+      end
+      if drop then
+        for i, l in ipairs(late) do
+          local stillNeeded = redis.call('ZSCORE', key(g, 5), l[1])
+          if not stillNeeded and not l[4] then stillNeeded = redis.call('ZSCORE', key(g, 1), l[1]) end
+          if not stillNeeded then forget[#forget + 1] = l[1] end
+        end
+      end
     end
   end
-  if n < batch then
-    seenAll = true
-    break
+  if #taken > 0 then
+    -- byte budget (of the entries handed out): cut before anything of them is written, so the entries left out are
+    -- untouched
+    if budget > 0 then
+      for i = 1, #taken do
+        local size = #members[i] + #(payloads[i] or '')
+        if bytes + size > budget and (i > 1 or not firstTaker) then
+          for j = #taken, i, -1 do
+            taken[j], members[j], payloads[j] = nil, nil, nil
+          end
+          trimmed = true
+          break
+        end
+        bytes = bytes + size
+      end
+      out[2] = #taken
+    end
   end
-  offset = offset + n
-  pages = pages + 1
+  return {out = out, taken = taken, members = members, payloads = payloads, late = late, forget = forget,
+          trimmed = trimmed, candidates = candidates, batch = batch, blocked = blocked, blockedUntil = blockedUntil,
+          seenAll = seenAll, flightBlocked = flightBlocked, bytes = bytes, live = true}
 end
-local out = {now, #taken, -1, expired, 0}
-local trimmed = false
-local candidates = #taken
-local late = {}
-local members, payloads = {}, {}
-if #taken > 0 then
-  for i, e in ipairs(taken) do members[i] = e[1] end
-  payloads = redis.call('HMGET', KEYS[2], unpack(members))
-  -- the late policy: max-lateness from the original due time, or the message's own expiry (contract v2 options)
-  local maxLate = tonumber(ARGV[7] or '')
-  if maxLate and maxLate < 0 then maxLate = nil end
-  local keep, keepMembers, keepPayloads = {}, {}, {}
-  for i, e in ipairs(taken) do
-    local origin = tonumber(e[2])
-    local isLate, expiry = false, ''
-    if maxLate and origin and now > origin + maxLate then isLate = true end
-    if not isLate and payloads[i] then
-      local at = string.match(payloads[i], '^\255DR2:(%d+):')
-      if at and origin and origin <= tonumber(at) and now > tonumber(at) then
-        isLate, expiry = true, at
-      end
-    end
-    if isLate then
-      late[#late + 1] = {e[1], e[2], e[3], e[4], expiry}
-    else
-      keep[#keep + 1] = e
-      keepMembers[#keep] = e[1]
-      keepPayloads[#keep] = payloads[i]
-    end
-  end
+
+-- The writes of one shard, then what is due next in it.
+local function apply(g, pl)
+  local out = pl.out
+  if not pl.live then return out end
+  local taken, members, payloads, late = pl.taken, pl.members, pl.payloads, pl.late
   if #late > 0 then
-    taken, members, payloads = keep, keepMembers, keepPayloads
-    out[2] = #taken
-    out[5] = #late
-    local drop = ARGV[8] == 'drop'
-    -- reads before the first write: the dead keys' types, and what the payload invariant needs for a drop
-    local expected = {[5] = 'zset', [6] = 'hash'}
-    for k, want in pairs(expected) do
-      local actual = redis.call('TYPE', KEYS[k]).ok
-      if actual ~= 'none' and actual ~= want then
-        return redis.error_reply('WRONGTYPE ' .. KEYS[k] .. ' is a ' .. actual .. ', expected a ' .. want)
-      end
-    end
-    local forget = {}
-    if drop then
-      for i, l in ipairs(late) do
-        local stillNeeded = redis.call('ZSCORE', KEYS[5], l[1])
-        if not stillNeeded and not l[4] then stillNeeded = redis.call('ZSCORE', KEYS[1], l[1]) end
-        if not stillNeeded then forget[#forget + 1] = l[1] end
-      end
-    end
     local nowText = string.format('%d', now)
     for _, l in ipairs(late) do
       local m = l[1]
-      if l[4] then redis.call('ZREM', KEYS[1], m) else redis.call('ZREM', KEYS[3], m) end
-      redis.call('HDEL', KEYS[4], m)
+      if l[4] then redis.call('ZREM', key(g, 1), m) else redis.call('ZREM', key(g, 3), m) end
+      redis.call('HDEL', key(g, 4), m)
       if not drop then
         local why
         if l[5] ~= '' then
@@ -211,88 +274,108 @@ if #taken > 0 then
           why = 'expired: ' .. string.format('%d', now - tonumber(l[2])) .. ' ms late, max-lateness '
               .. string.format('%d', maxLate) .. ' ms'
         end
-        redis.call('ZADD', KEYS[5], nowText, m)
-        redis.call('HSET', KEYS[6], m, why .. ' (due: ' .. l[2] .. ') (attempts: ' .. l[3] .. ')')
+        redis.call('ZADD', key(g, 5), nowText, m)
+        redis.call('HSET', key(g, 6), m, why .. ' (due: ' .. l[2] .. ') (attempts: ' .. l[3] .. ')')
       end
     end
-    if #forget > 0 then
-      redis.call('HDEL', KEYS[2], unpack(forget))
+    if #pl.forget > 0 then
+      redis.call('HDEL', key(g, 2), unpack(pl.forget))
     end
   end
-end
-if #taken > 0 then
-  -- byte budget (of the entries handed out): cut before anything of them is written, so the entries left out are
-  -- untouched
-  local budget = tonumber(ARGV[5] or '0') or 0
-  if budget > 0 then
-    local bytes = 0
-    for i = 1, #taken do
-      bytes = bytes + #members[i] + #(payloads[i] or '')
-      if bytes > budget and i > 1 then
-        for j = #taken, i, -1 do
-          taken[j], members[j], payloads[j] = nil, nil, nil
-        end
-        trimmed = true
-        break
+  if #taken > 0 then
+    local deadline = string.format('%d', now + tonumber(ARGV[2]))
+    local lease, records, fromShard = {}, {}, {}
+    for i, e in ipairs(taken) do
+      lease[2 * i - 1] = deadline
+      lease[2 * i] = e[1]
+      records[2 * i - 1] = e[1]
+      records[2 * i] = e[3] .. ':' .. e[2] .. ':' .. ARGV[3]
+      if e[4] then fromShard[#fromShard + 1] = e[1] end
+      local base = 5 + (i - 1) * 4
+      out[base + 1] = e[1]
+      out[base + 2] = e[2]
+      out[base + 3] = payloads[i]
+      out[base + 4] = e[3]
+    end
+    redis.call('ZADD', key(g, 3), unpack(lease))
+    redis.call('HSET', key(g, 4), unpack(records))
+    if #fromShard > 0 then
+      redis.call('ZREM', key(g, 1), unpack(fromShard))
+    end
+  end
+  for _, l in ipairs(late) do
+    out[#out + 1] = l[1]
+    out[#out + 1] = l[2]
+    out[#out + 1] = l[5]
+  end
+  -- A full batch (count or byte budget), or late entries taken: more is due, the caller comes back at once; no need
+  -- to read what is next.
+  if pl.candidates >= pl.batch or pl.trimmed or #late > 0 then
+    out[3] = now
+    return out
+  end
+  -- What is due next. Something due but held back is looked at again later, not at once (that would spin on it): a
+  -- schedule whose member's delivery waits for a retry at that retry time, one whose member is leased (or an
+  -- expired lease not taken back yet) after ARGV[4] ms.
+  local next = math.huge
+  local rest = redis.call('ZRANGE', key(g, 1), 0, 0, 'WITHSCORES')
+  if rest[2] then
+    next = tonumber(rest[2])
+    if pl.blocked and next <= now then
+      if pl.seenAll then
+        -- every due schedule left is blocked: look again when the earliest blocking delivery can move (its retry
+        -- time; a leased one settles within a confirm round trip: ARGV[4]), or when the next schedule falls due
+        next = pl.blockedUntil
+        local later = redis.call('ZRANGEBYSCORE', key(g, 1), string.format('(%d', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+        if later[2] then next = math.min(next, tonumber(later[2])) end
+      else
+        next = recheck
       end
     end
-    out[2] = #taken
   end
-  local deadline = string.format('%d', now + tonumber(ARGV[2]))
-  local lease, records, fromShard = {}, {}, {}
-  for i, e in ipairs(taken) do
-    lease[2 * i - 1] = deadline
-    lease[2 * i] = e[1]
-    records[2 * i - 1] = e[1]
-    records[2 * i] = e[3] .. ':' .. e[2] .. ':' .. ARGV[3]
-    if e[4] then fromShard[#fromShard + 1] = e[1] end
-    local base = 5 + (i - 1) * 4
-    out[base + 1] = e[1]
-    out[base + 2] = e[2]
-    out[base + 3] = payloads[i]
-    out[base + 4] = e[3]
+  local restFlight = redis.call('ZRANGE', key(g, 3), 0, 0, 'WITHSCORES')
+  if restFlight[2] then
+    local f = tonumber(restFlight[2])
+    if f <= now and (pl.flightBlocked or #taken < pl.batch) then f = recheck end
+    next = math.min(next, f)
   end
-  redis.call('ZADD', KEYS[3], unpack(lease))
-  redis.call('HSET', KEYS[4], unpack(records))
-  if #fromShard > 0 then
-    redis.call('ZREM', KEYS[1], unpack(fromShard))
-  end
-end
-for _, l in ipairs(late) do
-  out[#out + 1] = l[1]
-  out[#out + 1] = l[2]
-  out[#out + 1] = l[5]
-end
--- A full batch (count or byte budget), or late entries taken: more is due, the caller comes back at once; no need
--- to read what is next.
-if candidates >= batch or trimmed or #late > 0 then
-  out[3] = now
+  if next ~= math.huge then out[3] = next end
   return out
 end
--- What is due next. Something due but held back is looked at again later, not at once (that would spin on it): a
--- schedule whose member's delivery waits for a retry at that retry time, one whose member is leased (or an expired
--- lease not taken back yet) after ARGV[4] ms.
-local next = math.huge
-local rest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if rest[2] then
-  next = tonumber(rest[2])
-  if blocked and next <= now and not trimmed then
-    if seenAll then
-      -- every due schedule left is blocked: look again when the earliest blocking delivery can move (its retry
-      -- time; a leased one settles within a confirm round trip: ARGV[4]), or when the next schedule falls due
-      next = blockedUntil
-      local later = redis.call('ZRANGEBYSCORE', KEYS[1], string.format('(%d', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-      if later[2] then next = math.min(next, tonumber(later[2])) end
-    else
-      next = recheck
+
+-- Every shard's reads, then every shard's writes: the call's batch size and byte budget go to the shards in order.
+local plans = {}
+local left = tonumber(ARGV[1])
+local budget = tonumber(ARGV[5] or '0') or 0
+local takenSoFar = 0
+for g = 1, groups do
+  local pl
+  if left <= 0 or budget < 0 then
+    -- the call's batch size or byte budget is used up: the shard is not looked at (still due)
+    pl = {out = {now, 0, -2, 0, 0}}
+  else
+    local p = probe(g)
+    if not p.empty then readTime() end
+    pl = plan(g, p, left, budget, takenSoFar == 0)
+  end
+  if pl.err then
+    return redis.error_reply(pl.err)
+  end
+  plans[g] = pl
+  if pl.live then
+    left = left - pl.candidates
+    takenSoFar = takenSoFar + #pl.taken
+    if budget > 0 then
+      budget = budget - pl.bytes
+      if budget <= 0 then budget = -1 end
     end
   end
 end
-local restFlight = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-if restFlight[2] then
-  local f = tonumber(restFlight[2])
-  if f <= now and (flightBlocked or #taken < batch) and not trimmed then f = recheck end
-  next = math.min(next, f)
+if groups == 1 then
+  return apply(1, plans[1])
 end
-if next ~= math.huge then out[3] = next end
-return out
+local reply = {groups}
+for g = 1, groups do
+  for _, v in ipairs(apply(g, plans[g])) do reply[#reply + 1] = v end
+end
+return reply

@@ -68,6 +68,7 @@ class BusinessSpecResolverTest {
                         Duration.ofSeconds(1),
                         0.999,
                         MessageShape.FULL,
+                        Duration.ofMillis(8),
                         null));
     }
 
@@ -126,6 +127,7 @@ class BusinessSpecResolverTest {
                         Duration.ofSeconds(1),
                         0.999,
                         MessageShape.FULL,
+                        Duration.ofMillis(8),
                         null));
     }
 
@@ -229,6 +231,31 @@ class BusinessSpecResolverTest {
         assertThat(BusinessSpecResolver.resolveAll(env, List.of()).specs())
                 .as("full is the default")
                 .allSatisfy(spec -> assertThat(spec.messageShape()).isEqualTo(MessageShape.FULL));
+    }
+
+    @Test
+    void theLingerIsInheritedFromTheDefaultsAndABadValueIsNamed() {
+        env.setProperty("relay.defaults.linger", "20ms");
+        env.setProperty("relay.businesses.orders.exchange", "ex");
+        env.setProperty("relay.businesses.orders.routing-key", "rk");
+        env.setProperty("relay.businesses.otp.exchange", "ex");
+        env.setProperty("relay.businesses.otp.routing-key", "rk");
+        env.setProperty("relay.businesses.otp.linger", "0s");
+        env.setProperty("relay.businesses.bad.exchange", "ex");
+        env.setProperty("relay.businesses.bad.routing-key", "rk");
+        env.setProperty("relay.businesses.bad.linger", "2s");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs())
+                .extracting(BusinessSpec::name, BusinessSpec::linger)
+                .containsExactly(
+                        org.assertj.core.groups.Tuple.tuple("orders", Duration.ofMillis(20)),
+                        org.assertj.core.groups.Tuple.tuple("otp", Duration.ZERO));
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactly("relay.businesses.bad.linger=PT2S: must be between 0 and PT1S (0: pop each shard as"
+                        + " soon as it is due)");
     }
 
     @Test

@@ -115,6 +115,15 @@ final class ContractModel {
     static final long RECHECK_MS = ShardStore.BLOCKED_RECHECK_MS;
 
     final Settings settings;
+    /**
+     * The batch size and byte budget left for the shard a pop of several shards serves now (each takes what the
+     * earlier ones left; -1: the settings' own), and whether nothing was taken before it in that call (only then is
+     * one entry always taken).
+     */
+    private int popBatchLeft = -1;
+
+    private long popBytesLeft = -1;
+    private boolean firstTaker = true;
     final Map<Integer, Shard> shards = new TreeMap<>();
     long now;
     int metaShards;
@@ -239,6 +248,30 @@ final class ContractModel {
     /** What a pop of the shard must answer (before the byte budget and the page rules are applied). */
     record PopExpectation(long now, List<Popped> eligible, int expired, boolean emptyProbe, long earliest) {}
 
+    /** The batch size of the pop being checked: the call's, or what the earlier shards of a pop of several left. */
+    int popBatch() {
+        return popBatchLeft >= 0 ? popBatchLeft : settings.batch();
+    }
+
+    /** The byte budget of the pop being checked (see {@link #popBatch()}). */
+    long popBytes() {
+        return popBytesLeft >= 0 ? popBytesLeft : settings.batchBytes();
+    }
+
+    /** Checks of one shard of a pop of several: what the shards before it left, and whether they took anything. */
+    void limitPop(int batchLeft, long bytesLeft, boolean nothingTakenBefore) {
+        popBatchLeft = batchLeft;
+        popBytesLeft = bytesLeft;
+        firstTaker = nothingTakenBefore;
+    }
+
+    /** Back to a pop of one shard. */
+    void unlimitPop() {
+        popBatchLeft = -1;
+        popBytesLeft = -1;
+        firstTaker = true;
+    }
+
     PopExpectation expectPop(int s, boolean knownDue) {
         Shard shard = shard(s);
         long earliest = Long.MAX_VALUE;
@@ -262,7 +295,7 @@ final class ContractModel {
                 .sorted(Comparator.comparingLong(
                                 (Map.Entry<String, Flight> e) -> e.getValue().score())
                         .thenComparing(Map.Entry::getKey))
-                .limit(2L * settings.batch())
+                .limit(2L * popBatch())
                 .toList();
         for (Map.Entry<String, Flight> e : dueFlights) {
             Flight f = e.getValue();
@@ -287,7 +320,7 @@ final class ContractModel {
     boolean pageLimitHides(int s, PopExpectation expected) {
         Shard shard = shard(s);
         int taken = (int) Math.min(
-                settings.batch(),
+                popBatch(),
                 expected.eligible().stream()
                         .filter(p -> shard.flights.containsKey(p.member()))
                         .count());
@@ -297,8 +330,8 @@ final class ContractModel {
                 .map(Map.Entry::getKey)
                 .toList();
         int offset = 0;
-        for (int pages = 0; taken < settings.batch() && pages < 4; pages++) {
-            int want = settings.batch() - taken;
+        for (int pages = 0; taken < popBatch() && pages < 4; pages++) {
+            int want = popBatch() - taken;
             List<String> page = due.subList(Math.min(offset, due.size()), Math.min(offset + want, due.size()));
             for (String m : page) {
                 if (!shard.flights.containsKey(m)) {
@@ -310,7 +343,7 @@ final class ContractModel {
                 return false;
             }
         }
-        return due.stream().skip(offset).anyMatch(m -> !shard.flights.containsKey(m)) && taken < settings.batch();
+        return due.stream().skip(offset).anyMatch(m -> !shard.flights.containsKey(m)) && taken < popBatch();
     }
 
     /**
@@ -349,12 +382,12 @@ final class ContractModel {
 
     /** How many of the eligible entries one pop takes: the batch size, cut by the byte budget (one at least). */
     int popCount(List<Popped> eligible) {
-        int n = Math.min(settings.batch(), eligible.size());
+        int n = Math.min(popBatch(), eligible.size());
         long bytes = 0;
         for (int i = 0; i < n; i++) {
             Popped p = eligible.get(i);
             bytes += utf8(p.member()) + (p.payload() == null ? 0 : utf8(p.payload()));
-            if (bytes > settings.batchBytes() && i > 0) {
+            if (bytes > popBytes() && (i > 0 || !firstTaker)) {
                 return i;
             }
         }

@@ -153,7 +153,9 @@ class ContractModelTest {
                 .withAction(1, scheduleAgainWhileInFlight())
                 .withAction(1, cancel())
                 .withAction(8, pop())
+                .withAction(4, popMany())
                 .withAction(3, ack())
+                .withAction(2, ackMany())
                 .withAction(4, fail())
                 .withAction(2, reap())
                 .withAction(4, advance())
@@ -232,6 +234,31 @@ class ContractModelTest {
                 .as((instance, pick, known) -> Transformer.mutate(
                         "pop shard #" + pick + " by instance " + instance + (known ? " (known due)" : ""),
                         w -> w.pop(instance, pick, known))));
+    }
+
+    /** A pop of several shards in one call, as a worker pops the shards due within its linger. */
+    private static Action<ContractWorld> popMany() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 1),
+                        Arbitraries.integers()
+                                .between(0, ContractModel.MAX_SHARDS - 1)
+                                .list()
+                                .ofMinSize(2)
+                                .ofMaxSize(ContractModel.MAX_SHARDS)
+                                .uniqueElements(),
+                        Arbitraries.of(false, true).list().ofMinSize(1).ofMaxSize(ContractModel.MAX_SHARDS))
+                .as((instance, picks, known) -> Transformer.mutate(
+                        "pop shards #" + picks + " by instance " + instance + " in one call, known due " + known,
+                        w -> w.popMany(instance, picks, known))));
+    }
+
+    /** Acks of several leases in one call, as the settler acks a pop of several shards. */
+    private static Action<ContractWorld> ackMany() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 7).list().ofMinSize(2).ofMaxSize(3),
+                        Arbitraries.integers().between(0, 7))
+                .as((picks, mask) -> Transformer.mutate(
+                        "ack leases #" + picks + " mask " + mask + " in one call", w -> w.ackMany(picks, mask))));
     }
 
     private static Action<ContractWorld> ack() {

@@ -231,19 +231,28 @@ final class ContractWorld {
         }
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
+        PopResult result = shared.stores()[instance].pop(spec, shard, knownDue);
+        checkPop(instance, shard, knownDue, result, "pop of shard " + shard);
+    }
+
+    /**
+     * Checks what a pop of {@code shard} returned against the model and applies it (the model's batch size and byte
+     * budget are the pop's: see {@link ContractModel#limitPop}); returns how many candidates it took (handed out,
+     * late, or left out by the byte budget: what counts towards the batch size).
+     */
+    private int checkPop(int instance, int shard, boolean knownDue, PopResult result, String label) {
         PopExpectation expected = model.expectPop(shard, knownDue);
         // the late policy: among the batch's candidates, the late ones are not handed out (dead or dropped)
         List<Popped> candidates = expected.eligible()
-                .subList(0, Math.min(model.settings.batch(), expected.eligible().size()));
+                .subList(0, Math.min(model.popBatch(), expected.eligible().size()));
         List<Popped> wantedLate = candidates.stream().filter(model::isLate).toList();
         List<Popped> deliverable =
                 candidates.stream().filter(p -> !model.isLate(p)).toList();
         List<Popped> wanted = deliverable.subList(0, model.popCount(deliverable));
-        PopResult result = shared.stores()[instance].pop(spec, shard, knownDue);
         List<Popped> got = result.entries().stream()
                 .map(e -> new Popped(text(e.member()), e.dueAtMs(), text(e.payload()), e.attempts()))
                 .toList();
-        String where = "pop of shard " + shard + " by instance " + instance + " at " + model.now;
+        String where = label + " by instance " + instance + " at " + model.now;
         List<String> gotLate = result.late().stream().map(l -> text(l.member())).toList();
         if (!gotLate.equals(wantedLate.stream().map(Popped::member).toList())) {
             throw new AssertionError(where + ": late entries expected " + wantedLate + " but got " + gotLate
@@ -284,7 +293,7 @@ final class ContractWorld {
         if (!got.isEmpty()) {
             covered("pops handing out entries");
         }
-        if (expected.eligible().size() > got.size() && got.size() == model.settings.batch()) {
+        if (expected.eligible().size() > got.size() && got.size() == model.popBatch()) {
             covered("pops leaving due entries for the next pop");
         }
         if (model.shard(shard).scheduled.entrySet().stream()
@@ -325,6 +334,115 @@ final class ContractWorld {
             // the worker takes them back at once
             reap(instance, shard);
         }
+        return expected.emptyProbe() || (!knownDue && expected.earliest() > model.now) ? 0 : candidates.size();
+    }
+
+    /**
+     * One pop of several shards in one pop.lua call ({@link ShardStore#popMany}), as a worker pops the shards it
+     * found due within its linger: each shard must be served exactly as a pop of that shard alone at the same
+     * instant, with the batch size and byte budget the shards before it left (one entry always taken only while
+     * nothing was taken before it), under one lease token; a shard reached with nothing left is not looked at,
+     * not even probed (next due -2), and stays as it was.
+     */
+    void popMany(int instance, List<Integer> picks, List<Boolean> knownFlags) {
+        if (model.paused) {
+            return;
+        }
+        int width = scanWidth(instance);
+        List<Integer> order = new ArrayList<>();
+        List<Boolean> flags = new ArrayList<>();
+        for (int i = 0; i < picks.size(); i++) {
+            int shard = picks.get(i) % width;
+            if (!order.contains(shard)) {
+                order.add(shard);
+                flags.add(knownFlags.get(i % knownFlags.size()));
+            }
+        }
+        int[] shards = order.stream().mapToInt(Integer::intValue).toArray();
+        boolean[] known = new boolean[shards.length];
+        for (int i = 0; i < known.length; i++) {
+            known[i] = flags.get(i);
+        }
+        BusinessSpec spec = relays[instance].spec();
+        List<PopResult> results = shared.stores()[instance].popMany(spec, shards, known);
+        same("shards answered by a pop of " + order, shards.length, results.size());
+        if (shards.length > 1) {
+            covered("pops of several shards in one call");
+            same(
+                    "one lease token per call",
+                    1L,
+                    results.stream().map(PopResult::token).distinct().count());
+        }
+        int left = model.settings.batch();
+        long budget = model.settings.batchBytes();
+        int takenBefore = 0;
+        for (int g = 0; g < shards.length; g++) {
+            int shard = shards[g];
+            PopResult result = results.get(g);
+            String what = "shard " + shard + " (" + (g + 1) + " of " + order + ") of a pop of several";
+            if (left <= 0 || budget < 0) {
+                checkLeftOut(instance, shard, known[g], result, what);
+                continue;
+            }
+            model.limitPop(left, budget, takenBefore == 0);
+            int took;
+            try {
+                took = checkPop(instance, shard, known[g], result, what);
+            } finally {
+                model.unlimitPop();
+            }
+            if (shards.length > 1 && !result.entries().isEmpty()) {
+                covered("pops of several shards handing out entries");
+            }
+            left -= took;
+            takenBefore += result.entries().size();
+            for (PopResult.Entry e : result.entries()) {
+                budget -= e.member().length + (e.payload() == null ? 0 : e.payload().length);
+            }
+            if (budget <= 0) {
+                budget = -1;
+            }
+        }
+    }
+
+    /** A shard of a pop of several reached with nothing of the call's batch or budget left: not looked at. */
+    private void checkLeftOut(int instance, int shard, boolean knownDue, PopResult result, String what) {
+        String where = what + " by instance " + instance + " at " + model.now + " (nothing left of the call, known due "
+                + knownDue + ")";
+        covered("shards of a pop of several left out (the call's batch used up)");
+        same(where + ": entries", 0L, (long) result.entries().size());
+        same(where + ": late", 0L, (long) result.late().size());
+        same(where + ": left out, not even probed", PopResult.SKIPPED, result.nextDueMs());
+        same(where + ": expired leases (not looked at)", 0L, (long) result.expiredLeases());
+        same(where + ": Redis time (read for the shards before it)", model.now, result.redisNowMs());
+    }
+
+    /**
+     * Acks of several leases in one ack.lua call ({@link ShardStore#ackMany}), as the settler acks the confirmed
+     * entries of a pop of several shards: each settles only its members still leased under its token.
+     */
+    void ackMany(List<Integer> picks, int mask) {
+        List<ShardStore.Ack> acks = new ArrayList<>();
+        long expected = 0;
+        int instance = -1;
+        for (int pick : picks) {
+            Lease lease = lease(pick);
+            if (lease == null) {
+                return;
+            }
+            if (instance >= 0 && lease.instance() != instance) {
+                continue; // one instance's settler acks its own leases
+            }
+            instance = lease.instance();
+            List<String> members = members(lease, mask);
+            expected += model.ack(lease.shard(), lease.token(), members);
+            acks.add(new ShardStore.Ack(lease.shard(), lease.token(), bytes(members), lease.anyPayload()));
+        }
+        if (acks.size() > 1) {
+            covered("acks of several leases in one call");
+        }
+        long settled = shared.stores()[instance].ackMany(relays[instance].spec(), acks);
+        same("acks of " + acks.size() + " leases in one call", expected, settled);
     }
 
     private void checkNextDue(
@@ -337,8 +455,8 @@ final class ContractWorld {
             same(where + ": nextDue of a shard with nothing due", expected.earliest(), nextDue);
             return;
         }
-        if (taken >= model.settings.batch()
-                || taken < Math.min(model.settings.batch(), expected.eligible().size())) {
+        if (taken >= model.popBatch()
+                || taken < Math.min(model.popBatch(), expected.eligible().size())) {
             same(where + ": nextDue of a full batch (more is due)", model.now, nextDue);
             return;
         }

@@ -190,6 +190,25 @@ final class EngineFixture implements AutoCloseable {
             return super.pop(spec, shard, knownDue, limit);
         }
 
+        /** Pops of several shards in one call: the shards of each, in call order. */
+        final List<int[]> multiPops = new CopyOnWriteArrayList<>();
+
+        @Override
+        public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue) {
+            if (shards.length > 1) {
+                pops.incrementAndGet();
+                multiPops.add(shards.clone());
+                Throwable failure = failNextPop.getAndSet(null);
+                if (failure instanceof RuntimeException e) {
+                    throw e;
+                }
+                if (failure instanceof Error e) {
+                    throw e;
+                }
+            }
+            return super.popMany(spec, shards, knownDue);
+        }
+
         @Override
         public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
             rateCharges.incrementAndGet();

@@ -55,23 +55,25 @@ class ScanWorkerLoopTest {
         HoldingPublisher publisher = new HoldingPublisher();
         f.start(spec, publisher, RelayEvents.NOOP);
         Thread worker = EngineFixture.worker(spec, 0);
-        // one-entry batches: it pops while 2 more fit in 8, i.e. until 7 are in flight
-        int inFlight = InFlightBudget.BATCHES_OF_DATA * 2 - 1;
+        // every shard is due: each pop takes one entry of two shards (the call's batch of 2), so it pops while 2
+        // more fit in 8, i.e. until 4 batches (8 entries) are in flight
+        int batches = InFlightBudget.BATCHES_OF_DATA;
+        int inFlight = InFlightBudget.BATCHES_OF_DATA * 2;
 
         await().atMost(Duration.ofSeconds(10))
                 .until(() ->
-                        publisher.pending.size() == inFlight && EngineFixture.parkedIn(worker, InFlightBudget.class));
+                        publisher.pending.size() == batches && EngineFixture.parkedIn(worker, InFlightBudget.class));
 
         assertThat(f.inflight(spec))
                 .as("entries in flight while the budget awaits confirms")
                 .isEqualTo(inFlight);
-        assertThat(f.store.pops.get()).isEqualTo(inFlight);
-        publisher.pending.get(0).complete(List.of(PublishOutcome.CONFIRMED));
+        assertThat(f.store.pops.get()).isEqualTo(batches);
+        publisher.pending.get(0).complete(List.of(PublishOutcome.CONFIRMED, PublishOutcome.CONFIRMED));
         await().atMost(Duration.ofSeconds(10))
-                .until(() -> publisher.pending.size() == inFlight + 1
+                .until(() -> publisher.pending.size() == batches + 1
                         && EngineFixture.parkedIn(worker, InFlightBudget.class));
         assertThat(f.inflight(spec))
-                .as("one more entry popped for the one settled")
+                .as("one more batch popped for the one settled")
                 .isEqualTo(inFlight);
     }
 
@@ -120,7 +122,9 @@ class ScanWorkerLoopTest {
 
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> relay.quarantinedShards().size() == shards);
-        await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(2)).until(() -> f.store.pops.get() == shards);
+        // several shards: one pop of all of them fails, then each is popped on its own to find the bad ones
+        int pops = shards == 1 ? 1 : shards + 1;
+        await().during(Duration.ofMillis(800)).atMost(Duration.ofSeconds(2)).until(() -> f.store.pops.get() == pops);
 
         assertThat(events.errors.get()).as("one error per broken shard").isEqualTo(shards);
         // it wakes every max-idle to look again: seen asleep in the wake signal, not caught in one sample
@@ -294,7 +298,8 @@ class ScanWorkerLoopTest {
         BatchPublisher hanging = new BatchPublisher() {
             @Override
             public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec s, List<DueMessage> batch) {
-                boolean hangs = calls.incrementAndGet() <= 2;
+                // the first pop carries two shards' entries (the call's batch of 2), the second the other two
+                boolean hangs = calls.incrementAndGet() <= 1;
                 return CompletableFuture.supplyAsync(
                         () -> {
                             if (hangs) {
@@ -312,7 +317,7 @@ class ScanWorkerLoopTest {
         };
         try {
             f.start(spec, hanging, RelayEvents.NOOP);
-            await().atMost(Duration.ofSeconds(10)).until(() -> calls.get() == 4);
+            await().atMost(Duration.ofSeconds(10)).until(() -> calls.get() == 2);
             await().atMost(Duration.ofSeconds(5)).until(() -> f.inflight(spec) == 2);
         } finally {
             brokerAnswers.countDown();

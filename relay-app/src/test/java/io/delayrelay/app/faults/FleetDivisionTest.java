@@ -52,8 +52,12 @@ class FleetDivisionTest {
      */
     static final Duration MARGIN = Duration.ofMillis(2_500);
 
+    /** An EVALSHA in MONITOR's output: client address, number of keys, then the keys and arguments. */
     private static final Pattern POP =
-            Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:evalsha)\" \"[0-9a-f]+\" \"[0-9]+\" \"([^\"]+)\"");
+            Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:evalsha)\" \"[0-9a-f]+\" \"([0-9]+)\" (.*)$");
+
+    /** One quoted argument of MONITOR's output (shard key names need no escapes). */
+    private static final Pattern QUOTED = Pattern.compile("\"((?:[^\"\\\\]|\\\\.)*)\"");
 
     private final RelayTestKit kit = new RelayTestKit();
     private final List<RelayProcess> relays = new ArrayList<>();
@@ -234,8 +238,9 @@ class FleetDivisionTest {
     }
 
     /**
-     * Watches the shared Redis with MONITOR for {@code window}: the scripts run on each shard (EVALSHA whose first key
-     * is a shard key of the business: with nothing due, the pops; an ack comes from the instance that popped)
+     * Watches the shared Redis with MONITOR for {@code window}: the scripts run on each shard (EVALSHA naming a shard
+     * key of the business among its keys, every shard of a pop of several: with nothing due, the pops; an ack comes
+     * from the instance that popped)
      * attributed to relays by their connection's client name.
      */
     private Map<Integer, Set<String>> poppersPerShard(String business, Duration window) throws Exception {
@@ -258,8 +263,18 @@ class FleetDivisionTest {
         Map<Integer, Set<String>> poppers = new TreeMap<>();
         for (String line : Files.readAllLines(out, StandardCharsets.UTF_8)) {
             Matcher m = POP.matcher(line);
-            if (m.find() && m.group(2).startsWith(shardPrefix)) {
-                String rest = m.group(2).substring(shardPrefix.length());
+            if (!m.find()) {
+                continue;
+            }
+            // a pop (or ack) of several shards names each shard's keys: attributed to every shard key among them
+            int keyCount = Integer.parseInt(m.group(2));
+            Matcher arg = QUOTED.matcher(m.group(3));
+            for (int k = 0; k < keyCount && arg.find(); k++) {
+                String key = arg.group(1);
+                if (!key.startsWith(shardPrefix)) {
+                    continue;
+                }
+                String rest = key.substring(shardPrefix.length());
                 if (!rest.matches("[0-9]+")) {
                     continue;
                 }
