@@ -84,19 +84,7 @@ final class BatchSettler {
                 .mapToLong(e -> e.member().length + (e.payload() == null ? 0 : e.payload().length))
                 .sum();
         reservation.charge(shard, n, size);
-        synchronized (monitor) {
-            batchesInFlight++;
-        }
-        Runnable finish = () -> {
-            try {
-                reservation.release();
-            } finally {
-                synchronized (monitor) {
-                    batchesInFlight--;
-                    monitor.notifyAll();
-                }
-            }
-        };
+        Runnable finish = batchStarted(reservation);
         CompletableFuture<List<PublishOutcome>> published;
         try {
             List<DueMessage> batch = DueBatch.of(spec, shard, popped, events);
@@ -116,6 +104,28 @@ final class BatchSettler {
             finish.run();
             throw e;
         }
+        return reachedBroker(published);
+    }
+
+    /** Counts a batch in flight; the returned action frees its reservation and the count once it is settled. */
+    private Runnable batchStarted(InFlightBudget.Reservation reservation) {
+        synchronized (monitor) {
+            batchesInFlight++;
+        }
+        return () -> {
+            try {
+                reservation.release();
+            } finally {
+                synchronized (monitor) {
+                    batchesInFlight--;
+                    monitor.notifyAll();
+                }
+            }
+        };
+    }
+
+    /** Whether any of a batch reached the broker, or may still (its outcomes are not known yet). */
+    private static boolean reachedBroker(CompletableFuture<List<PublishOutcome>> published) {
         List<PublishOutcome> immediate = published.getNow(null);
         return immediate == null
                 || immediate.isEmpty()
@@ -145,19 +155,7 @@ final class BatchSettler {
             }
         }
         reservation.charge(shards, n, size);
-        synchronized (monitor) {
-            batchesInFlight++;
-        }
-        Runnable finish = () -> {
-            try {
-                reservation.release();
-            } finally {
-                synchronized (monitor) {
-                    batchesInFlight--;
-                    monitor.notifyAll();
-                }
-            }
-        };
+        Runnable finish = batchStarted(reservation);
         CompletableFuture<List<PublishOutcome>> published;
         try {
             List<DueMessage> batch = new ArrayList<>(n);
@@ -183,10 +181,7 @@ final class BatchSettler {
             finish.run();
             throw e;
         }
-        List<PublishOutcome> immediate = published.getNow(null);
-        return immediate == null
-                || immediate.isEmpty()
-                || immediate.stream().anyMatch(o -> o.status() != PublishOutcome.Status.NOT_SENT);
+        return reachedBroker(published);
     }
 
     private void settleMany(

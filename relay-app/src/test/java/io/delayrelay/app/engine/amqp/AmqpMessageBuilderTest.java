@@ -1,12 +1,10 @@
 package io.delayrelay.app.engine.amqp;
 
-import java.time.Duration;
-
-import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
+import io.delayrelay.app.trigger.MessageShape;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -60,17 +58,6 @@ class AmqpMessageBuilderTest {
     }
 
     private static BusinessSpec spec() {
-        return BusinessSpec.builder("shape", DelayQueueKeys.forBusiness("shape"))
-                .shards(4)
-                .threads(1)
-                .exchange("ex", "direct", false)
-                .routingKey("rk")
-                .batchSize(100)
-                .batchBytes(1L << 20)
-                .maxAttempts(5)
-                .retryDelay(Duration.ofSeconds(1), Duration.ofMinutes(1))
-                .publishTimeout(Duration.ofSeconds(5))
-                .deadBounds(10_000, Duration.ofDays(7))
-                .build();
+        return MessageShapeTest.spec(MessageShape.FULL);
     }
 }

@@ -216,7 +216,8 @@ class MessageShapeTest {
                 Map.of("traceparent", TRACEPARENT, "tenant", "acme"));
     }
 
-    private static BusinessSpec spec(MessageShape shape) {
+    /** The business of these tests with a message shape (AmqpMessageBuilderTest uses it too). */
+    static BusinessSpec spec(MessageShape shape) {
         return BusinessSpec.builder("shape", DelayQueueKeys.forBusiness("shape"))
                 .shards(4)
                 .threads(1)
