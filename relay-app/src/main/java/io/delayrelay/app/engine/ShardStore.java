@@ -480,13 +480,19 @@ public class ShardStore {
     }
 
     /**
-     * Whether a shard holds anything at all: scheduled, in flight or waiting for a retry, or dead (read
-     * atomically). A shard count is retired only once all of its extra shards hold nothing.
+     * Whether a shard holds anything at all: scheduled, in flight or waiting for a retry, dead, or a cold block (read
+     * atomically, so an entry a promotion moves from the cold tier to {@code K:i} is seen on one side). A shard count
+     * is retired only once all of its extra shards hold nothing: a retired shard's cold entries would never come back.
      */
     public boolean holdsAnything(DelayQueueKeys keys, int shard) {
+        byte[][] all = keys.shardKeyBytes(shard);
         Long size = redis.execute(
                 SHARD_SIZE,
-                keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT, DelayQueueKeys.DEAD));
+                List.of(
+                        all[DelayQueueKeys.SHARD],
+                        all[DelayQueueKeys.INFLIGHT],
+                        all[DelayQueueKeys.DEAD],
+                        DelayQueueKeys.bytes(keys.cold(shard))));
         return size != null && size > 0;
     }
 

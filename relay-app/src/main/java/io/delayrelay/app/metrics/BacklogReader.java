@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Set;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStringCommands;
@@ -17,19 +18,30 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
 /**
  * Reads a business's backlog with cheap commands per shard (ZRANGE 0 0 WITHSCORES on {@code K:i}, then ZCARD when
  * it holds anything and ZCOUNT -inf now when its earliest entry is due; ZCARD on inflight and dead) over shards
- * 0..shards-1 (the scan width), against Redis time: an empty shard costs three commands.
+ * 0..shards-1 (the scan width), against Redis time: an empty shard costs three commands. The cold count is the live
+ * count the cold tier keeps ({@code cold-count.lua}, one call per shard, one HMGET when the shard has no cold tier),
+ * read after the hot keys: an entry the cold mover moves meanwhile may be counted in both states or in neither (the
+ * reading is per shard and per command, not a snapshot).
  */
 public final class BacklogReader {
 
     private final RedisTemplate<byte[], byte[]> redis;
+    private final ColdStore cold;
 
     public BacklogReader(RedisTemplate<byte[], byte[]> redis) {
         this.redis = redis;
+        this.cold = new ColdStore(redis);
     }
 
     /** Reads the backlog now. */
     public Backlog read(BusinessSpec spec, int shards) {
-        return redis.execute((RedisCallback<Backlog>) connection -> read(connection, spec, shards));
+        Backlog hot = redis.execute((RedisCallback<Backlog>) connection -> read(connection, spec, shards));
+        long entries = 0;
+        for (int shard = 0; shard < shards; shard++) {
+            entries += cold.count(spec.keys(), shard).entries();
+        }
+        return new Backlog(
+                hot.due(), hot.scheduled(), hot.inflight(), hot.dead(), entries, hot.oldestOverdueMs(), hot.atMs());
     }
 
     private static Backlog read(RedisConnection c, BusinessSpec spec, int shards) {
@@ -57,13 +69,13 @@ public final class BacklogReader {
             dead += orZero(c.zSetCommands().zCard(bytes(keys.dead(shard))));
         }
         long overdue = oldest <= now ? now - oldest : 0;
-        return new Backlog(due, total - due, inflight, dead, overdue, now);
+        return new Backlog(due, total - due, inflight, dead, 0, overdue, now);
     }
 
     /** Stores a sample in {@code K:backlog} for the other instances, for {@code ttlMs}. */
     public void share(DelayQueueKeys keys, Backlog backlog, long ttlMs) {
         String value = backlog.due() + " " + backlog.scheduled() + " " + backlog.inflight() + " " + backlog.dead() + " "
-                + backlog.oldestOverdueMs() + " " + backlog.atMs();
+                + backlog.oldestOverdueMs() + " " + backlog.atMs() + " " + backlog.cold();
         redis.execute((RedisCallback<Object>) c -> c.stringCommands()
                 .set(
                         bytes(keys.backlog()),
@@ -72,7 +84,10 @@ public final class BacklogReader {
                         RedisStringCommands.SetOption.upsert()));
     }
 
-    /** The sample another instance stored in {@code K:backlog}, or null when there is none (or it is not one). */
+    /**
+     * The sample another instance stored in {@code K:backlog}, or null when there is none (or it is not one). A
+     * sample of an instance older than the cold count (six fields) reads as no cold entry.
+     */
     public Backlog shared(DelayQueueKeys keys) {
         byte[] value =
                 redis.execute((RedisCallback<byte[]>) c -> c.stringCommands().get(bytes(keys.backlog())));
@@ -80,7 +95,7 @@ public final class BacklogReader {
             return null;
         }
         String[] parts = new String(value, StandardCharsets.UTF_8).split(" ");
-        if (parts.length != 6) {
+        if (parts.length != 6 && parts.length != 7) {
             return null;
         }
         try {
@@ -89,6 +104,7 @@ public final class BacklogReader {
                     Long.parseLong(parts[1]),
                     Long.parseLong(parts[2]),
                     Long.parseLong(parts[3]),
+                    parts.length == 7 ? Long.parseLong(parts[6]) : 0,
                     Long.parseLong(parts[4]),
                     Long.parseLong(parts[5]));
         } catch (NumberFormatException e) {

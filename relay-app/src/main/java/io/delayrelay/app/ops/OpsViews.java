@@ -124,14 +124,22 @@ final class OpsViews {
     }
 
     /**
-     * A backlog reading: counts, how overdue the oldest due entry is, when it was read (Redis time, epoch ms), and
-     * whether it is the fleet's shared sample ({@code K:backlog}) or was read just now.
+     * A backlog reading: counts by state ({@code cold}: live entries of the cold tier), how overdue the oldest due
+     * entry is, when it was read (Redis time, epoch ms), and whether it is the fleet's shared sample
+     * ({@code K:backlog}) or was read just now.
      */
     record BacklogView(
-            long due, long scheduled, long inflight, long dead, long oldestOverdueMs, long atMs, String source) {
+            long due,
+            long scheduled,
+            long inflight,
+            long dead,
+            long cold,
+            long oldestOverdueMs,
+            long atMs,
+            String source) {
         static BacklogView of(Backlog b, String source) {
             return new BacklogView(
-                    b.due(), b.scheduled(), b.inflight(), b.dead(), b.oldestOverdueMs(), b.atMs(), source);
+                    b.due(), b.scheduled(), b.inflight(), b.dead(), b.cold(), b.oldestOverdueMs(), b.atMs(), source);
         }
     }
 

@@ -66,11 +66,13 @@ class RedisAclTest {
     /**
      * The relay's rules (docs/operations.md "Redis: password, ACL user, TLS"): default source keys delayqueue:*. The
      * ops endpoint and the console need +hmset (pause), +publish (pause/resume notices, replay's and deliver-now's
-     * wake-ups), +zscan (search); a replica that did not sample the backlog reads it with +get; ack.lua calls EXISTS.
+     * wake-ups), +zscan (search); a replica that did not sample the backlog reads it with +get; ack.lua calls EXISTS;
+     * the cold tier's cold-promote.lua calls HEXISTS and cold-count.lua (the mover's gauge, the backlog) HLEN.
      */
     static final String RELAY_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
             + " -@all +hello +ping +info +evalsha +eval +time +type +exists +subscribe +unsubscribe +publish +incr +incrby"
-            + " +set +get +hget +hset +hmset +hmget +hdel +hgetall +zadd +zrem +zcard +zcount +zscore +zmscore +zrange"
+            + " +set +get +hget +hset +hmset +hmget +hdel +hgetall +hexists +hlen +zadd +zrem +zcard +zcount +zscore +zmscore"
+            + " +zrange"
             + " +zrangebyscore +zscan";
     /** A producer's rules: schedule, cancel, reschedule, count, peek. */
     static final String PRODUCER_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
@@ -158,6 +160,50 @@ class RedisAclTest {
                 .as("passwords never logged")
                 .doesNotContain(RELAY_PASSWORD)
                 .doesNotContain(PRODUCER_PASSWORD);
+    }
+
+    /**
+     * A business with {@code cold-after} under the same rules: the cold tier's scripts (demote, promote with HEXISTS,
+     * the live count with HLEN, read by the mover and by the backlog the ops endpoint shows) are allowed.
+     */
+    @Test
+    void aColdBusinessDemotesPromotesAndCountsUnderTheRelaysMinimalAcl() throws Exception {
+        try (RelayTestKit kit = new RelayTestKit()) {
+            String business = kit.business("acl-cold");
+            String exchange = kit.exchange("acl-cold");
+            BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+            Map<String, Object> props = kit.baseProperties();
+            props.put("spring.data.redis.port", redis.port());
+            props.put("spring.data.redis.username", "delay-relay");
+            props.put("spring.data.redis.password", RELAY_PASSWORD);
+            props.put("relay.wake.keyspace-events", "off");
+            props.put("relay.metrics.sample-interval", "200ms");
+            RelayTestKit.business(props, business, exchange, "due", "shards", 1, "cold-after", "10s");
+            kit.startRelay(props);
+
+            LettuceConnectionFactory producerRedis = factory("delay-producer", PRODUCER_PASSWORD);
+            try {
+                RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(producerRedis);
+                long now = serverNow(producerRedis);
+                List<String> bodies = new ArrayList<>();
+                for (int i = 0; i < 20; i++) {
+                    String body = "{\"cold\":" + i + "}";
+                    producer.scheduleById(business, "cold-" + i, body, Instant.ofEpochMilli(now + 16_000 + i));
+                    bodies.add(body);
+                }
+                DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+                await().atMost(Duration.ofSeconds(5)).until(() -> zcard(producerRedis, keys.shard(0)) == 0);
+                assertThat(admin("zcard", keys.cold(0)).trim())
+                        .as("demoted into one block")
+                        .isEqualTo("1");
+                Deliveries.expect(bodies).check(received, Duration.ofSeconds(30));
+                assertThat(admin("zcard", keys.cold(0)).trim()).as("promoted").isEqualTo("0");
+            } finally {
+                producerRedis.destroy();
+            }
+            String denied = admin("acl", "log");
+            assertThat(denied).as("ACL LOG: commands the rules refused").isBlank();
+        }
     }
 
     @Test
