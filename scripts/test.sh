@@ -19,7 +19,7 @@ Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/
 The whole run takes about 15-20 minutes on 2 cores. -DskipFaults=true leaves step 2 out (a quick local
 run; CI never sets it); scripts/faults.sh runs step 2 alone. Nothing is skipped silently: a missing server or tool
 fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest (runs the
-producers of examples/producers/) it also installs Python's redis package (Debian python3-redis, when root) and
+producers of examples/producers/) it also installs Python's redis and pika packages (Debian python3-redis, python3-pika, when root) and
 runs `npm ci` in examples/producers. The tests talk to the real
 servers (REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override where); with neither local servers nor Docker they
 fail with a message saying how to start them.
@@ -45,16 +45,20 @@ if ! command -v docker-compose >/dev/null 2>&1; then
 fi
 
 # ReadmeRecipesTest runs the producers of examples/producers/: Python needs the `redis` package, Node the lock file's
-# packages in examples/producers/ (ioredis, crc-32). Without them that test fails saying how to install them.
-if ! python3 -c 'import redis' >/dev/null 2>&1 && ! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then
+# packages in examples/producers/ (ioredis, crc-32); LatePolicyIT's consumer needs Python's `pika` (/usr/bin/python3).
+# Without them those tests fail saying how to install them.
+pymissing=()
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || pymissing+=(python3-redis)
+/usr/bin/python3 -c 'import pika' >/dev/null 2>&1 || pymissing+=(python3-pika)
+if [ ${#pymissing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "installing python3-redis (Debian package) for the Python producer example..."
-    (apt-get install -y -qq --no-install-recommends python3-redis >/dev/null 2>&1 \
-      || (apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-redis >/dev/null)) \
-      || echo "could not install python3-redis; ReadmeRecipesTest will say how to install it" >&2
+    echo "installing ${pymissing[*]} (Debian packages) for the Python producer example and LatePolicyIT's consumer..."
+    (apt-get install -y -qq --no-install-recommends "${pymissing[@]}" >/dev/null 2>&1 \
+      || (apt-get update -qq && apt-get install -y -qq --no-install-recommends "${pymissing[@]}" >/dev/null)) \
+      || echo "could not install ${pymissing[*]}; ReadmeRecipesTest and LatePolicyIT will say how to install them" >&2
   else
-    echo "Python's redis package is missing: apt-get install python3-redis (or pip install redis);" \
-      "ReadmeRecipesTest fails without it" >&2
+    echo "Python packages missing: apt-get install ${pymissing[*]};" \
+      "ReadmeRecipesTest and LatePolicyIT fail without them" >&2
   fi
 fi
 if command -v npm >/dev/null 2>&1; then

@@ -146,6 +146,11 @@ class LatePolicyIT {
         String traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         String tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
 
+        Process probe = new ProcessBuilder("/usr/bin/python3", "-c", "import pika").start();
+        assertThat(probe.waitFor(30, TimeUnit.SECONDS) && probe.exitValue() == 0)
+                .as("Python's pika package is missing for the consumer of this test: apt-get install python3-pika"
+                        + " (scripts/test.sh installs it when run as root)")
+                .isTrue();
         Process consumer = python(root, "-c", PIKA_CONSUMER, queue);
         // the consumer is ready once it printed "ready"
         String ready = new String(consumer.getInputStream().readNBytes(6), StandardCharsets.UTF_8);
