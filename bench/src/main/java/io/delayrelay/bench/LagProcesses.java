@@ -290,7 +290,8 @@ final class LagProcesses {
         reader.start();
     }
 
-    private static void awaitLogLine(Process process, Path log, String text, int seconds) throws Exception {
+    /** Waits until the relay process logs {@code text} (the storm scenario starts its relay the same way). */
+    static void awaitLogLine(Process process, Path log, String text, int seconds) throws Exception {
         long deadline = System.currentTimeMillis() + seconds * 1000L;
         while (System.currentTimeMillis() < deadline) {
             if (Files.exists(log) && Files.readString(log).contains(text)) {

@@ -121,7 +121,7 @@ final class Storm {
                 relayLog);
         List<Result> results = new ArrayList<>();
         try {
-            awaitLogLine(relay, relayLog, "delay-relay started", 120);
+            LagProcesses.awaitLogLine(relay, relayLog, "delay-relay started", 120);
             Scenarios.log("storm: warm-up of %,d entries (not reported)", WARM_UP);
             storm("warm-up", free, 0, WARM_UP, queue, relay);
             results.add(storm("relay, no cap", free, 0, entries, queue, relay));
@@ -332,21 +332,6 @@ final class Storm {
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())
                 .start();
-    }
-
-    private static void awaitLogLine(Process process, Path log, String text, int seconds) throws Exception {
-        long deadline = System.currentTimeMillis() + seconds * 1000L;
-        while (System.currentTimeMillis() < deadline) {
-            if (Files.exists(log) && Files.readString(log).contains(text)) {
-                return;
-            }
-            if (!process.isAlive()) {
-                throw new IllegalStateException(
-                        "the relay exited (code " + process.exitValue() + ") before \"" + text + "\"; see " + log);
-            }
-            Thread.sleep(100);
-        }
-        throw new IllegalStateException("the relay did not log \"" + text + "\" within " + seconds + " s; see " + log);
     }
 
     static String loadAverage() {
