@@ -1,5 +1,6 @@
 package io.delayrelay.bench;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,6 +13,7 @@ import java.util.Map;
  *
  * <pre>
  * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
+ *       [--runs N]   (N consecutive runs, each its own report, then their targets side by side: {@link RunsTable})
  * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N]
  * </pre>
  */
@@ -31,6 +33,7 @@ public final class Bench {
         Path relayJar = null;
         Path logs = null;
         int stormEntries = Storm.DEFAULT_ENTRIES;
+        int runs = 1;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -44,15 +47,66 @@ public final class Bench {
                 case "--relay-jar" -> relayJar = Path.of(args[++i]);
                 case "--logs" -> logs = Path.of(args[++i]);
                 case "--storm-entries" -> stormEntries = Integer.parseInt(args[++i]);
+                case "--runs" -> runs = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
+        if (runs < 1 || runs > 10) {
+            throw new IllegalArgumentException("--runs must be 1..10, was " + runs);
+        }
         BenchConfig config = BenchConfig.of(
                 full, messages, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit), out, only);
-        long started = System.currentTimeMillis();
-        Report report = new Report(config);
         Path logDir = logs != null ? logs : out.resolve("logs");
-        try (Infra infra = new Infra(config)) {
+        List<Report> reports = new ArrayList<>();
+        boolean failed = false;
+        Infra infra;
+        try {
+            infra = new Infra(config);
+        } catch (Exception | Error e) {
+            // Whatever broke, a report is still written, with the error in it.
+            Report report = new Report(config, 0);
+            report.error("setup", e);
+            e.printStackTrace();
+            System.err.println("[bench] results written to " + report.write());
+            System.exit(1);
+            return;
+        }
+        try (infra) {
+            for (int r = 1; r <= runs; r++) {
+                if (runs > 1) {
+                    System.err.printf("[bench] ==== run %d of %d%n", r, runs);
+                }
+                Report report = new Report(config, runs > 1 ? r : 0);
+                reports.add(report);
+                runOnce(config, infra, report, perfTestClasspath, relayJar, logDir, stormEntries);
+                String text = report.render();
+                System.out.println(text);
+                Path file = report.write();
+                System.err.println("[bench] results written to " + file);
+                failed |= report.failed();
+            }
+        }
+        if (runs > 1) {
+            Path file = RunsTable.write(config, reports);
+            System.out.println(Files.readString(file));
+            System.err.println("[bench] the targets of the " + runs + " runs side by side: " + file);
+        }
+        System.exit(failed ? 1 : 0);
+    }
+
+    /** One run of the selected scenarios into {@code report} (its setup failure is reported, not thrown). */
+    private static void runOnce(
+            BenchConfig config,
+            Infra infra,
+            Report report,
+            Path perfTestClasspath,
+            Path relayJar,
+            Path logDir,
+            int stormEntries) {
+        long started = System.currentTimeMillis();
+        // the steady-state costs are per run: the lag processes add theirs as they go
+        SteadyCost.ALL.clear();
+        try {
             report.machine(infra);
             Scenarios s = new Scenarios(infra);
             LagProcesses lagProcesses = new LagProcesses(infra, relayJar, logDir);
@@ -80,11 +134,6 @@ public final class Bench {
             e.printStackTrace();
         }
         report.elapsed(System.currentTimeMillis() - started);
-        String text = report.render();
-        System.out.println(text);
-        Path file = report.write();
-        System.err.println("[bench] results written to " + file);
-        System.exit(report.failed() ? 1 : 0);
     }
 
     /** A part of the run; a failing part is reported as an error and the run goes on with the next. */

@@ -44,8 +44,38 @@ final class Report {
 
     private final List<String[]> errors = new ArrayList<>();
 
-    Report(BenchConfig config) {
+    /** Which of several consecutive runs this is (1..), or 0 when the bench makes one run. */
+    private final int run;
+    /** /proc/loadavg's 1-minute figure when the run started and when it ended (the box may be shared). */
+    private final String loadAtStart;
+    private String loadAtEnd = "n/a";
+
+    Report(BenchConfig config, int run) {
         this.config = config;
+        this.run = run;
+        this.loadAtStart = loadAverage();
+    }
+
+    /** The 1-minute load average, or "n/a" where /proc/loadavg cannot be read. */
+    static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        } catch (IOException | RuntimeException e) {
+            return "n/a";
+        }
+    }
+
+    /** The targets of the last {@link #render()}: figure, measured, target, "met" or "**missed**". */
+    List<String[]> targets() {
+        return List.copyOf(targets);
+    }
+
+    int run() {
+        return run;
+    }
+
+    String loads() {
+        return loadAtStart + " -> " + loadAtEnd;
     }
 
     void machine(Infra infra) {
@@ -64,6 +94,7 @@ final class Report {
 
     void elapsed(long ms) {
         elapsedMs = ms;
+        loadAtEnd = loadAverage();
     }
 
     void relayDefault(Scenarios.Drain all, Scenarios.Drain spread) {
@@ -176,6 +207,7 @@ final class Report {
         targets.clear();
         b.append("# delay-relay benchmark, ")
                 .append(LocalDate.now())
+                .append(run > 0 ? ", run " + run : "")
                 .append(" (")
                 .append(config.full() ? "full" : "quick")
                 .append(" mode)\n\n");
@@ -183,7 +215,9 @@ final class Report {
                 .append(machine)
                 .append(". Run took ")
                 .append(elapsedMs / 1000)
-                .append(" s. ")
+                .append(" s. Load average (1 min) at its start and end: ")
+                .append(loads())
+                .append(". ")
                 .append("Absolute figures are noisy on a shared machine; the ratios are measured in the same run.\n\n");
         if (!errors.isEmpty()) {
             b.append("## Errors: these parts failed, their figures are missing below\n\n| part | error |\n|---|---|\n");
@@ -706,7 +740,8 @@ final class Report {
         Files.createDirectories(config.resultsDir());
         // A partial run (--only) never overwrites the full report of the day.
         String part = config.only().isEmpty() ? "" : "-only-" + String.join("-", config.only());
-        Path file = config.resultsDir().resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + ".md");
+        Path file = config.resultsDir()
+                .resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + (run > 0 ? "-run" + run : "") + ".md");
         Files.writeString(
                 file,
                 render() + "\n_Written " + LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)
