@@ -58,11 +58,12 @@ class ConsoleBrowserTest {
     private static final int STATE = 1,
             DUE = 2,
             SCHEDULED = 3,
-            INFLIGHT = 4,
-            DEAD = 5,
-            RELAYED_PER_MINUTE = 7,
-            ON_TIME = 9,
-            SHARDS = 10;
+            COLD = 4,
+            INFLIGHT = 5,
+            DEAD = 6,
+            RELAYED_PER_MINUTE = 8,
+            ON_TIME = 10,
+            SHARDS = 11;
 
     private final RelayTestKit kit = new RelayTestKit();
     private WebRelay relay;
@@ -118,9 +119,18 @@ class ConsoleBrowserTest {
             producer.schedule(
                     reminders, "remind user-" + (10 + i) + " to review", Instant.ofEpochMilli(now + i * 3_600_000L));
         }
+        // reminders go cold after 1 h: the four due in 2-5 h and three reviews due in a week are moved to cold blocks
+        for (int i = 1; i <= 3; i++) {
+            producer.scheduleById(
+                    reminders,
+                    "review-user-" + i,
+                    "{\"user\":" + i + ",\"action\":\"review-reminder\"}",
+                    Instant.ofEpochMilli(now + 7 * 86_400_000L + i * 60_000L));
+        }
         Map<String, Object> properties = kit.baseProperties();
         RelayTestKit.business(properties, orders, ordersExchange, "order.due", "max-lateness", "5m");
-        RelayTestKit.business(properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true);
+        RelayTestKit.business(
+                properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true, "cold-after", "1h");
         // invoices: capped fleet-wide at 60 messages/s, on time within 1 s: a burst of 240 due at once is late
         RelayTestKit.business(
                 properties,
@@ -148,11 +158,12 @@ class ConsoleBrowserTest {
             await().atMost(PAGE_WAIT).untilAsserted(() -> {
                 JsonNode view = relay.get("/actuator/relay/" + business).json();
                 List<String> cells = overviewCells(browser, business);
-                assertThat(cells).as("overview row of %s", business).hasSize(12);
+                assertThat(cells).as("overview row of %s", business).hasSize(13);
                 JsonNode backlog = view.get("backlog");
                 assertThat(cells.get(DUE)).isEqualTo(figure(backlog.get("due").asLong()));
                 assertThat(cells.get(SCHEDULED))
                         .isEqualTo(figure(backlog.get("scheduled").asLong()));
+                assertThat(cells.get(COLD)).isEqualTo(figure(backlog.get("cold").asLong()));
                 assertThat(cells.get(INFLIGHT))
                         .isEqualTo(figure(backlog.get("inflight").asLong()));
                 assertThat(cells.get(DEAD)).isEqualTo(figure(backlog.get("dead").asLong()));
@@ -164,6 +175,11 @@ class ConsoleBrowserTest {
         assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("4");
         assertThat(overviewCells(browser, orders).get(SCHEDULED)).isEqualTo("14");
         assertThat(overviewCells(browser, reminders).get(DUE)).isEqualTo("5");
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            assertThat(overviewCells(browser, reminders).get(COLD)).isEqualTo("7");
+            assertThat(overviewCells(browser, reminders).get(SCHEDULED)).isEqualTo("1");
+            assertThat(tile(browser, "Cold")).isEqualTo("7");
+        });
         assertThat(overviewCells(browser, invoices).get(SHARDS)).isEqualTo("4");
         // relayed per minute: the page diffs its readings of the relay's counters (one every 5 s)
         for (int i = 0; i < 240; i++) {
@@ -310,6 +326,34 @@ class ConsoleBrowserTest {
                 .containsExactly("order-2020", "order-2021", "order-2022");
         screenshot(browser, "console-scheduled.png");
 
+        // scheduled: cold entries are listed after the hot ones in due order, marked cold, with their bodies; a search
+        // by id finds one
+        browser.findElement(By.id("scheduled-search")).clear();
+        new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(reminders);
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
+                                .size()
+                        == 13);
+        List<WebElement> rows = browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"));
+        assertThat(rows.subList(0, 6)).allSatisfy(r -> assertThat(r.findElements(By.cssSelector(".pill.cold")))
+                .isEmpty());
+        assertThat(rows.subList(6, 13)).allSatisfy(r -> assertThat(
+                        r.findElement(By.cssSelector(".pill.cold")).getText())
+                .isEqualTo("cold"));
+        assertThat(rows.get(12).getAttribute("data-member")).isEqualTo("review-user-3");
+        assertThat(rows.get(12).getText()).contains("\"action\":\"review-reminder\"");
+        screenshot(browser, "console-scheduled-cold.png");
+        browser.findElement(By.id("scheduled-search")).sendKeys("review-user-2");
+        browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
+                .click();
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
+                                .size()
+                        == 1);
+        WebElement found = browser.findElement(By.cssSelector("#scheduled tbody tr[data-member='review-user-2']"));
+        assertThat(found.findElement(By.cssSelector(".pill.cold")).getText()).isEqualTo("cold");
+        assertThat(found.getText()).contains("\"user\":2");
+
         browser.findElement(By.cssSelector("#tabs button[data-tab='overview']")).click();
         await().atMost(PAGE_WAIT)
                 .ignoreExceptionsInstanceOf(IndexOutOfBoundsException.class)
@@ -364,6 +408,15 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT)
                 .until(() -> browser.findElement(By.id("notice")).getText().contains("3 purged"));
         assertThat(output.getOut()).contains("business=" + orders + ": 3 dead letter(s) purged (all) by alice from");
+    }
+
+    /** The value of the overview tile with this label. */
+    private static String tile(JavascriptExecutor browser, String label) {
+        return (String) browser.executeScript(
+                "return Array.from(document.querySelectorAll('#tiles .tile'))"
+                        + ".filter(t => t.querySelector('.label').innerText.trim() === arguments[0])"
+                        + ".map(t => t.querySelector('.value').innerText.trim())[0]",
+                label);
     }
 
     /** Texts of the buttons in a business's overview row, read in one script. */
