@@ -414,8 +414,8 @@ class ConsoleBrowserTest {
     private static String tile(JavascriptExecutor browser, String label) {
         return (String) browser.executeScript(
                 "return Array.from(document.querySelectorAll('#tiles .tile'))"
-                        + ".filter(t => t.querySelector('.label').innerText.trim() === arguments[0])"
-                        + ".map(t => t.querySelector('.value').innerText.trim())[0]",
+                        + ".filter(t => t.querySelector('.label').textContent.trim() === arguments[0])"
+                        + ".map(t => t.querySelector('.value').textContent.trim())[0]",
                 label);
     }
 
