@@ -63,7 +63,8 @@ final class ColdEntries {
         hotDues.forEach(d -> keep(dues, d, limit));
         double until = dues.size() < limit ? Double.POSITIVE_INFINITY : dues.peek();
         List<Block> blocks = new ArrayList<>();
-        boolean more = false;
+        // the last score listed of each shard that may hold more blocks than it listed
+        List<Double> cutAt = new ArrayList<>();
         for (int shard = 0; shard < shards; shard++) {
             byte[] key = bytes(spec.keys().cold(shard));
             Set<Tuple> page = redis.execute((RedisCallback<Set<Tuple>>)
@@ -71,17 +72,22 @@ final class ColdEntries {
             if (page == null) {
                 continue;
             }
-            // a shard with more blocks than it returned may hold earlier entries than the others' (rare: every
-            // listed block holds at least one live entry unless all of them were cancelled)
-            more |= page.size() == limit;
+            double last = Double.NEGATIVE_INFINITY;
             for (Tuple t : page) {
                 blocks.add(new Block(shard, text(t.getValue()), t.getScore(), null));
+                last = t.getScore();
+            }
+            if (page.size() == limit) {
+                cutAt.add(last);
             }
         }
         blocks.sort(Comparator.comparingDouble(Block::score));
         ShardMerge.Found<Cold> found = read(spec, blocks, limit, List.of(), dues, budget);
-        return new ShardMerge.Found<>(
-                found.items(), found.partial() || (more && found.items().size() < limit));
+        // a shard cut at a score the listing reached may hold earlier entries in blocks it did not list (rare: every
+        // listed block holds a live entry unless all of its entries were cancelled)
+        double reached = dues.size() < limit ? Double.POSITIVE_INFINITY : dues.peek();
+        boolean cut = cutAt.stream().anyMatch(score -> score < reached);
+        return new ShardMerge.Found<>(found.items(), found.partial() || cut);
     }
 
     /**

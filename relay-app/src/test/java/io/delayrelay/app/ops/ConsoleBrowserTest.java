@@ -24,6 +24,7 @@ import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.support.ui.Select;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -282,10 +283,7 @@ class ConsoleBrowserTest {
         assertThat(replayed)
                 .extracting(Received::text)
                 .containsExactly(new String(orderJson(101, "cancel-unpaid"), StandardCharsets.UTF_8));
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
-                                .size()
-                        == 3);
+        awaitRows(browser, "dead", 3);
         assertThat(browser.findElement(By.id("notice")).getText()).contains("1 replayed");
         assertThat(relay.get("/actuator/relay/" + orders + "/dead", TOKEN)
                         .json()
@@ -300,10 +298,7 @@ class ConsoleBrowserTest {
         browser.findElement(By.cssSelector("#tabs button[data-tab='scheduled']"))
                 .click();
         new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(orders);
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
-                                .size()
-                        == 14);
+        awaitRows(browser, "scheduled", 14);
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody td.member")))
                 .anyMatch(td -> td.getText().startsWith(HOSTILE));
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody img"))).isEmpty();
@@ -317,10 +312,7 @@ class ConsoleBrowserTest {
         browser.findElement(By.id("scheduled-search")).sendKeys("order-202");
         browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
                 .click();
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
-                                .size()
-                        == 3);
+        awaitRows(browser, "scheduled", 3);
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]")))
                 .extracting(r -> r.getAttribute("data-member"))
                 .containsExactly("order-2020", "order-2021", "order-2022");
@@ -330,10 +322,7 @@ class ConsoleBrowserTest {
         // by id finds one
         browser.findElement(By.id("scheduled-search")).clear();
         new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(reminders);
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
-                                .size()
-                        == 13);
+        awaitRows(browser, "scheduled", 13);
         List<WebElement> rows = browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"));
         assertThat(rows.subList(0, 6)).allSatisfy(r -> assertThat(r.findElements(By.cssSelector(".pill.cold")))
                 .isEmpty());
@@ -346,10 +335,7 @@ class ConsoleBrowserTest {
         browser.findElement(By.id("scheduled-search")).sendKeys("review-user-2");
         browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
                 .click();
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
-                                .size()
-                        == 1);
+        awaitRows(browser, "scheduled", 1);
         WebElement found = browser.findElement(By.cssSelector("#scheduled tbody tr[data-member='review-user-2']"));
         assertThat(found.findElement(By.cssSelector(".pill.cold")).getText()).isEqualTo("cold");
         assertThat(found.getText()).contains("\"user\":2");
@@ -384,10 +370,7 @@ class ConsoleBrowserTest {
         // purge all: the dialog names the count and wants the business name typed before it purges anything
         browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
         new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
-                                .size()
-                        == 3);
+        awaitRows(browser, "dead", 3);
         browser.findElement(By.id("dead-purge-all")).click();
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
         assertThat(browser.findElement(By.id("confirm-question")).getText())
@@ -408,6 +391,14 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT)
                 .until(() -> browser.findElement(By.id("notice")).getText().contains("3 purged"));
         assertThat(output.getOut()).contains("business=" + orders + ": 3 dead letter(s) purged (all) by alice from");
+    }
+
+    /** Waits until a table of the page lists exactly {@code n} entries (rows with a member). */
+    private static void awaitRows(WebDriver browser, String table, int n) {
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#" + table + " tbody tr[data-member]"))
+                                .size()
+                        == n);
     }
 
     /** The value of the overview tile with this label. */
