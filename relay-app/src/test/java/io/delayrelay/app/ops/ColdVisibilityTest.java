@@ -7,8 +7,11 @@ import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.ops.WebRelay.Answer;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -137,6 +140,25 @@ class ColdVisibilityTest {
     }
 
     @Test
+    void aSearchFindsAnExactIdWhateverTheBudgetAndSaysWhenAPrefixSearchStoppedEarly() {
+        BusinessSpec spec =
+                relay.context.getBean(RelayEngine.class).relays().get(business).spec();
+        ColdEntries cold = new ColdEntries(ByteRedisTemplates.create(kit.redisFactory()));
+
+        ShardMerge.Found<ColdEntries.Cold> exact = cold.search(spec, spec.shards(), "far-25", 10, oneEntryBudget());
+        assertThat(exact.items()).extracting(c -> c.entry().member()).containsExactly("far-25");
+        assertThat(exact.items().get(0).entry().dueAtMs()).isEqualTo(farDue(25).toEpochMilli());
+
+        ShardMerge.Found<ColdEntries.Cold> cut = cold.search(spec, spec.shards(), "far-", 50, oneEntryBudget());
+        assertThat(cut.partial()).isTrue();
+        assertThat(cut.items().size()).isLessThan(42);
+
+        ShardMerge.Found<ColdEntries.Cold> whole = cold.search(spec, spec.shards(), "far-", 50, new ListingBudget());
+        assertThat(whole.partial()).isFalse();
+        assertThat(whole.items()).hasSize(42);
+    }
+
+    @Test
     void theOperatorsCancelAndDeliverNowReachColdEntries() {
         Answer cancelled = relay.post(
                 "/actuator/relay/" + business + "/cancel", TOKEN, "{\"members\": \"far-4\\nfar-message-a\\nnobody\"}");
@@ -159,6 +181,11 @@ class ColdVisibilityTest {
             assertThat(found.get(0).get("payload").asString()).isEqualTo("{\"n\":9}");
         });
         assertThat(producer.count(business)).isEqualTo(45);
+    }
+
+    /** A listing budget spent after one entry read. */
+    private static ListingBudget oneEntryBudget() {
+        return new ListingBudget(System::nanoTime, 1, Long.MAX_VALUE, Duration.ofMinutes(1));
     }
 
     private Instant farDue(int i) {
