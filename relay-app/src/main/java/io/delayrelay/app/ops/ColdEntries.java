@@ -17,6 +17,8 @@ import io.delayrelay.app.engine.cold.ColdBlock;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -36,6 +38,8 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
  * hot shards first.
  */
 final class ColdEntries {
+
+    private static final Logger log = LoggerFactory.getLogger(ColdEntries.class);
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> FIND = LuaScripts.load("io/delayrelay/app/lua/cold-find.lua", List.class);
@@ -196,7 +200,21 @@ final class ColdEntries {
         if (block == null) {
             return List.of();
         }
-        List<ColdBlock.Entry> entries = ColdBlock.decode(block);
+        List<ColdBlock.Entry> entries;
+        try {
+            entries = ColdBlock.decode(block);
+        } catch (RuntimeException e) {
+            // not a block this relay can read (another program wrote it, or a newer format): the mover will fail on
+            // it too and say so; the listing leaves it out and says why
+            log.warn(
+                    "business={} shard={}: cold block {} ({} bytes) left out of a listing, it cannot be read: {}",
+                    spec.name(),
+                    b.shard(),
+                    b.id(),
+                    block.length,
+                    e.toString());
+            return List.of();
+        }
         budget.read(entries.size());
         List<ColdBlock.Entry> wanted = b.only() == null
                 ? entries
@@ -243,9 +261,15 @@ final class ColdEntries {
                 return null;
             }
             int colon = value.indexOf(':');
-            return colon < 0
-                    ? new IndexValue(value, null)
-                    : new IndexValue(value.substring(0, colon), Long.parseLong(value.substring(colon + 1)));
+            if (colon < 0) {
+                return new IndexValue(value, null);
+            }
+            try {
+                return new IndexValue(value.substring(0, colon), Long.parseLong(value.substring(colon + 1)));
+            } catch (NumberFormatException e) {
+                log.warn("cold member index value '{}' is not <block id>:<due ms>; its entry is left out", value);
+                return null;
+            }
         }
     }
 

@@ -1,11 +1,13 @@
 package io.delayrelay.app.ops;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.RelayEngine;
@@ -15,6 +17,10 @@ import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+import org.springframework.data.redis.connection.RedisConnection;
 import tools.jackson.databind.JsonNode;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -27,6 +33,7 @@ import static org.awaitility.Awaitility.await;
  * order after the hot ones and found by its search, marked cold with their payload, at a rescheduled time when they
  * were rescheduled while cold; the endpoint's cancel and deliver-now reach them.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class ColdVisibilityTest {
 
     private static final String TOKEN = "cold-tier-ops-token";
@@ -159,6 +166,34 @@ class ColdVisibilityTest {
     }
 
     @Test
+    void aBlockThatCannotBeReadIsLeftOutOfTheListingWithALogLine(CapturedOutput output) {
+        JsonNode before = peek("limit=100");
+        int shard = before.get(46).get("shard").asInt(); // far-message-b's shard: a block with a plain member
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        long inShard = 0;
+        for (JsonNode e : before) {
+            inShard += e.get("cold").asBoolean() && e.get("shard").asInt() == shard ? 1 : 0;
+        }
+        List<String> ids = new ArrayList<>();
+        try (RedisConnection c = kit.redis()) {
+            for (byte[] id : c.zSetCommands().zRange(bytes(keys.cold(shard)), 0, -1)) {
+                ids.add(new String(id, StandardCharsets.UTF_8));
+                c.hashCommands().hSet(bytes(keys.coldBlocks(shard)), id, bytes("written by another program"));
+            }
+        }
+        assertThat(ids).isNotEmpty();
+
+        JsonNode after = peek("limit=100");
+        assertThat(after).hasSize((int) (47 - inShard));
+        assertThat(colds(after).stream().filter(c -> c)).hasSize((int) (42 - inShard));
+        for (String id : ids) {
+            assertThat(output.getOut())
+                    .contains("business=" + business + " shard=" + shard + ": cold block " + id
+                            + " (26 bytes) left out of a listing, it cannot be read");
+        }
+    }
+
+    @Test
     void theOperatorsCancelAndDeliverNowReachColdEntries() {
         Answer cancelled = relay.post(
                 "/actuator/relay/" + business + "/cancel", TOKEN, "{\"members\": \"far-4\\nfar-message-a\\nnobody\"}");
@@ -181,6 +216,10 @@ class ColdVisibilityTest {
             assertThat(found.get(0).get("payload").asString()).isEqualTo("{\"n\":9}");
         });
         assertThat(producer.count(business)).isEqualTo(45);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     /** A listing budget spent after one entry read. */
