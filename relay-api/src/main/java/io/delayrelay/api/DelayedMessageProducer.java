@@ -68,10 +68,19 @@ public interface DelayedMessageProducer {
     /** Moves a message scheduled by id to a new instant. False when the id was not scheduled. */
     boolean rescheduleById(String business, String id, Instant dueAt);
 
-    /** How many entries are scheduled (not yet popped) over all shards of the business. */
+    /**
+     * How many entries are scheduled (not yet popped) over all shards of the business: the entries waiting in the
+     * shard zsets plus the live entries of the cold tier (far-future entries the relay moved into compressed blocks,
+     * docs/cold-tier.md). An entry the relay moves between the two while this counts may be counted twice or not at
+     * all (each shard is read in one call, the shards one after the other).
+     */
     long count(String business);
 
-    /** The next {@code limit} entries by due time over all shards, earliest first. */
+    /**
+     * The next {@code limit} entries by due time over all shards, earliest first, from the shard zsets: entries of
+     * the cold tier (due later than {@code cold-after}, in compressed blocks) are not listed; the relay's ops
+     * endpoint lists them (docs/cold-tier.md).
+     */
     List<ScheduledEntry> peek(String business, int limit);
 
     default long schedule(String business, String message, Instant dueAt) {

@@ -15,6 +15,7 @@ import java.util.function.Function;
 import java.util.function.LongSupplier;
 
 import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.api.internal.TraceContext;
 import org.slf4j.Logger;
@@ -23,6 +24,7 @@ import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.zset.Tuple;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
 
 /**
  * {@link DelayedMessageProducer} on Spring Data Redis. Every write is one Lua script on one shard (one cluster
@@ -32,6 +34,11 @@ import org.springframework.data.redis.core.RedisTemplate;
 public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     private static final Logger log = LoggerFactory.getLogger(RedisDelayedMessageProducer.class);
+
+    /** Hot and cold entries of one shard, read only; see shard-count.lua. */
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> SHARD_COUNT =
+            LuaScripts.load("io/delayrelay/api/internal/shard-count.lua", List.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
     private final Function<String, DelayQueueKeys> keysFor;
@@ -153,16 +160,15 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     public long count(String business) {
         DelayQueueKeys keys = keysFor.apply(business);
         int width = topology(business, keys).scanWidth();
-        // One ZCARD per shard, not a pipeline: Spring Data Redis does not pipeline on a cluster connection.
-        Long total = redis.execute((RedisCallback<Long>) connection -> {
-            long sum = 0;
-            for (int i = 0; i < width; i++) {
-                Long card = connection.zSetCommands().zCard(DelayQueueKeys.bytes(keys.shard(i)));
-                sum += card == null ? 0 : card;
+        long sum = 0;
+        // one script call per shard (one slot each): the shard zset's size and the cold tier's live count
+        for (int i = 0; i < width; i++) {
+            List<?> counts = redis.execute(SHARD_COUNT, List.of(bytes(keys.shard(i)), bytes(keys.coldMeta(i))));
+            for (Object n : counts == null ? List.of() : counts) {
+                sum += ((Number) n).longValue();
             }
-            return sum;
-        });
-        return total == null ? 0 : total;
+        }
+        return sum;
     }
 
     @Override

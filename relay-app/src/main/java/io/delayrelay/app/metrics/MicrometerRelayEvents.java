@@ -123,6 +123,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         meters.scheduled.set(backlog.scheduled());
         meters.inflight.set(backlog.inflight());
         meters.dead.set(backlog.dead());
+        meters.coldSampled.set(backlog.cold());
         meters.oldestOverdueMs.set(backlog.oldestOverdueMs());
         meters.shards.set(spec.shards());
         meters.threads.set(spec.threads());
@@ -318,6 +319,9 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong scheduled = new AtomicLong();
         final AtomicLong inflight = new AtomicLong();
         final AtomicLong dead = new AtomicLong();
+        /** The business's cold count over all its shards, sampled with the backlog (not {@link #cold}: this instance's). */
+        final AtomicLong coldSampled = new AtomicLong();
+
         final AtomicLong oldestOverdueMs = new AtomicLong();
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
@@ -419,6 +423,7 @@ public class MicrometerRelayEvents implements RelayEvents {
             backlog(registry, business, RelayMeterNames.STATE_SCHEDULED, scheduled);
             backlog(registry, business, RelayMeterNames.STATE_INFLIGHT, inflight);
             backlog(registry, business, RelayMeterNames.STATE_DEAD, dead);
+            backlog(registry, business, RelayMeterNames.STATE_COLD, coldSampled);
             Gauge.builder(RelayMeterNames.BACKLOG_SAMPLE_AGE, this, BusinessMeters::sampleAgeSeconds)
                     .description("Seconds since the backlog gauges were last sampled successfully (NaN before the"
                             + " first sample)")

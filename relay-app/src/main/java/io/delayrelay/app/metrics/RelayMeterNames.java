@@ -139,6 +139,8 @@ public final class RelayMeterNames {
     public static final String STATE_INFLIGHT = "inflight";
     /** In the dead sets. */
     public static final String STATE_DEAD = "dead";
+    /** Live entries of the cold tier (docs/cold-tier.md): due later than the scheduled ones, not in the shard zsets. */
+    public static final String STATE_COLD = "cold";
 
     /** Base unit of {@link #BACKLOG}. */
     public static final String UNIT_MESSAGES = "messages";

@@ -153,10 +153,21 @@ final class OpsViews {
         }
     }
 
-    /** A scheduled entry; {@code payload} is the preview of what is stored under its id (null: the member is the message). */
-    record EntryView(int shard, String ref, String member, long dueAtMs, Instant dueAt, @Nullable String payload) {
+    /**
+     * A scheduled entry; {@code payload} is the preview of what is stored under its id (null: the member is the
+     * message); {@code cold}: it waits in the cold tier (a compressed block, docs/cold-tier.md), not in its shard zset.
+     */
+    record EntryView(
+            int shard, String ref, String member, long dueAtMs, Instant dueAt, @Nullable String payload, boolean cold) {
         static EntryView of(Entry e, @Nullable String payload) {
-            return new EntryView(e.shard(), AuditRef.of(e.member()), e.member(), e.dueAtMs(), e.dueAt(), payload);
+            return new EntryView(
+                    e.shard(), AuditRef.of(e.member()), e.member(), e.dueAtMs(), e.dueAt(), payload, false);
+        }
+
+        static EntryView of(ColdEntries.Cold c) {
+            Entry e = c.entry();
+            String payload = c.payload() == null ? null : ScheduledEntries.preview(c.payload());
+            return new EntryView(e.shard(), AuditRef.of(e.member()), e.member(), e.dueAtMs(), e.dueAt(), payload, true);
         }
     }
 

@@ -1,9 +1,11 @@
 package io.delayrelay.app.ops;
 
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.stream.Stream;
 
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
@@ -39,7 +41,8 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  *   GET    /actuator/relay/{business}               one business (its backlog read now)
  *   GET    /actuator/relay/{business}/peek?limit=N[&amp;search=prefix]      operator only
  *                                                   the next N entries to fall due (default 20), or those whose
- *                                                   member (id) starts with the prefix
+ *                                                   member (id) starts with the prefix; cold entries included,
+ *                                                   marked "cold": true
  *   GET    /actuator/relay/{business}/dead?limit=N[&amp;reason=text]       operator only
  *                                                   the oldest N dead letters with reason, attempts, original due
  *                                                   time and time of death (default 100)
@@ -127,14 +130,34 @@ public class RelayOpsEndpoint {
             return switch (what) {
                 case "peek" -> {
                     int n = limit == null ? DEFAULT_PEEK : limit;
-                    ShardMerge.Found<Entry> found = search == null || search.isEmpty()
-                            ? deadLetters.peek(spec, width, n, budget)
-                            : scheduled.search(spec, width, search, n, budget);
-                    Map<String, String> previews = scheduled.previews(spec, found.items(), Entry::shard, Entry::member);
-                    List<EntryView> entries = found.items().stream()
-                            .map(e -> EntryView.of(e, previews.get(ScheduledEntries.previewKey(e.shard(), e.member()))))
+                    boolean searching = search != null && !search.isEmpty();
+                    ShardMerge.Found<Entry> hot = searching
+                            ? scheduled.search(spec, width, search, n, budget)
+                            : deadLetters.peek(spec, width, n, budget);
+                    ShardMerge.Found<ColdEntries.Cold> cold = searching
+                            ? scheduled.cold().search(spec, width, search, n, budget)
+                            : scheduled
+                                    .cold()
+                                    .first(
+                                            spec,
+                                            width,
+                                            n,
+                                            hot.items().stream()
+                                                    .map(Entry::dueAtMs)
+                                                    .toList(),
+                                            budget);
+                    Map<String, String> previews = scheduled.previews(spec, hot.items(), Entry::shard, Entry::member);
+                    List<EntryView> entries = Stream.concat(
+                                    hot.items().stream()
+                                            .map(e -> EntryView.of(
+                                                    e,
+                                                    previews.get(ScheduledEntries.previewKey(e.shard(), e.member())))),
+                                    cold.items().stream().map(EntryView::of))
+                            .sorted(Comparator.comparingLong(EntryView::dueAtMs).thenComparing(EntryView::member))
+                            .limit(n)
                             .toList();
-                    yield ok(new EntryListing(business, entries.size(), true, found.partial(), entries));
+                    yield ok(
+                            new EntryListing(business, entries.size(), true, hot.partial() || cold.partial(), entries));
                 }
                 case "dead" -> {
                     ShardMerge.Found<DeadLetter> found =

@@ -43,9 +43,16 @@ public class ScheduledEntries {
     private static final RedisScript<List> ZSCAN = LuaScripts.load("io/delayrelay/app/lua/zscan.lua", List.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
+    private final ColdEntries cold;
 
     public ScheduledEntries(RedisTemplate<byte[], byte[]> redis) {
         this.redis = redis;
+        this.cold = new ColdEntries(redis);
+    }
+
+    /** The business's cold entries (docs/cold-tier.md), listed beside the hot ones. */
+    ColdEntries cold() {
+        return cold;
     }
 
     /**
@@ -96,12 +103,18 @@ public class ScheduledEntries {
         return new ShardMerge.Found<>(found, partial);
     }
 
-    /** Removes the members from shards 0..shards-1 (a member in flight is still delivered). Returns how many. */
+    /**
+     * Removes the members from shards 0..shards-1, cold ones included (a member in flight is still delivered).
+     * Returns how many.
+     */
     public long cancel(BusinessSpec spec, int shards, Collection<String> members) {
         return onEveryShard(spec, shards, "cancel", members);
     }
 
-    /** Makes the members still scheduled in shards 0..shards-1 due now. Returns how many. */
+    /**
+     * Makes the members still scheduled in shards 0..shards-1 due now. A cold one is due now in its block, which the
+     * cold mover brings back within one of its periods (at most 1 s). Returns how many.
+     */
     public long deliverNow(BusinessSpec spec, int shards, Collection<String> members) {
         return onEveryShard(spec, shards, "now", members);
     }

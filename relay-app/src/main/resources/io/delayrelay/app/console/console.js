@@ -237,12 +237,12 @@ function renderOverview(data) {
   engine.textContent = data.running ? 'engine running' : 'engine stopped';
   engine.className = 'pill ' + (data.running ? 'ok' : 'bad');
 
-  const total = { due: 0, scheduled: 0, inflight: 0, dead: 0, perMinute: 0, oldest: 0 };
+  const total = { due: 0, scheduled: 0, cold: 0, inflight: 0, dead: 0, perMinute: 0, oldest: 0 };
   const rows = businesses.map((b) => {
     rememberSample(b.name, b.local);
     const backlog = b.backlog || {};
     const r = rates(b.name);
-    ['due', 'scheduled', 'inflight', 'dead'].forEach((k) => { total[k] += backlog[k] || 0; });
+    ['due', 'scheduled', 'cold', 'inflight', 'dead'].forEach((k) => { total[k] += backlog[k] || 0; });
     total.perMinute += r.perMinute || 0;
     total.oldest = Math.max(total.oldest, backlog.oldestOverdueMs || 0);
     const instances = Array.isArray(b.instances) ? b.instances.length : null;
@@ -250,9 +250,10 @@ function renderOverview(data) {
     return el('tr', { 'data-business': b.name },
       el('td', {}, el('strong', {}, b.name), el('div', { class: 'sub' }, b.config.exchange + ' → ' + b.config.routingKey)),
       stateCell(b),
-      backlog.error ? el('td', { colspan: 5, class: 'dead-count' }, backlog.error) : null,
+      backlog.error ? el('td', { colspan: 6, class: 'dead-count' }, backlog.error) : null,
       backlog.error ? null : num(backlog.due),
       backlog.error ? null : num(backlog.scheduled),
+      backlog.error ? null : el('td', { class: 'num' + (backlog.cold ? '' : ' zero'), 'data-field': 'cold' }, count(backlog.cold)),
       backlog.error ? null : num(backlog.inflight),
       backlog.error ? null : el('td', { class: 'num' + (backlog.dead ? ' dead-count' : ' zero'), 'data-field': 'dead' }, count(backlog.dead)),
       backlog.error ? null : el('td', { class: 'num' }, backlog.oldestOverdueMs ? duration(backlog.oldestOverdueMs) : '—'),
@@ -263,7 +264,7 @@ function renderOverview(data) {
       el('td', { class: 'num' }, instances === null ? '—' : String(instances)));
   });
   const body = $('#overview tbody');
-  body.replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 12, class: 'empty' }, 'No business configured.'))]));
+  body.replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 13, class: 'empty' }, 'No business configured.'))]));
 
   const tile = (label, value, cls) => el('div', { class: 'tile ' + (cls || '') },
     el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
@@ -271,6 +272,7 @@ function renderOverview(data) {
     tile('Businesses', String(businesses.length)),
     tile('Due now', count(total.due), total.due > 0 ? 'warn' : ''),
     tile('Scheduled', count(total.scheduled)),
+    tile('Cold', count(total.cold)),
     tile('In flight', count(total.inflight)),
     tile('Dead letters', count(total.dead), total.dead > 0 ? 'bad' : ''),
     tile('Oldest overdue', total.oldest ? duration(total.oldest) : '—', total.oldest > 60000 ? 'warn' : ''));
@@ -359,7 +361,8 @@ async function loadScheduled() {
       el('td', { class: 'check' }, el('input', { type: 'checkbox', value: e.member, class: 'write', 'aria-label': 'select' })),
       memberCell(e),
       el('td', { class: 'num' }, String(e.shard)),
-      el('td', { class: 'when' }, when(e.dueAtMs)),
+      el('td', { class: 'when' }, when(e.dueAtMs),
+        e.cold ? el('span', { class: 'pill cold gap', title: 'in the cold tier: a compressed block, brought back to its shard ahead of its due time' }, 'cold') : null),
       payloadCell(e, data.bodies),
       el('td', { class: 'actions' },
         el('button', { class: 'write', onclick: () => act(business, 'deliver-now', { member: e.member }, { question: 'Deliver 1 entry of ' + business + ' now, before it is due?', detail: e.member }, loadScheduled) }, 'Deliver now'),

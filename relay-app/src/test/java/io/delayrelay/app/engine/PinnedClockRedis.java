@@ -37,7 +37,9 @@ final class PinnedClockRedis {
 
     private static final String CLOCK_CALL = "redis.call('TIME')";
     private static final String PINNED_CALL = "redis.call('HMGET', '" + CLOCK_KEY + "', 's', 'us')";
-    private static final String[] SCRIPT_FOLDERS = {"io/delayrelay/app/lua/", "io/delayrelay/api/lua/"};
+    private static final String[] SCRIPT_FOLDERS = {
+        "io/delayrelay/app/lua/", "io/delayrelay/api/lua/", "io/delayrelay/api/internal/"
+    };
 
     private final RedisConnectionFactory target;
     /** SHA of a script as the relay sends it -> the script to run instead (itself when it reads no clock). */

@@ -36,7 +36,8 @@ class MicrometerRelayEventsTest {
         assertThat(registry.find(RelayMeterNames.BACKLOG)
                         .tag("business", "reviews")
                         .gauges())
-                .hasSize(4);
+                .as("due, scheduled, inflight, dead, cold")
+                .hasSize(5);
         assertThat(events.registered()).containsExactly("reviews");
     }
 

@@ -225,6 +225,9 @@ class RelayMetricsTest {
             assertThat(backlog(registry, business, RelayMeterNames.STATE_INFLIGHT))
                     .isEqualTo(inflight);
             assertThat(backlog(registry, business, RelayMeterNames.STATE_DEAD)).isEqualTo(dead);
+            assertThat(backlog(registry, business, RelayMeterNames.STATE_COLD))
+                    .as("no cold-after: nothing cold")
+                    .isZero();
         });
     }
 

@@ -24,6 +24,7 @@ import org.openqa.selenium.By;
 import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.TakesScreenshot;
+import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.support.ui.Select;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -58,11 +59,12 @@ class ConsoleBrowserTest {
     private static final int STATE = 1,
             DUE = 2,
             SCHEDULED = 3,
-            INFLIGHT = 4,
-            DEAD = 5,
-            RELAYED_PER_MINUTE = 7,
-            ON_TIME = 9,
-            SHARDS = 10;
+            COLD = 4,
+            INFLIGHT = 5,
+            DEAD = 6,
+            RELAYED_PER_MINUTE = 8,
+            ON_TIME = 10,
+            SHARDS = 11;
 
     private final RelayTestKit kit = new RelayTestKit();
     private WebRelay relay;
@@ -118,9 +120,18 @@ class ConsoleBrowserTest {
             producer.schedule(
                     reminders, "remind user-" + (10 + i) + " to review", Instant.ofEpochMilli(now + i * 3_600_000L));
         }
+        // reminders go cold after 1 h: the four due in 2-5 h and three reviews due in a week are moved to cold blocks
+        for (int i = 1; i <= 3; i++) {
+            producer.scheduleById(
+                    reminders,
+                    "review-user-" + i,
+                    "{\"user\":" + i + ",\"action\":\"review-reminder\"}",
+                    Instant.ofEpochMilli(now + 7 * 86_400_000L + i * 60_000L));
+        }
         Map<String, Object> properties = kit.baseProperties();
         RelayTestKit.business(properties, orders, ordersExchange, "order.due", "max-lateness", "5m");
-        RelayTestKit.business(properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true);
+        RelayTestKit.business(
+                properties, reminders, kit.exchange("reminders"), "reminder.due", "paused", true, "cold-after", "1h");
         // invoices: capped fleet-wide at 60 messages/s, on time within 1 s: a burst of 240 due at once is late
         RelayTestKit.business(
                 properties,
@@ -148,11 +159,12 @@ class ConsoleBrowserTest {
             await().atMost(PAGE_WAIT).untilAsserted(() -> {
                 JsonNode view = relay.get("/actuator/relay/" + business).json();
                 List<String> cells = overviewCells(browser, business);
-                assertThat(cells).as("overview row of %s", business).hasSize(12);
+                assertThat(cells).as("overview row of %s", business).hasSize(13);
                 JsonNode backlog = view.get("backlog");
                 assertThat(cells.get(DUE)).isEqualTo(figure(backlog.get("due").asLong()));
                 assertThat(cells.get(SCHEDULED))
                         .isEqualTo(figure(backlog.get("scheduled").asLong()));
+                assertThat(cells.get(COLD)).isEqualTo(figure(backlog.get("cold").asLong()));
                 assertThat(cells.get(INFLIGHT))
                         .isEqualTo(figure(backlog.get("inflight").asLong()));
                 assertThat(cells.get(DEAD)).isEqualTo(figure(backlog.get("dead").asLong()));
@@ -164,6 +176,11 @@ class ConsoleBrowserTest {
         assertThat(overviewCells(browser, orders).get(DEAD)).isEqualTo("4");
         assertThat(overviewCells(browser, orders).get(SCHEDULED)).isEqualTo("14");
         assertThat(overviewCells(browser, reminders).get(DUE)).isEqualTo("5");
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            assertThat(overviewCells(browser, reminders).get(COLD)).isEqualTo("7");
+            assertThat(overviewCells(browser, reminders).get(SCHEDULED)).isEqualTo("1");
+            assertThat(tile(browser, "Cold")).isEqualTo("7");
+        });
         assertThat(overviewCells(browser, invoices).get(SHARDS)).isEqualTo("4");
         // relayed per minute: the page diffs its readings of the relay's counters (one every 5 s)
         for (int i = 0; i < 240; i++) {
@@ -266,10 +283,7 @@ class ConsoleBrowserTest {
         assertThat(replayed)
                 .extracting(Received::text)
                 .containsExactly(new String(orderJson(101, "cancel-unpaid"), StandardCharsets.UTF_8));
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
-                                .size()
-                        == 3);
+        awaitRows(browser, "dead", 3);
         assertThat(browser.findElement(By.id("notice")).getText()).contains("1 replayed");
         assertThat(relay.get("/actuator/relay/" + orders + "/dead", TOKEN)
                         .json()
@@ -284,10 +298,7 @@ class ConsoleBrowserTest {
         browser.findElement(By.cssSelector("#tabs button[data-tab='scheduled']"))
                 .click();
         new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(orders);
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
-                                .size()
-                        == 14);
+        awaitRows(browser, "scheduled", 14);
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody td.member")))
                 .anyMatch(td -> td.getText().startsWith(HOSTILE));
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody img"))).isEmpty();
@@ -301,14 +312,33 @@ class ConsoleBrowserTest {
         browser.findElement(By.id("scheduled-search")).sendKeys("order-202");
         browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
                 .click();
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"))
-                                .size()
-                        == 3);
+        awaitRows(browser, "scheduled", 3);
         assertThat(browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]")))
                 .extracting(r -> r.getAttribute("data-member"))
                 .containsExactly("order-2020", "order-2021", "order-2022");
         screenshot(browser, "console-scheduled.png");
+
+        // scheduled: cold entries are listed after the hot ones in due order, marked cold, with their bodies; a search
+        // by id finds one
+        browser.findElement(By.id("scheduled-search")).clear();
+        new Select(browser.findElement(By.id("scheduled-business"))).selectByValue(reminders);
+        awaitRows(browser, "scheduled", 13);
+        List<WebElement> rows = browser.findElements(By.cssSelector("#scheduled tbody tr[data-member]"));
+        assertThat(rows.subList(0, 6)).allSatisfy(r -> assertThat(r.findElements(By.cssSelector(".pill.cold")))
+                .isEmpty());
+        assertThat(rows.subList(6, 13)).allSatisfy(r -> assertThat(
+                        r.findElement(By.cssSelector(".pill.cold")).getText())
+                .isEqualTo("cold"));
+        assertThat(rows.get(12).getAttribute("data-member")).isEqualTo("review-user-3");
+        assertThat(rows.get(12).getText()).contains("\"action\":\"review-reminder\"");
+        screenshot(browser, "console-scheduled-cold.png");
+        browser.findElement(By.id("scheduled-search")).sendKeys("review-user-2");
+        browser.findElement(By.cssSelector("#scheduled-form button[type=submit]"))
+                .click();
+        awaitRows(browser, "scheduled", 1);
+        WebElement found = browser.findElement(By.cssSelector("#scheduled tbody tr[data-member='review-user-2']"));
+        assertThat(found.findElement(By.cssSelector(".pill.cold")).getText()).isEqualTo("cold");
+        assertThat(found.getText()).contains("\"user\":2");
 
         browser.findElement(By.cssSelector("#tabs button[data-tab='overview']")).click();
         await().atMost(PAGE_WAIT)
@@ -340,10 +370,7 @@ class ConsoleBrowserTest {
         // purge all: the dialog names the count and wants the business name typed before it purges anything
         browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
         new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
-        await().atMost(PAGE_WAIT)
-                .until(() -> browser.findElements(By.cssSelector("#dead tbody tr[data-member]"))
-                                .size()
-                        == 3);
+        awaitRows(browser, "dead", 3);
         browser.findElement(By.id("dead-purge-all")).click();
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
         assertThat(browser.findElement(By.id("confirm-question")).getText())
@@ -364,6 +391,23 @@ class ConsoleBrowserTest {
         await().atMost(PAGE_WAIT)
                 .until(() -> browser.findElement(By.id("notice")).getText().contains("3 purged"));
         assertThat(output.getOut()).contains("business=" + orders + ": 3 dead letter(s) purged (all) by alice from");
+    }
+
+    /** Waits until a table of the page lists exactly {@code n} entries (rows with a member). */
+    private static void awaitRows(WebDriver browser, String table, int n) {
+        await().atMost(PAGE_WAIT)
+                .until(() -> browser.findElements(By.cssSelector("#" + table + " tbody tr[data-member]"))
+                                .size()
+                        == n);
+    }
+
+    /** The value of the overview tile with this label. */
+    private static String tile(JavascriptExecutor browser, String label) {
+        return (String) browser.executeScript(
+                "return Array.from(document.querySelectorAll('#tiles .tile'))"
+                        + ".filter(t => t.querySelector('.label').textContent.trim() === arguments[0])"
+                        + ".map(t => t.querySelector('.value').textContent.trim())[0]",
+                label);
     }
 
     /** Texts of the buttons in a business's overview row, read in one script. */

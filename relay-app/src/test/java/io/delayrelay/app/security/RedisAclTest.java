@@ -74,9 +74,10 @@ class RedisAclTest {
             + " +set +get +hget +hset +hmset +hmget +hdel +hgetall +hexists +hlen +zadd +zrem +zcard +zcount +zscore +zmscore"
             + " +zrange"
             + " +zrangebyscore +zscan";
-    /** A producer's rules: schedule, cancel, reschedule, count, peek. */
+    /** A producer's rules: schedule, cancel, reschedule, count (HLEN: the cold tier's live count), peek. */
     static final String PRODUCER_RULES = "on resetkeys resetchannels ~delayqueue:* ~{delayqueue:* &delayqueue:*:wake"
-            + " -@all +hello +ping +evalsha +eval +time +publish +hset +hdel +hmget +zadd +zrem +zscore +zcard +zrange";
+            + " -@all +hello +ping +evalsha +eval +time +publish +hset +hdel +hmget +hlen +zadd +zrem +zscore +zcard"
+            + " +zrange";
 
     private static PrivateRedis redis;
 
@@ -196,6 +197,7 @@ class RedisAclTest {
                 assertThat(admin("zcard", keys.cold(0)).trim())
                         .as("demoted into one block")
                         .isEqualTo("1");
+                assertThat(producer.count(business)).as("hot + cold").isEqualTo(20);
                 Deliveries.expect(bodies).check(received, Duration.ofSeconds(30));
                 assertThat(admin("zcard", keys.cold(0)).trim()).as("promoted").isEqualTo("0");
             } finally {
