@@ -167,11 +167,11 @@ class ContractModelTest {
                 .withAction(1, opsEntries())
                 .withAction(1, pause())
                 .withAction(1, look())
-                .withAction(2, coldPick())
-                .withAction(2, coldDemote())
+                .withAction(4, coldPick())
+                .withAction(4, coldDemote())
                 .withAction(2, coldListDue())
                 .withAction(2, coldPromote())
-                .withAction(3, coldPass())
+                .withAction(2, coldPass())
                 .withMaxTransformations(maxSteps);
     }
 
