@@ -157,12 +157,8 @@ class ColdFleetKillTest {
         assertThat(coldCount(cold, keys)).as("nothing left cold").isZero();
     }
 
-    private long coldCount(ColdStore cold, DelayQueueKeys keys) {
-        long n = 0;
-        for (int s = 0; s < SHARDS; s++) {
-            n += cold.count(keys, s).entries();
-        }
-        return n;
+    private static long coldCount(ColdStore cold, DelayQueueKeys keys) {
+        return ColdRedisRestartTest.coldEntries(cold, keys, SHARDS);
     }
 
     /** No id is hot (scheduled or in flight) and cold at once, each shard read in one call. */

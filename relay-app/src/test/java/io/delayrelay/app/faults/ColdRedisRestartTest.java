@@ -171,9 +171,14 @@ class ColdRedisRestartTest {
         assertThat(hot(keys)).isZero();
     }
 
-    private long coldCount(ColdStore cold, DelayQueueKeys keys) {
+    private static long coldCount(ColdStore cold, DelayQueueKeys keys) {
+        return coldEntries(cold, keys, SHARDS);
+    }
+
+    /** Live cold entries of a business's first {@code shards} shards ({@code cold-count.lua} per shard). */
+    static long coldEntries(ColdStore cold, DelayQueueKeys keys, int shards) {
         long n = 0;
-        for (int s = 0; s < SHARDS; s++) {
+        for (int s = 0; s < shards; s++) {
             n += cold.count(keys, s).entries();
         }
         return n;
