@@ -26,6 +26,10 @@ same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesT
   8 three relay instances dividing 12 shards: one popper per shard
     (Redis MONITOR), kill -9 of one and SIGSTOP of another, their
     shards taken over within seat-ttl x 4/3 (12 s)                    (FleetDivisionTest)
+  9 cold tier: Redis (own redis-server, AOF) kill -9 while cold
+    blocks are promoted, restart: each id hot or cold, never both     (ColdRedisRestartTest)
+ 10 cold tier: three relays, two killed -9 during demotions and
+    promotions: no id hot and cold at once at any check               (ColdFleetKillTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server, rabbitmqctl and
 rabbitmq-server. It never stops the shared servers. Takes about 8-12 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the

@@ -97,15 +97,55 @@ final class ContractModel {
         }
     }
 
-    /** One shard's keys: K:i, {K:i}:inflight + attempts, {K:i}:dead + dead-reasons, {K:i}:payloads. */
+    /** One entry of a cold block as the relay listed it (payload null when scheduled by message). */
+    record ColdEntry(String member, long due, String payload) {}
+
+    /**
+     * A cold block ({@code {K:i}:cold-blocks} + its score in {@code {K:i}:cold}): every entry the listing gave, moved
+     * or not (the bytes are written whole); only those the member index points at are live.
+     */
+    static final class Block {
+        long score;
+        final List<ColdEntry> entries;
+
+        Block(long score, List<ColdEntry> entries) {
+            this.score = score;
+            this.entries = entries;
+        }
+    }
+
+    /**
+     * A live cold entry: the member index's field ({@code <block>}, or {@code <block>:<due>} after a reschedule), its
+     * due time and payload.
+     */
+    record Cold(long block, long due, String payload, boolean rescheduled) {
+        String pointer() {
+            return rescheduled ? block + ":" + due : Long.toString(block);
+        }
+    }
+
+    /**
+     * One shard's keys: K:i, {K:i}:inflight + attempts, {K:i}:dead + dead-reasons, {K:i}:payloads, and its cold tier:
+     * {K:i}:cold + cold-blocks (the blocks), the member index (live cold entries) and cold-meta's seq.
+     */
     static final class Shard {
         final Map<String, Long> scheduled = new TreeMap<>();
         final Map<String, Flight> flights = new TreeMap<>();
         final Map<String, Dead> dead = new TreeMap<>();
         final Map<String, String> payloads = new TreeMap<>();
+        final Map<String, Cold> cold = new TreeMap<>();
+        final Map<Long, Block> blocks = new TreeMap<>();
+        /** The last block id ({@code cold-meta}'s seq), 0 before the first demotion (no cold-meta then). */
+        long seq;
 
+        /** What a pop of the shard can hand out or take back (the cold tier is invisible to pop.lua). */
         boolean holdsDeliveries() {
             return !scheduled.isEmpty() || !flights.isEmpty();
+        }
+
+        /** What keeps a shard count from retiring, dead letters aside: deliveries, or a cold block. */
+        boolean holdsWork() {
+            return holdsDeliveries() || !blocks.isEmpty();
         }
     }
 
@@ -181,6 +221,10 @@ final class ContractModel {
             shard.payloads.put(member, payload);
         }
         shard.scheduled.put(member, due);
+        if (shard.cold.remove(member) != null) {
+            replaced++; // schedule.lua drops the member's cold copy: the new one is the one live copy
+            ContractWorld.covered("cold entries scheduled again");
+        }
         for (int other : candidates(member)) {
             if (other != s && cancelIn(other, member)) {
                 replaced++;
@@ -188,26 +232,44 @@ final class ContractModel {
         }
     }
 
-    /** A plain ZADD into the shard the member hashes to under K:meta's count: no other shard is touched. */
+    /**
+     * A plain ZADD into the shard the member hashes to under K:meta's count: no other shard is touched, and no cold
+     * copy either (a raw write cannot reach the cold tier: the cold copy stays live beside the hot one).
+     */
     void plainZadd(String member, long due) {
         Shard shard = shard(shardOf(member, metaShards));
         created++;
         if (shard.scheduled.put(member, due) != null) {
             replaced++;
         }
+        if (shard.cold.containsKey(member)) {
+            ContractWorld.covered("plain ZADDs of a cold member (a second live copy)");
+        }
     }
 
-    /** Moves the first scheduled copy among the candidates, removes the others; false when none is scheduled. */
+    /**
+     * Moves the first scheduled copy among the candidates, hot (K:i) before cold (the member index gets
+     * {@code <block>:<due>}, the block's score is lowered to the due time when earlier), removes the others; false
+     * when none is scheduled.
+     */
     boolean reschedule(String member, long due) {
         boolean moved = false;
         for (int s : candidates(member)) {
+            Shard shard = shard(s);
             if (moved) {
                 if (cancelIn(s, member)) {
                     replaced++;
                 }
-            } else if (shard(s).scheduled.containsKey(member)) {
-                shard(s).scheduled.put(member, due);
+            } else if (shard.scheduled.containsKey(member)) {
+                shard.scheduled.put(member, due);
                 moved = true;
+            } else if (shard.cold.containsKey(member)) {
+                Cold c = shard.cold.get(member);
+                shard.cold.put(member, new Cold(c.block(), due, c.payload(), true));
+                Block block = shard.blocks.get(c.block());
+                block.score = Math.min(block.score, due);
+                moved = true;
+                ContractWorld.covered("cold entries rescheduled");
             }
         }
         return moved;
@@ -225,8 +287,25 @@ final class ContractModel {
         return removed;
     }
 
-    /** cancel.lua and entries.lua 'cancel': the payload goes only when nothing else in the shard refers to it. */
+    /**
+     * cancel.lua: removes the hot copy (the payload goes only when nothing else in the shard refers to it) and the
+     * cold one (its member index field); true when either was there.
+     */
     private boolean cancelIn(int s, String member) {
+        Shard shard = shard(s);
+        boolean cold = shard.cold.remove(member) != null;
+        boolean hot = cancelHotIn(s, member);
+        if (cold) {
+            ContractWorld.covered("cold entries cancelled");
+            if (hot) {
+                replaced++; // a raw ZADD had made a second copy: both go, one is counted by the caller
+            }
+        }
+        return hot || cold;
+    }
+
+    /** entries.lua 'cancel' (and cancel.lua's hot part): K:i only, the payload when unreferenced. */
+    private boolean cancelHotIn(int s, String member) {
         Shard shard = shard(s);
         if (shard.scheduled.remove(member) == null) {
             return false;
@@ -522,10 +601,13 @@ final class ContractModel {
         return out;
     }
 
-    /** Whether the shards a draining count adds beyond the count in force hold nothing a relay must still pop. */
+    /**
+     * Whether the shards a draining count adds beyond the count in force hold nothing a relay must still pop or
+     * bring back from the cold tier (a block counts, even one whose entries were all cancelled).
+     */
     boolean drained(int count) {
         for (int s = metaShards; s < count; s++) {
-            if (shard(s).holdsDeliveries()) {
+            if (shard(s).holdsWork()) {
                 return false;
             }
         }
@@ -535,7 +617,7 @@ final class ContractModel {
     /** Whether those shards hold nothing at all, dead letters included. */
     boolean empty(int count) {
         for (int s = metaShards; s < count; s++) {
-            if (shard(s).holdsDeliveries() || !shard(s).dead.isEmpty()) {
+            if (shard(s).holdsWork() || !shard(s).dead.isEmpty()) {
                 return false;
             }
         }
@@ -580,22 +662,41 @@ final class ContractModel {
         dropPayloadIfUnreferenced(shard, member);
     }
 
-    /** entries.lua 'cancel' in one shard. */
+    /**
+     * entries.lua 'cancel' in one shard: the hot copy when there is one (its payload when unreferenced), otherwise
+     * the cold one (its member index field).
+     */
     boolean opsCancel(int s, String member) {
-        if (cancelIn(s, member)) {
+        if (cancelHotIn(s, member)) {
             cancelled++;
+            return true;
+        }
+        if (shard(s).cold.remove(member) != null) {
+            cancelled++;
+            ContractWorld.covered("cold entries cancelled by the operator");
             return true;
         }
         return false;
     }
 
-    /** entries.lua 'now' in one shard. */
+    /**
+     * entries.lua 'now' in one shard: a hot entry is moved to now; a cold one gets {@code <block>:<now>} in the
+     * member index and its block's score is lowered to now, so the mover brings it back at once.
+     */
     boolean deliverNow(int s, String member) {
         Shard shard = shard(s);
-        if (!shard.scheduled.containsKey(member)) {
+        if (shard.scheduled.containsKey(member)) {
+            shard.scheduled.put(member, now);
+            return true;
+        }
+        Cold c = shard.cold.get(member);
+        if (c == null) {
             return false;
         }
-        shard.scheduled.put(member, now);
+        shard.cold.put(member, new Cold(c.block(), now, c.payload(), true));
+        Block block = shard.blocks.get(c.block());
+        block.score = Math.min(block.score, now);
+        ContractWorld.covered("cold entries delivered now by the operator");
         return true;
     }
 
@@ -616,6 +717,104 @@ final class ContractModel {
     static final Comparator<DeadLetter> DEAD_ORDER = Comparator.comparingLong(DeadLetter::diedAt)
             .thenComparing(DeadLetter::member)
             .thenComparingInt(DeadLetter::shard);
+
+    // ---- the cold tier (docs/cold-tier.md) ----
+
+    /**
+     * cold-pick.lua: the entries of the shard due after now + cold-after and neither in flight nor dead, earliest
+     * first (ties by member, as ZRANGEBYSCORE orders them), with their payloads.
+     */
+    List<ColdEntry> coldPick(int s, long coldAfterMs) {
+        Shard shard = shard(s);
+        return shard.scheduled.entrySet().stream()
+                .filter(e -> e.getValue() > now + coldAfterMs
+                        && !shard.flights.containsKey(e.getKey())
+                        && !shard.dead.containsKey(e.getKey()))
+                .sorted(Map.Entry.<String, Long>comparingByValue().thenComparing(Map.Entry::getKey))
+                .map(e -> new ColdEntry(e.getKey(), e.getValue(), shard.payloads.get(e.getKey())))
+                .toList();
+    }
+
+    /**
+     * cold-demote.lua: each listed entry still exactly as listed (same due, same payload or still none, not in
+     * flight, not dead) leaves K:i and the payloads and becomes live in a new block; the block (all listed entries)
+     * is stored only when at least one moved, with the earliest moved due as its score. Returns {moved, block id}.
+     */
+    long[] coldDemote(int s, List<ColdEntry> listed) {
+        Shard shard = shard(s);
+        long id = shard.seq + 1;
+        int moved = 0;
+        long earliest = Long.MAX_VALUE;
+        for (ColdEntry e : listed) {
+            Long due = shard.scheduled.get(e.member());
+            if (due != null
+                    && due == e.due()
+                    && !shard.flights.containsKey(e.member())
+                    && !shard.dead.containsKey(e.member())
+                    && java.util.Objects.equals(shard.payloads.get(e.member()), e.payload())) {
+                shard.scheduled.remove(e.member());
+                shard.payloads.remove(e.member());
+                if (shard.cold.put(e.member(), new Cold(id, e.due(), e.payload(), false)) != null) {
+                    // a raw ZADD's hot copy of a cold member: the index now points at the new block, the old copy ends
+                    replaced++;
+                    ContractWorld.covered("cold members demoted again (a raw ZADD's copy replaces the cold one)");
+                }
+                moved++;
+                earliest = Math.min(earliest, e.due());
+            }
+        }
+        if (moved == 0) {
+            return new long[] {0, 0};
+        }
+        shard.seq = id;
+        shard.blocks.put(id, new Block(earliest, List.copyOf(listed)));
+        return new long[] {moved, id};
+    }
+
+    /** cold-due.lua: ids of the blocks whose score is at most now + lead, by score then id (as text), at most limit. */
+    List<String> coldDue(int s, long leadMs, int limit) {
+        return shard(s).blocks.entrySet().stream()
+                .filter(e -> e.getValue().score <= now + leadMs)
+                .sorted(Comparator.comparingLong((Map.Entry<Long, Block> e) -> e.getValue().score)
+                        .thenComparing(e -> Long.toString(e.getKey())))
+                .limit(limit)
+                .map(e -> Long.toString(e.getKey()))
+                .toList();
+    }
+
+    /**
+     * cold-promote.lua: a block gone answers {-1, 0}; otherwise each entry the index points at this block leaves the
+     * index and comes back to K:i (at its rescheduled time) unless the member is scheduled hot already (a raw ZADD's
+     * copy: the cold one ends), and the block is deleted. Returns {back, skipped}.
+     */
+    int[] coldPromote(int s, long id) {
+        Shard shard = shard(s);
+        Block block = shard.blocks.remove(id);
+        if (block == null) {
+            return new int[] {-1, 0};
+        }
+        int back = 0;
+        int skipped = 0;
+        for (ColdEntry e : block.entries) {
+            Cold c = shard.cold.get(e.member());
+            if (c == null || c.block() != id) {
+                skipped++;
+                continue;
+            }
+            shard.cold.remove(e.member());
+            if (shard.scheduled.containsKey(e.member())) {
+                replaced++;
+                skipped++;
+                continue;
+            }
+            shard.scheduled.put(e.member(), c.due());
+            if (e.payload() != null) {
+                shard.payloads.put(e.member(), e.payload());
+            }
+            back++;
+        }
+        return new int[] {back, skipped};
+    }
 
     // ---- totals and laws ----
 
@@ -639,12 +838,21 @@ final class ContractModel {
         return sum(s -> s.dead.size());
     }
 
+    /** Live cold entries of the first {@code width} shards. */
+    long coldTotal(int width) {
+        long n = 0;
+        for (int s = 0; s < width; s++) {
+            n += shard(s).cold.size();
+        }
+        return n;
+    }
+
     /**
      * The model's own laws, whatever Redis says: every copy ever scheduled is live or ended in exactly one way, and a
      * payload exists exactly while its id is scheduled, in flight or dead in its shard.
      */
     void checkLaws() {
-        long live = scheduledTotal() + flightTotal() + deadTotal();
+        long live = scheduledTotal() + flightTotal() + deadTotal() + coldTotal(MAX_SHARDS);
         long ended = replaced + cancelled + delivered + deadSuperseded + trimmed + purged + dropped;
         if (created != live + ended) {
             throw new AssertionError("ledger: " + created + " scheduled, " + live + " live + " + ended + " ended");
@@ -659,6 +867,19 @@ final class ContractModel {
             if (!referenced.equals(shard.payloads.keySet())) {
                 throw new AssertionError("shard " + e.getKey() + ": payloads " + shard.payloads.keySet()
                         + " but ids referring to one " + referenced);
+            }
+            for (Map.Entry<String, Cold> c : shard.cold.entrySet()) {
+                Block block = shard.blocks.get(c.getValue().block());
+                if (block == null
+                        || block.entries.stream().noneMatch(x -> x.member().equals(c.getKey()))
+                        || block.score > c.getValue().due()) {
+                    throw new AssertionError("shard " + e.getKey() + ": cold " + c.getKey() + " " + c.getValue()
+                            + " is not in a block that comes back by its due time");
+                }
+                if (c.getKey().startsWith(ContractWorld.ID_PREFIX)
+                        && (shard.scheduled.containsKey(c.getKey()) || shard.flights.containsKey(c.getKey()))) {
+                    throw new AssertionError("shard " + e.getKey() + ": id " + c.getKey() + " is cold and hot");
+                }
             }
         }
     }

@@ -158,7 +158,7 @@ class ContractModelTest {
                 .withAction(2, ackMany())
                 .withAction(4, fail())
                 .withAction(2, reap())
-                .withAction(4, advance())
+                .withAction(10, advance())
                 .withAction(2, reshard())
                 .withAction(2, retire())
                 .withAction(2, trim())
@@ -167,13 +167,19 @@ class ContractModelTest {
                 .withAction(1, opsEntries())
                 .withAction(1, pause())
                 .withAction(1, look())
+                .withAction(4, coldPick())
+                .withAction(4, coldDemote())
+                .withAction(2, coldListDue())
+                .withAction(2, coldPromote())
+                .withAction(2, coldPass())
                 .withMaxTransformations(maxSteps);
     }
 
     // ---- actions ----
 
     private static Arbitrary<Long> delays() {
-        return Arbitraries.of(-1500L, -1L, 0L, 1L, 200L, 1000L, 3000L);
+        // 2.5 to 9 s: beyond the cold tier's cold-after (2 s, ColdMovers.TIMING), so entries go cold and come back
+        return Arbitraries.of(-1500L, -1L, 0L, 1L, 200L, 1000L, 2500L, 3000L, 6000L, 9000L);
     }
 
     private static Arbitrary<String> members() {
@@ -342,6 +348,51 @@ class ContractModelTest {
     private static Action<ContractWorld> look() {
         return Action.just(
                 Transformer.mutate("list dead letters, read the backlog and the count", ContractWorld::look));
+    }
+
+    // ---- the cold tier's two movers (ColdMovers) ----
+
+    private static Arbitrary<Integer> movers() {
+        return Arbitraries.integers().between(0, ColdMovers.MOVERS - 1);
+    }
+
+    private static Arbitrary<Integer> shardPicks() {
+        return Arbitraries.integers().between(0, ContractModel.MAX_SHARDS - 1);
+    }
+
+    private static Action<ContractWorld> coldPick() {
+        return action(Combinators.combine(movers(), shardPicks())
+                .as((mover, pick) -> Transformer.mutate(
+                        "mover " + mover + " lists shard #" + pick + " to demote (cold-pick)",
+                        w -> w.movers.pick(mover, pick))));
+    }
+
+    private static Action<ContractWorld> coldDemote() {
+        return action(Combinators.combine(movers(), Arbitraries.of(false, true))
+                .as((mover, all) -> Transformer.mutate(
+                        "mover " + mover + " demotes " + (all ? "its listing" : "the first block of its listing")
+                                + " (cold-demote)",
+                        w -> w.movers.demote(mover, all))));
+    }
+
+    private static Action<ContractWorld> coldListDue() {
+        return action(Combinators.combine(movers(), shardPicks())
+                .as((mover, pick) -> Transformer.mutate(
+                        "mover " + mover + " lists the due blocks of shard #" + pick + " (cold-due)",
+                        w -> w.movers.listDue(mover, pick))));
+    }
+
+    private static Action<ContractWorld> coldPromote() {
+        return action(Combinators.combine(movers(), Arbitraries.integers().between(0, 1))
+                .as((mover, which) -> Transformer.mutate(
+                        "mover " + mover + " promotes its listed block #" + which + " (cold-promote)",
+                        w -> w.movers.promote(mover, which))));
+    }
+
+    private static Action<ContractWorld> coldPass() {
+        return action(movers().map(mover -> Transformer.mutate(
+                "mover " + mover + " runs a whole pass over its shards (promote what is due, demote)",
+                w -> w.movers.pass(mover))));
     }
 
     private static String signed(long delay) {

@@ -25,6 +25,7 @@ import io.delayrelay.app.engine.ContractModel.PopExpectation;
 import io.delayrelay.app.engine.ContractModel.Popped;
 import io.delayrelay.app.engine.ContractModel.Requeued;
 import io.delayrelay.app.engine.ContractModel.Settings;
+import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.fleet.OperatorPause;
 import io.delayrelay.app.fleet.OperatorPauseStore;
 import io.delayrelay.app.metrics.Backlog;
@@ -67,7 +68,8 @@ final class ContractWorld {
             ScheduledEntries entries,
             DeadSetTrimmer trimmer,
             OperatorPauseStore pauses,
-            BacklogReader backlog) {
+            BacklogReader backlog,
+            ColdStore cold) {
 
         static Shared on(RedisConnectionFactory raw) {
             PinnedClockRedis clock = new PinnedClockRedis(raw);
@@ -86,7 +88,8 @@ final class ContractWorld {
                     new ScheduledEntries(template),
                     new DeadSetTrimmer(null, template, RelayEvents.NOOP, Duration.ofHours(1)),
                     new OperatorPauseStore(template),
-                    new BacklogReader(template));
+                    new BacklogReader(template),
+                    new ColdStore(template));
         }
     }
 
@@ -108,6 +111,9 @@ final class ContractWorld {
     private final TopologyKeeper[] keepers = new TopologyKeeper[INSTANCES];
     private final LeaseReaper[] reapers = new LeaseReaper[INSTANCES];
     final List<Lease> leases = new ArrayList<>();
+    /** The cold tier's two movers (instance i's mover moves the shards of instance i's scan width). */
+    final ColdMovers movers;
+
     private int payloads;
     int steps;
 
@@ -125,6 +131,7 @@ final class ContractWorld {
             keepers[i] = new TopologyKeeper(() -> List.of(relay), Duration.ZERO, System::nanoTime, events, 0);
             reapers[i] = new LeaseReaper(shared.stores()[i], events);
         }
+        this.movers = new ColdMovers(this, shared.cold());
     }
 
     BusinessSpec spec(int shards) {
@@ -770,6 +777,7 @@ final class ContractWorld {
         same("backlog due", model.dueTotal(), b.due());
         same("backlog scheduled later", model.scheduledTotal() - model.dueTotal(), b.scheduled());
         same("backlog in flight", model.flightTotal(), b.inflight());
+        same("backlog cold (live entries of the scanned shards)", model.coldTotal(width), b.cold());
         long dead = model.deadLetters(reach).size();
         if (dead != b.dead()) {
             String what = "backlog dead " + b.dead() + ", expected " + dead;
@@ -819,6 +827,7 @@ final class ContractWorld {
                     hash(read.get(base + 4)));
             same(where + keys.payloads(s), new TreeMap<>(shard.payloads), hash(read.get(base + 5)));
         }
+        movers.check("after step " + steps);
         Map<String, String> meta = hash(read.get(ContractModel.MAX_SHARDS * 6));
         same("K:meta shards", Integer.toString(model.metaShards), meta.get(MetaFields.SHARDS));
         same("K:meta draining", join(model.draining), meta.getOrDefault(MetaFields.DRAINING, ""));
@@ -826,9 +835,9 @@ final class ContractWorld {
         same("K:meta operator pause", model.paused, "1".equals(meta.get(MetaFields.PAUSED)));
         for (int i = 0; i < INSTANCES; i++) {
             for (int s = scanWidth(i); s < ContractModel.MAX_SHARDS; s++) {
-                if (model.shard(s).holdsDeliveries()) {
+                if (model.shard(s).holdsWork()) {
                     throw new AssertionError("instance " + i + " scans " + scanWidth(i) + " shards, but shard " + s
-                            + " holds deliveries nobody pops: " + describe(s));
+                            + " holds deliveries or cold blocks nobody pops or moves: " + describe(s));
                 }
             }
         }
@@ -930,7 +939,9 @@ final class ContractWorld {
 
     String describe(int s) {
         ContractModel.Shard shard = model.shard(s);
-        return "scheduled " + shard.scheduled + ", in flight " + shard.flights + ", dead " + shard.dead.keySet();
+        return "scheduled " + shard.scheduled + ", in flight " + shard.flights + ", dead " + shard.dead.keySet()
+                + (shard.cold.isEmpty() ? "" : ", cold " + shard.cold)
+                + (shard.blocks.isEmpty() ? "" : ", blocks " + shard.blocks.keySet());
     }
 
     private String describeAll() {

@@ -60,6 +60,7 @@ public final class PrivateRedis implements AutoCloseable {
         private final List<String> cliArgs = new ArrayList<>();
         private Path dir;
         private boolean tls;
+        private int port;
 
         /** More redis-server arguments (after the defaults: no persistence, loopback, own dir and log). */
         public Builder args(String... args) {
@@ -70,6 +71,15 @@ public final class PrivateRedis implements AutoCloseable {
         /** Arguments redis-cli needs to talk to this server (a password, --tls --cacert ...). */
         public Builder cliArgs(String... args) {
             cliArgs.addAll(List.of(args));
+            return this;
+        }
+
+        /**
+         * A port of its own (one a helper session was given on a shared machine); 0, the default, lets the OS choose a
+         * free one.
+         */
+        public Builder port(int port) {
+            this.port = port;
             return this;
         }
 
@@ -98,7 +108,7 @@ public final class PrivateRedis implements AutoCloseable {
             PrivateRedis redis = new PrivateRedis(this, dir);
             IllegalStateException failure = null;
             for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
-                redis.port = FreePort.next();
+                redis.port = port > 0 ? port : FreePort.next();
                 try {
                     redis.launch();
                     return redis;
