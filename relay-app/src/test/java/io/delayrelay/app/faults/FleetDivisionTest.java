@@ -338,6 +338,9 @@ class FleetDivisionTest {
         p.put(b + "routing-key", "due");
         p.put(b + "shards", SHARDS);
         p.put(b + "threads", 2);
+        // polling at max-idle whatever the shared Redis's notify-keyspace-events says: with notifications an idle
+        // shard is only swept every 5 s, and the 3 s MONITOR window would not see every shard popped
+        p.put("relay.wake.keyspace-events", "off");
         return p;
     }
 
