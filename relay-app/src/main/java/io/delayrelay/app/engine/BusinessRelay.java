@@ -1,6 +1,7 @@
 package io.delayrelay.app.engine;
 
 import java.time.Duration;
+import java.util.BitSet;
 import java.util.List;
 import java.util.Set;
 
@@ -240,6 +241,37 @@ public final class BusinessRelay implements ShardWakeups {
     public boolean popsWithin(int shard, long ms) {
         long window = Math.max(ms, state.spec().linger().toMillis());
         return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + window;
+    }
+
+    @Override
+    public boolean joinLingeringRound(int shard) {
+        if (state.spec().rateCapped() || !store.combinesShards() || skipped(shard)) {
+            return false;
+        }
+        ShardSchedule.Earliest round = schedule.earliest(s -> s == shard || skipped(s));
+        if (round.shard() < 0 || round.dueMs() > clock.nowMs()) {
+            return false;
+        }
+        schedule.lower(shard, round.dueMs());
+        return true;
+    }
+
+    /** Shards the workers do not pop: another instance's, or quarantined. */
+    private boolean skipped(int shard) {
+        return !division.owns(shard) || state.quarantine().isQuarantined(shard);
+    }
+
+    @Override
+    public BitSet ownedShards() {
+        int width = state.scanWidth();
+        BitSet owned = new BitSet(width);
+        ShardDivision.Share share = division.effective();
+        for (int shard = 0; shard < width; shard++) {
+            if (share.owns(shard)) {
+                owned.set(shard);
+            }
+        }
+        return owned;
     }
 
     /**

@@ -46,6 +46,7 @@ final class ShardPeeks {
     private final HeadReader reader;
     private final Found found;
     private final IntPredicate poppedSoon;
+    private final IntPredicate joinsRound;
     private final ScheduledExecutorService timer;
     private final LongSupplier nanos;
     private final AtomicIntegerArray state;
@@ -53,18 +54,21 @@ final class ShardPeeks {
 
     /**
      * {@code poppedSoon} tells whether a shard is popped within {@link #WINDOW_MS} anyway (so a peek would learn
-     * nothing a worker does not read then).
+     * nothing a worker does not read then); {@code joinsRound} adds a shard to a pop round about to run, if there is
+     * one (so the round reads the write instead of a peek).
      */
     ShardPeeks(
             int maxShards,
             HeadReader reader,
             Found found,
             IntPredicate poppedSoon,
+            IntPredicate joinsRound,
             ScheduledExecutorService timer,
             LongSupplier nanos) {
         this.reader = reader;
         this.found = found;
         this.poppedSoon = poppedSoon;
+        this.joinsRound = joinsRound;
         this.timer = timer;
         this.nanos = nanos;
         this.state = new AtomicIntegerArray(maxShards);
@@ -89,7 +93,7 @@ final class ShardPeeks {
                 }
                 continue;
             }
-            if (poppedSoon.test(shard)) {
+            if (poppedSoon.test(shard) || joinsRound.test(shard)) {
                 return;
             }
             if (state.compareAndSet(shard, IDLE, BUSY)) {
