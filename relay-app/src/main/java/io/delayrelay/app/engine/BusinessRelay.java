@@ -244,24 +244,6 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     @Override
-    public boolean joinLingeringRound(int shard) {
-        if (state.spec().rateCapped() || !store.combinesShards() || skipped(shard)) {
-            return false;
-        }
-        ShardSchedule.Earliest round = schedule.earliest(s -> s == shard || skipped(s));
-        if (round.shard() < 0 || round.dueMs() > clock.nowMs()) {
-            return false;
-        }
-        schedule.lower(shard, round.dueMs());
-        return true;
-    }
-
-    /** Shards the workers do not pop: another instance's, or quarantined. */
-    private boolean skipped(int shard) {
-        return !division.owns(shard) || state.quarantine().isQuarantined(shard);
-    }
-
-    @Override
     public BitSet ownedShards() {
         int width = state.scanWidth();
         BitSet owned = new BitSet(width);

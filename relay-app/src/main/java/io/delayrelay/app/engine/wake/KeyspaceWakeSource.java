@@ -351,7 +351,6 @@ public final class KeyspaceWakeSource {
                 shard -> earliest(keys.shardKeyBytes(shard)[DelayQueueKeys.SHARD]),
                 (shard, dueMs) -> wakeups.announce(shard, dueMs == Long.MIN_VALUE ? nowMs.getAsLong() : dueMs),
                 shard -> wakeups.popsWithin(shard, ShardPeeks.WINDOW_MS),
-                wakeups::joinLingeringRound,
                 timer,
                 System::nanoTime);
         String prefix = keys.shard(0);

@@ -46,7 +46,6 @@ final class ShardPeeks {
     private final HeadReader reader;
     private final Found found;
     private final IntPredicate poppedSoon;
-    private final IntPredicate joinsRound;
     private final ScheduledExecutorService timer;
     private final LongSupplier nanos;
     private final AtomicIntegerArray state;
@@ -54,21 +53,18 @@ final class ShardPeeks {
 
     /**
      * {@code poppedSoon} tells whether a shard is popped within {@link #WINDOW_MS} anyway (so a peek would learn
-     * nothing a worker does not read then); {@code joinsRound} adds a shard to a pop round about to run, if there is
-     * one (so the round reads the write instead of a peek).
+     * nothing a worker does not read then).
      */
     ShardPeeks(
             int maxShards,
             HeadReader reader,
             Found found,
             IntPredicate poppedSoon,
-            IntPredicate joinsRound,
             ScheduledExecutorService timer,
             LongSupplier nanos) {
         this.reader = reader;
         this.found = found;
         this.poppedSoon = poppedSoon;
-        this.joinsRound = joinsRound;
         this.timer = timer;
         this.nanos = nanos;
         this.state = new AtomicIntegerArray(maxShards);
@@ -93,7 +89,7 @@ final class ShardPeeks {
                 }
                 continue;
             }
-            if (poppedSoon.test(shard) || joinsRound.test(shard)) {
+            if (poppedSoon.test(shard)) {
                 return;
             }
             if (state.compareAndSet(shard, IDLE, BUSY)) {

@@ -28,14 +28,6 @@ public interface ShardWakeups {
     boolean popsWithin(int shard, long ms);
 
     /**
-     * Whether {@code shard} joined a pop round of the business that is about to run: its workers are lingering before
-     * one pop of every shard due by then, so the shard's known due time is lowered to that round's and the round reads
-     * whatever was written (a notified write then costs no peek, and is picked up by the same round a peek would have
-     * woken). False when no round is lingering, or when pops take one shard at a time (a rate cap, a Redis Cluster).
-     */
-    boolean joinLingeringRound(int shard);
-
-    /**
      * The shards of the business's scan width this instance pops now (its share in the fleet's division): the keyspace
      * notifications of these, and only these, are heard, so the fleet's decode cost does not grow with its size.
      */

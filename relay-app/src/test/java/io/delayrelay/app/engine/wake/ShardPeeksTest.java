@@ -26,10 +26,6 @@ class ShardPeeksTest {
     private final List<CompletableFuture<Long>> reads = new CopyOnWriteArrayList<>();
     private final List<long[]> found = new CopyOnWriteArrayList<>();
     private final Set<Integer> poppedSoon = ConcurrentHashMap.newKeySet();
-    /** Shards that join a lingering pop round when notified (what the business would answer). */
-    private final Set<Integer> joinRound = ConcurrentHashMap.newKeySet();
-
-    private final List<Integer> joined = new CopyOnWriteArrayList<>();
     private final ShardPeeks peeks = new ShardPeeks(
             16,
             shard -> {
@@ -39,7 +35,6 @@ class ShardPeeksTest {
             },
             (shard, dueMs) -> found.add(new long[] {shard, dueMs}),
             poppedSoon::contains,
-            shard -> joinRound.contains(shard) && joined.add(shard),
             timer,
             System::nanoTime);
 
@@ -93,24 +88,6 @@ class ShardPeeksTest {
         poppedSoon.clear();
         peeks.notified(4);
         await().atMost(Duration.ofSeconds(5)).until(() -> reads.size() == 2);
-    }
-
-    @Test
-    void aWriteToAShardThatJoinsALingeringPopRoundIsNotPeekedAtAndAPeekInFlightIsNotSkipped() {
-        joinRound.add(6);
-        peeks.notified(6);
-        peeks.notified(6);
-        assertThat(reads).as("no peek: the round reads shard 6").isEmpty();
-        assertThat(joined).as("each write joined the round").containsExactly(6, 6);
-
-        // a write notified while a peek of its shard is in flight is read by another peek, round or not
-        joinRound.clear();
-        peeks.notified(7);
-        joinRound.add(7);
-        peeks.notified(7);
-        reads.get(0).complete(3_000L);
-        await().atMost(Duration.ofSeconds(5)).until(() -> reads.size() == 2);
-        assertThat(joined).as("a shard with a peek in flight does not join").containsExactly(6, 6);
     }
 
     @Test
