@@ -1,6 +1,7 @@
 package io.delayrelay.app.engine;
 
 import java.time.Duration;
+import java.util.BitSet;
 import java.util.List;
 import java.util.Set;
 
@@ -240,6 +241,19 @@ public final class BusinessRelay implements ShardWakeups {
     public boolean popsWithin(int shard, long ms) {
         long window = Math.max(ms, state.spec().linger().toMillis());
         return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + window;
+    }
+
+    @Override
+    public BitSet ownedShards() {
+        int width = state.scanWidth();
+        BitSet owned = new BitSet(width);
+        ShardDivision.Share share = division.effective();
+        for (int shard = 0; shard < width; shard++) {
+            if (share.owns(shard)) {
+                owned.set(shard);
+            }
+        }
+        return owned;
     }
 
     /**

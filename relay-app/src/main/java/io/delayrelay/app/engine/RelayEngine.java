@@ -225,6 +225,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         keyspaceWake.onModeChange(on -> relays.values().forEach(relay -> useWakeMode(relay, on)));
         relays.values().forEach(this::subscribeKeyspace);
         relays.values().forEach(BusinessRelay::renewSeat);
+        relays.values().forEach(this::followShare);
         relays.values().forEach(BusinessRelay::start);
         if (settings.division().enabled()) {
             long renewMs = Math.max(1, settings.division().renewEvery().toMillis());
@@ -291,6 +292,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                     subscribeKeyspace(added);
                     tell(startListeners, added, "start");
                     added.renewSeat();
+                    followShare(added);
                     added.start();
                 }
                 continue;
@@ -429,7 +431,22 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
 
     /** A scheduled task: must not throw, or its schedule ends ({@link BusinessRelay#renewSeat} never throws). */
     private void renewSeats() {
-        relays.values().forEach(BusinessRelay::renewSeat);
+        for (BusinessRelay relay : relays.values()) {
+            relay.renewSeat();
+            followShare(relay);
+        }
+    }
+
+    /** The keyspace channels heard follow the shards this instance pops (never throws: checked again in 500 ms). */
+    private void followShare(BusinessRelay relay) {
+        try {
+            keyspaceWake.follow(relay);
+        } catch (RuntimeException e) {
+            log.debug(
+                    "business={}: following its share with the keyspace channels failed",
+                    relay.spec().name(),
+                    e);
+        }
     }
 
     /** This instance's name in the businesses' {@code {K:cursor}:seats}. */

@@ -3,6 +3,7 @@ package io.delayrelay.app.engine.wake;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -42,6 +43,11 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * per write. A notification is only a signal, never storage: a lost one costs at most one safety sweep.
  * Notifications are decoded as bytes (one per write, on the Lettuce event loop: no strings).
  *
+ * <p>Only the shards this instance pops are heard: it SUBSCRIBEs the exact channels {@code __keyspace@<db>__:K:i} of
+ * its share in the fleet's division ({@link ShardWakeups#ownedShards}), follows the share after every seat renewal
+ * and every {@link #CHECK_INTERVAL} (subscribing the shards it took over, each swept once its subscription is
+ * confirmed, and unsubscribing those it handed over), so each write is decoded by one instance of the fleet.
+ *
  * <p>Notifications are node-local, so on a Redis Cluster the relay subscribes on every master. Redis must have
  * {@code notify-keyspace-events} with {@code K} and {@code z} (or {@code A}); the relay sets them with
  * {@code CONFIG SET} only when {@code relay.wake.configure-redis=true}. Without them it falls back to polling at
@@ -53,7 +59,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * master: 2 commands/s per master per relay instance). When they stopped anywhere: one WARN naming the fix, every
  * business polls at max-idle ({@link #onModeChange}) and is swept at once; when they are back: one INFO, keyspace
  * wake-ups again. On a cluster the topology is reloaded every {@value #TOPOLOGY_EVERY_CHECKS} checks and the
- * patterns are subscribed again when masters were added (Lettuce does not subscribe nodes it learns of later).
+ * channels are subscribed again when masters were added (Lettuce does not subscribe nodes it learns of later).
  * <p>
  * Longer than 300 lines because it carries the standalone and the Cluster variant of every Redis call it makes
  * (pub/sub connection, head reads, the masters' flag checks through {@link NotificationFlags}) and the switch
@@ -103,13 +109,33 @@ public final class KeyspaceWakeSource {
     private ScheduledExecutorService checker;
 
     private volatile boolean active;
-    /** Cluster masters the pattern subscriptions were last sent to (node ids). */
+    /** Cluster masters the channel subscriptions were last sent to (node ids). */
     private volatile Set<String> subscribedMasters = Set.of();
 
     private int checksSinceTopology;
 
-    /** One business's pattern, its channels' common prefix (before the shard number) and its peeks. */
-    private record Subscription(ShardWakeups wakeups, byte[] pattern, byte[] channelPrefix, ShardPeeks peeks) {}
+    /**
+     * One business: its channels' common prefix (before the shard number), its peeks and the shards whose channels
+     * are subscribed ({@code heard}, guarded by the source's lock).
+     */
+    private record Subscription(ShardWakeups wakeups, byte[] channelPrefix, ShardPeeks peeks, BitSet heard) {
+
+        byte[][] channels(BitSet shards) {
+            byte[][] channels = new byte[shards.cardinality()][];
+            int i = 0;
+            for (int shard = shards.nextSetBit(0); shard >= 0; shard = shards.nextSetBit(shard + 1)) {
+                channels[i++] = channel(shard);
+            }
+            return channels;
+        }
+
+        byte[] channel(int shard) {
+            byte[] digits = Integer.toString(shard).getBytes(StandardCharsets.US_ASCII);
+            byte[] channel = Arrays.copyOf(channelPrefix, channelPrefix.length + digits.length);
+            System.arraycopy(digits, 0, channel, channelPrefix.length, digits.length);
+            return channel;
+        }
+    }
 
     /** {@code nowMs}: the estimated Redis time, epoch ms (a failed peek announces the shard due now). */
     public KeyspaceWakeSource(RedisConnectionFactory connectionFactory, Settings settings, LongSupplier nowMs) {
@@ -181,6 +207,9 @@ public final class KeyspaceWakeSource {
      */
     private void recheck() {
         try {
+            // a share also changes without a renewal (after a whole seat TTL without one, every shard) and with the
+            // shard count: this is the bound on how late the channels follow it
+            subscriptions.forEach(this::heedShare);
             if (client instanceof RedisClusterClient cluster && ++checksSinceTopology >= TOPOLOGY_EVERY_CHECKS) {
                 checksSinceTopology = 0;
                 cluster.refreshPartitions();
@@ -238,8 +267,8 @@ public final class KeyspaceWakeSource {
     }
 
     /**
-     * A master added to the cluster since the patterns were subscribed hears nothing (Lettuce subscribes the
-     * masters it knew): subscribe again on every master; each confirmation sweeps its business.
+     * A master added to the cluster since the channels were subscribed hears nothing (Lettuce subscribes the
+     * masters it knew): subscribe them again on every master; each confirmation sweeps its shard.
      */
     private void subscribeNewMasters() {
         Set<String> now = masters();
@@ -248,12 +277,16 @@ public final class KeyspaceWakeSource {
             return;
         }
         log.info(
-                "Redis Cluster masters changed ({} -> {}): subscribing the keyspace patterns on every master",
+                "Redis Cluster masters changed ({} -> {}): subscribing the keyspace channels on every master",
                 subscribedMasters.size(),
                 now.size());
         subscribedMasters = now;
-        for (Subscription s : subscriptions) {
-            psubscribe(s.pattern());
+        synchronized (this) {
+            for (Subscription s : subscriptions) {
+                if (!s.heard().isEmpty()) {
+                    subscribe(s.channels(s.heard()));
+                }
+            }
         }
     }
 
@@ -305,14 +338,14 @@ public final class KeyspaceWakeSource {
         return connectionFactory instanceof LettuceConnectionFactory lettuce ? lettuce.getDatabase() : 0;
     }
 
-    /** Starts hearing a business's shard keys ({@code keys}), telling {@code wakeups} what they announce. */
+    /**
+     * Starts hearing the shard keys of a business ({@code keys}) that this instance pops, telling {@code wakeups} what
+     * they announce; {@link #follow} keeps the channels in step with the shards it pops.
+     */
     public void subscribe(DelayQueueKeys keys, ShardWakeups wakeups) {
         if (pubSub == null) {
             return;
         }
-        String prefix = keys.shard(0);
-        prefix = prefix.substring(0, prefix.length() - 1);
-        String pattern = "__keyspace@" + database() + "__:" + escape(prefix) + "[0-9]*";
         ShardPeeks peeks = new ShardPeeks(
                 MAX_SHARDS,
                 shard -> earliest(keys.shardKeyBytes(shard)[DelayQueueKeys.SHARD]),
@@ -320,46 +353,86 @@ public final class KeyspaceWakeSource {
                 shard -> wakeups.popsWithin(shard, ShardPeeks.WINDOW_MS),
                 timer,
                 System::nanoTime);
-        subscriptions.add(new Subscription(
-                wakeups,
-                DelayQueueKeys.bytes(pattern),
-                DelayQueueKeys.bytes("__keyspace@" + database() + "__:" + prefix),
-                peeks));
-        psubscribe(DelayQueueKeys.bytes(pattern));
+        String prefix = keys.shard(0);
+        prefix = prefix.substring(0, prefix.length() - 1);
+        Subscription s = new Subscription(
+                wakeups, DelayQueueKeys.bytes("__keyspace@" + database() + "__:" + prefix), peeks, new BitSet());
+        subscriptions.add(s);
+        heedShare(s);
+    }
+
+    /**
+     * Subscribes the keyspace channels of the shards {@code wakeups} pops now and unsubscribes the others (its share
+     * in the fleet's division changed, or its shard count). Called after every seat renewal and every flag check; a
+     * channel newly subscribed sweeps its shard once its subscription is confirmed ({@link Listener#subscribed}).
+     */
+    public void follow(ShardWakeups wakeups) {
+        for (Subscription s : subscriptions) {
+            if (s.wakeups() == wakeups) {
+                heedShare(s);
+            }
+        }
+    }
+
+    private synchronized void heedShare(Subscription s) {
+        if (pubSub == null || !subscriptions.contains(s)) {
+            return;
+        }
+        BitSet wanted = s.wakeups().ownedShards();
+        wanted.clear(MAX_SHARDS, Math.max(MAX_SHARDS, wanted.length()));
+        BitSet added = (BitSet) wanted.clone();
+        added.andNot(s.heard());
+        BitSet dropped = (BitSet) s.heard().clone();
+        dropped.andNot(wanted);
+        if (!dropped.isEmpty()) {
+            unsubscribe(s.channels(dropped));
+            s.heard().andNot(dropped);
+        }
+        if (!added.isEmpty()) {
+            subscribe(s.channels(added));
+            s.heard().or(added);
+        }
     }
 
     /** Stops hearing the shard keys of the business behind {@code wakeups}. */
-    public void unsubscribe(ShardWakeups wakeups) {
+    public synchronized void unsubscribe(ShardWakeups wakeups) {
         if (pubSub == null) {
             return;
         }
         for (Subscription s : subscriptions) {
             if (s.wakeups() == wakeups) {
                 subscriptions.remove(s);
-                punsubscribe(s.pattern());
+                if (!s.heard().isEmpty()) {
+                    unsubscribe(s.channels(s.heard()));
+                }
             }
         }
     }
 
-    private void psubscribe(byte[] pattern) {
+    /** The keyspace channels {@code wakeups} hears now (tests). */
+    synchronized BitSet heard(ShardWakeups wakeups) {
+        for (Subscription s : subscriptions) {
+            if (s.wakeups() == wakeups) {
+                return (BitSet) s.heard().clone();
+            }
+        }
+        return new BitSet();
+    }
+
+    private void subscribe(byte[][] channels) {
         if (pubSub instanceof StatefulRedisClusterPubSubConnection<byte[], byte[]> cluster) {
-            cluster.sync().upstream().commands().psubscribe(pattern);
+            cluster.sync().upstream().commands().subscribe(channels);
         } else {
-            pubSub.sync().psubscribe(pattern);
+            pubSub.sync().subscribe(channels);
         }
     }
 
-    private void punsubscribe(byte[] pattern) {
+    private void unsubscribe(byte[][] channels) {
         if (pubSub instanceof StatefulRedisClusterPubSubConnection<byte[], byte[]> cluster) {
-            cluster.sync().upstream().commands().punsubscribe(pattern);
+            cluster.sync().upstream().commands().unsubscribe(channels);
         } else {
-            pubSub.sync().punsubscribe(pattern);
+            pubSub.sync().unsubscribe(channels);
         }
-    }
-
-    /** Glob-escapes a key prefix for PSUBSCRIBE. */
-    static String escape(String literal) {
-        return literal.replaceAll("([\\\\*?\\[\\]])", "\\\\$1");
     }
 
     public void close() {
@@ -378,15 +451,6 @@ public final class KeyspaceWakeSource {
                 }
             }
         }
-    }
-
-    private Subscription subscription(byte[] pattern) {
-        for (Subscription s : subscriptions) {
-            if (Arrays.equals(s.pattern(), pattern)) {
-                return s;
-            }
-        }
-        return null;
     }
 
     /** The shard number after {@code prefix} in {@code channel}, or -1 when the channel is not one of its shards. */
@@ -409,26 +473,31 @@ public final class KeyspaceWakeSource {
     private final class Listener extends RedisPubSubAdapter<byte[], byte[]> {
 
         @Override
-        public void message(byte[] pattern, byte[] channel, byte[] event) {
+        public void message(byte[] channel, byte[] event) {
             if (!Arrays.equals(ZADD, event) && !Arrays.equals(ZINCR, event)) {
                 return;
             }
-            Subscription s = subscription(pattern);
-            if (s == null) {
-                return;
-            }
-            int shard = shardOf(channel, s.channelPrefix(), s.peeks().maxShards());
-            if (shard >= 0) {
-                s.peeks().notified(shard);
+            for (Subscription s : subscriptions) {
+                int shard = shardOf(channel, s.channelPrefix(), s.peeks().maxShards());
+                if (shard >= 0) {
+                    s.peeks().notified(shard);
+                    return;
+                }
             }
         }
 
-        /** After every (re)subscription the workers sweep every shard: notifications may have been lost meanwhile. */
+        /**
+         * After every (re)subscription of a shard's channel (a shard newly this instance's, a reconnect, a new
+         * cluster master) the workers pop that shard: notifications may have been lost meanwhile.
+         */
         @Override
-        public void psubscribed(byte[] pattern, long count) {
-            Subscription s = subscription(pattern);
-            if (s != null) {
-                s.wakeups().sweepAll();
+        public void subscribed(byte[] channel, long count) {
+            for (Subscription s : subscriptions) {
+                int shard = shardOf(channel, s.channelPrefix(), s.peeks().maxShards());
+                if (shard >= 0) {
+                    s.wakeups().announce(shard, nowMs.getAsLong());
+                    return;
+                }
             }
         }
     }

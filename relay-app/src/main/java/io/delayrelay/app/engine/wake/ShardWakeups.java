@@ -1,5 +1,7 @@
 package io.delayrelay.app.engine.wake;
 
+import java.util.BitSet;
+
 /**
  * What a wake-up source may tell one business's workers, and the one thing it may ask them. The engine's
  * {@code BusinessRelay} implements it; the sources in this package (a producer's {@code K:wake} message, a keyspace
@@ -24,4 +26,10 @@ public interface ShardWakeups {
      * that close, or past), or another instance of the fleet pops it.
      */
     boolean popsWithin(int shard, long ms);
+
+    /**
+     * The shards of the business's scan width this instance pops now (its share in the fleet's division): the keyspace
+     * notifications of these, and only these, are heard, so the fleet's decode cost does not grow with its size.
+     */
+    BitSet ownedShards();
 }

@@ -1,0 +1,137 @@
+package io.delayrelay.app;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.BusinessRelay;
+import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Keyspace notifications follow the fleet's division: each instance SUBSCRIBEs the channels of the shards it pops
+ * and no others, so every write is decoded by one instance; when one instance stops, the other subscribes the shards
+ * it took over and hears plain ZADDs there. The shared Redis has notify-keyspace-events Kz; max-idle and the safety
+ * sweep are 10 minutes, so only a notification can make an entry written after the start-up sweeps arrive.
+ */
+class KeyspaceShareTest {
+
+    static final int SHARDS = 16;
+    static final Duration SEAT_TTL = Duration.ofMillis(1_500);
+    /** A notified plain ZADD due now arrives within this on a loaded 2-core box (the target is 20 ms at p99). */
+    static final Duration PICK_UP = Duration.ofSeconds(2);
+
+    private final RelayTestKit kit = new RelayTestKit();
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+    }
+
+    @Test
+    void eachInstanceHearsOnlyItsShardsAndTheSurvivorHearsAllOfThemAfterTheOtherStops() throws Exception {
+        String business = kit.business("kshare");
+        String exchange = kit.exchange("kshare");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        ConfigurableApplicationContext a = kit.startRelay(properties(business, exchange));
+        ConfigurableApplicationContext b = kit.startRelay(properties(business, exchange));
+        BusinessRelay relayA = a.getBean(RelayEngine.class).relays().get(business);
+        BusinessRelay relayB = b.getBean(RelayEngine.class).relays().get(business);
+
+        await("two live seats, half of the shards each")
+                .atMost(Duration.ofSeconds(15))
+                .until(() -> relayA.ownedShards().cardinality() == SHARDS / 2
+                        && relayB.ownedShards().cardinality() == SHARDS / 2);
+        BitSet ofB = relayB.ownedShards();
+        BitSet both = (BitSet) ofB.clone();
+        both.and(relayA.ownedShards());
+        assertThat(both.cardinality()).as("shards both instances pop: %s", both).isZero();
+        await("each shard's channel subscribed by exactly one instance")
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> subscribers(keys).values().stream().allMatch(n -> n == 1));
+
+        // every shard written once, due now: each instance hears its half
+        List<String> sent = new ArrayList<>();
+        for (int shard = 0; shard < SHARDS; shard++) {
+            sent.add(zaddDueNow(keys, shard, "split-" + shard));
+        }
+        List<Received> first = RelayTestKit.collect(received, SHARDS, Duration.ofSeconds(15), Duration.ofMillis(300));
+        assertThat(first).extracting(Received::text).containsExactlyInAnyOrderElementsOf(sent);
+        assertPickedUpWithinBound(first);
+
+        // B stops (gives its seat up): A takes its shards at its next renewal and subscribes their channels
+        b.close();
+        await("A pops every shard")
+                .atMost(SEAT_TTL.plus(Duration.ofSeconds(3)))
+                .until(() -> relayA.ownedShards().cardinality() == SHARDS);
+        await("A hears every shard").atMost(Duration.ofSeconds(3)).until(() -> subscribers(keys).values().stream()
+                .allMatch(n -> n == 1));
+        int formerlyB = ofB.nextSetBit(0);
+        String late = zaddDueNow(keys, formerlyB, "after hand-over");
+        List<Received> second = RelayTestKit.collect(received, 1, Duration.ofSeconds(15), Duration.ofMillis(300));
+        assertThat(second).extracting(Received::text).containsExactly(late);
+        assertPickedUpWithinBound(second);
+    }
+
+    private Map<String, Object> properties(String business, String exchange) {
+        Map<String, Object> p = RelayTestKit.business(
+                kit.baseProperties(), business, exchange, "due", "shards", SHARDS, "max-idle", "10m");
+        p.put("relay.wake.safety-sweep", "10m");
+        p.put("relay.division.seat-ttl", SEAT_TTL.toMillis() + "ms");
+        return p;
+    }
+
+    /** Writes a plain ZADD (no relay-api wake-up) due now; returns its text. */
+    private String zaddDueNow(DelayQueueKeys keys, int shard, String text) {
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands()
+                    .zAdd(
+                            keys.shard(shard).getBytes(StandardCharsets.UTF_8),
+                            c.serverCommands().time(),
+                            text.getBytes(StandardCharsets.UTF_8));
+        }
+        return text;
+    }
+
+    private static void assertPickedUpWithinBound(List<Received> all) {
+        for (Received r : all) {
+            assertThat(r.header("x-delay-relayed-at") - r.header("x-delay-due-at"))
+                    .as("due -> relayed of %s", r.text())
+                    .isBetween(0L, PICK_UP.toMillis());
+        }
+    }
+
+    /** PUBSUB NUMSUB of every shard's keyspace channel (db 0, the shared Redis). */
+    private Map<Integer, Long> subscribers(DelayQueueKeys keys) {
+        String[] channels = new String[SHARDS];
+        for (int shard = 0; shard < SHARDS; shard++) {
+            channels[shard] = "__keyspace@0__:" + keys.shard(shard);
+        }
+        Map<Integer, Long> counts = new HashMap<>();
+        try (StatefulRedisConnection<String, String> c =
+                ((RedisClient) kit.redisFactory().getNativeClient()).connect()) {
+            Map<String, Long> numsub = c.sync().pubsubNumsub(channels);
+            for (int shard = 0; shard < SHARDS; shard++) {
+                counts.put(shard, numsub.get(channels[shard]));
+            }
+        }
+        return counts;
+    }
+}
