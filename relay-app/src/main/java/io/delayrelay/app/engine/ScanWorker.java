@@ -29,9 +29,9 @@ import org.slf4j.MDC;
  * that is retried comes after the later ones).
  * <p>
  * On a standalone Redis one pop carries every shard of this instance's known due by the earliest known due time
- * plus the business's linger (one pop.lua call, one publish, one ack.lua call for all of them), so that a steady
- * rate spread over many shards costs a pop per linger rather than one per message; on a Redis Cluster each pop takes
- * one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
+ * plus the business's linger (one pop.lua call, one publish for all of them; their acks ride on the next pop, see
+ * {@link AckCarrier}), so that a steady rate spread over many shards costs a pop per linger rather than one per
+ * message; on a Redis Cluster each pop takes one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
  * {@link RateGovernor} allows, earliest known due shard first; while the bucket is empty its workers sleep.
  * <p>
  * Longer than 300 lines because it holds both ways of popping (several shards after a linger, one shard for a drain,
@@ -60,6 +60,9 @@ final class ScanWorker implements Runnable {
     private final WakeSignal signal;
     private final ShardSchedule schedule;
     private final BatchSettler settler;
+    /** Pops carrying the acks of earlier rounds. */
+    private final AckCarrier acks;
+
     private final EventReporter events;
     private final RedisClock clock;
     private final ShardPicker picker;
@@ -98,6 +101,7 @@ final class ScanWorker implements Runnable {
         this.signal = signal;
         this.schedule = schedule;
         this.settler = settler;
+        this.acks = settler.carrier();
         this.events = events;
         this.clock = clock;
         this.picker = new ShardPicker(schedule, clock::nowMs);
@@ -229,7 +233,7 @@ final class ScanWorker implements Runnable {
             }
             List<PopResult> results;
             try {
-                results = store.popMany(spec, shards, known);
+                results = acks.pop(spec, shards, known, spec.batchSize());
             } catch (RuntimeException e) {
                 if (shards.length == 1 || !ShardQuarantine.isShardDataError(Exceptions.rootMessage(e))) {
                     throw e;
@@ -325,7 +329,8 @@ final class ScanWorker implements Runnable {
     /** Pops the shard, records what the pop says of its next due time, and takes back the expired leases it saw. */
     private PopResult pop(BusinessSpec spec, int shard, int limit) {
         long stamp = schedule.stamp(shard);
-        PopResult popped = store.pop(spec, shard, picker.lastKnownDue(), limit);
+        PopResult popped = acks.pop(spec, new int[] {shard}, new boolean[] {picker.lastKnownDue()}, limit)
+                .get(0);
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }

@@ -209,6 +209,29 @@ final class EngineFixture implements AutoCloseable {
             return super.popMany(spec, shards, knownDue);
         }
 
+        /** Pops that carried acks (pop.lua with ack sections). */
+        final AtomicInteger carryingPops = new AtomicInteger();
+
+        @Override
+        public CarriedPop popCarrying(
+                BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried) {
+            if (!carried.isEmpty()) {
+                carryingPops.incrementAndGet();
+                pops.incrementAndGet();
+                if (shards.length > 1) {
+                    multiPops.add(shards.clone());
+                }
+                Throwable failure = failNextPop.getAndSet(null);
+                if (failure instanceof RuntimeException e) {
+                    throw e;
+                }
+                if (failure instanceof Error e) {
+                    throw e;
+                }
+            }
+            return super.popCarrying(spec, shards, knownDue, limit, carried);
+        }
+
         @Override
         public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
             rateCharges.incrementAndGet();
