@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntPredicate;
+import java.util.stream.IntStream;
 
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -385,7 +386,8 @@ final class ScanWorker implements Runnable {
      * notifications), whatever the load: a producer's write that nothing announced (no notification, or one lost) is
      * found within one interval. Each instance sweeps the shards the division gives it (without the division and
      * with notifications, one instance per round sweeps every shard), so the idle cost does not grow with the number
-     * of instances. Returns whether it swept.
+     * of instances. On a standalone Redis one multi-key {@code EXISTS} of those shards' keys comes first: when all
+     * are empty (the idle case) nothing is marked and nothing popped. Returns whether it swept.
      */
     private boolean sweep(BusinessSpec spec, long idleMs) {
         long interval = idleMs * 9 / 10;
@@ -396,9 +398,20 @@ final class ScanWorker implements Runnable {
         if (state.sweepsShared() && !division.divides() && !store.claimRound(spec.keys(), "sweep", interval)) {
             return false;
         }
+        if (store.combinesShards() && !store.holdsAny(spec.keys(), ownedShards())) {
+            // every shard of this instance's is empty: one EXISTS instead of a pop probing each
+            return true;
+        }
         schedule.markAllDue();
         signal.wakeAll();
         return true;
+    }
+
+    /** The shards this worker pops: its instance's share of the scan width, quarantined ones left out. */
+    private int[] ownedShards() {
+        return IntStream.range(0, state.scanWidth())
+                .filter(s -> !passedOver.test(s))
+                .toArray();
     }
 
     /** Nothing of a batch reached the broker: the worker backs off instead of popping more. */

@@ -20,6 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -589,6 +590,25 @@ public class ShardStore {
         args[3] = num(spec.retryDelayMax().toMillis());
         args[4] = bytes(reason);
         args[5] = num(limit);
+    }
+
+    /**
+     * Whether any of the shards holds a schedule or a delivery in flight: one multi-key {@code EXISTS} of their
+     * {@code K:i} and {@code {K:i}:inflight} keys (a sweep's probe: the shards are popped only when something is
+     * there). Standalone Redis only ({@link #combinesShards()}): a cluster refuses keys of several slots.
+     */
+    public boolean holdsAny(DelayQueueKeys keys, int[] shards) {
+        if (shards.length == 0) {
+            return false;
+        }
+        byte[][] probed = new byte[shards.length * 2][];
+        for (int i = 0; i < shards.length; i++) {
+            List<byte[]> pair = keys.shardKeyBytes(shards[i], DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT);
+            probed[2 * i] = pair.get(0);
+            probed[2 * i + 1] = pair.get(1);
+        }
+        Long held = redis.execute((RedisCallback<Long>) c -> c.keyCommands().exists(probed));
+        return held == null || held > 0;
     }
 
     /** Result of a requeue: how many went back into the shard, and which members died. */
