@@ -215,8 +215,26 @@ local function plan(g, p, batch, budget, firstTaker)
     end
     local names = {}
     for i = 1, n do names[i] = due[2 * i - 1] end
-    local inFlight = redis.call('ZMSCORE', key(g, 3), unpack(names))
+    -- A member with an unsettled delivery has its {K:i}:attempts record ("<failed>:<due>:<token>", see Ownership):
+    -- the HMGET that reads legacy marks finds them, and only those members are looked up in inflight (the common
+    -- page, nothing held back, costs no ZMSCORE). A member in inflight without a record (never written so by a
+    -- script) is not held back.
     local legacy = redis.call('HMGET', key(g, 4), unpack(names))
+    local inFlight = {}
+    local described = {}
+    for i = 1, n do
+      if string.match(legacy[i] or '', '^%d+:[^:]*:') then described[#described + 1] = names[i] end
+    end
+    if #described > 0 then
+      local scores = redis.call('ZMSCORE', key(g, 3), unpack(described))
+      local at = 1
+      for i = 1, n do
+        if described[at] == names[i] then
+          inFlight[i] = scores[at]
+          at = at + 1
+        end
+      end
+    end
     for i, m in ipairs(names) do
       if #taken >= batch then break end
       if inFlight[i] then
