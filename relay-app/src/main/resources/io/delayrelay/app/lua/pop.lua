@@ -79,7 +79,7 @@ local function settle(s, token, anyPayload, members)
   end
   if #members == 0 then return 0 end
   local records = redis.call('HMGET', akey(4), unpack(members))
-  local payloads = anyPayload ~= '0' or redis.call('EXISTS', akey(2)) == 1
+  local payloads = anyPayload ~= '0' or (not noPayloads[akey(2)] and redis.call('EXISTS', akey(2)) == 1)
   if not payloads then noPayloads[akey(2)] = true end
   local again, dead = {}, {}
   if payloads then
