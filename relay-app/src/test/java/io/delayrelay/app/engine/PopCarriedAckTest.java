@@ -10,6 +10,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 
+import static io.delayrelay.app.engine.EngineFixture.bytes;
+import static io.delayrelay.app.engine.EngineFixture.members;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -186,15 +188,5 @@ class PopCarriedAckTest {
             byte[] value = c.hashCommands().hGet(bytes(spec.keys().payloads(0)), bytes(id));
             return value == null ? null : new String(value, StandardCharsets.UTF_8);
         }
-    }
-
-    private static List<String> members(PopResult result) {
-        return result.entries().stream()
-                .map(e -> new String(e.member(), StandardCharsets.UTF_8))
-                .toList();
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 }
