@@ -72,7 +72,11 @@ final class AckCarrier {
         return 2 * spec.linger().toMillis();
     }
 
-    /** Pops the shards, settling every ack waiting in the same call; acks the call could not settle go alone. */
+    /**
+     * Pops the shards, settling every ack waiting in the same call; a carried ack that fails there (a key of the wrong
+     * type) is counted and logged with its shard, as an ack.lua call that fails; when the whole call fails, the acks
+     * go alone.
+     */
     List<PopResult> pop(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit) {
         List<ShardStore.Ack> carried = store.combinesShards() ? take() : List.of();
         ShardStore.CarriedPop popped;
@@ -83,10 +87,13 @@ final class AckCarrier {
             ackAlone(spec, carried);
             throw e;
         }
-        if (!popped.failed().isEmpty()) {
-            log.debug(
-                    "business={}: carried acks failed in a pop ({}); acking them alone", spec.name(), popped.errors());
-            ackAlone(spec, popped.failed());
+        for (int i = 0; i < popped.failed().size(); i++) {
+            // as an ack.lua call that fails: counted and logged with its shard, not tried again (what it did not
+            // settle is redelivered after the lease)
+            failedAck(
+                    spec,
+                    popped.failed().get(i),
+                    new IllegalStateException(popped.errors().get(i)));
         }
         return popped.results();
     }
@@ -153,6 +160,17 @@ final class AckCarrier {
         ackAlone(spec, due);
     }
 
+    private void failedAck(BusinessSpec spec, ShardStore.Ack a, RuntimeException e) {
+        events.error(spec, a.shard(), e);
+        log.warn(
+                "business={} shard={}: acking {} confirmed message(s) failed ({}); what it did not settle is"
+                        + " redelivered after the lease",
+                spec.name(),
+                a.shard(),
+                a.members().size(),
+                Exceptions.rootMessage(e));
+    }
+
     /**
      * Acks in one ack.lua call; when it fails (a shard's keys hold the wrong type), shard by shard, so that only the
      * bad shard's fail (counted and logged with its shard; its entries are redelivered after the lease) and the
@@ -181,14 +199,7 @@ final class AckCarrier {
                 try {
                     store.ack(spec, a.shard(), a.token(), a.members(), a.anyPayload());
                 } catch (RuntimeException e) {
-                    events.error(spec, a.shard(), e);
-                    log.warn(
-                            "business={} shard={}: acking {} confirmed message(s) failed ({}); they are redelivered"
-                                    + " after the lease",
-                            spec.name(),
-                            a.shard(),
-                            a.members().size(),
-                            Exceptions.rootMessage(e));
+                    failedAck(spec, a, e);
                 }
             }
         } finally {

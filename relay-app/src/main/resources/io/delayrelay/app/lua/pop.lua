@@ -101,7 +101,11 @@ local function settle(s, token, anyPayload, members)
     redis.call('HDEL', akey(4), unpack(owned))
   end
   if #drop > 0 then
-    redis.call('HDEL', akey(2), unpack(drop))
+    local deleted = redis.pcall('HDEL', akey(2), unpack(drop))
+    if type(deleted) == 'table' and deleted.err then
+      error({err = 'WRONGTYPE ' .. akey(2) .. ' is not a hash (' .. deleted.err .. '); ' .. #owned
+          .. ' confirmed member(s) were settled, their payloads could not be deleted'})
+    end
   end
   return #owned
 end
