@@ -56,6 +56,9 @@ class FleetDivisionTest {
     private static final Pattern POP =
             Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:evalsha)\" \"[0-9a-f]+\" \"([0-9]+)\" (.*)$");
 
+    /** The sweep's probe of a relay's shards (one multi-key EXISTS, sent by the relay itself, not by a script). */
+    private static final Pattern PROBE = Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:exists)\" (.*)$");
+
     /** One quoted argument of MONITOR's output (shard key names need no escapes). */
     private static final Pattern QUOTED = Pattern.compile("\"((?:[^\"\\\\]|\\\\.)*)\"");
 
@@ -107,7 +110,7 @@ class FleetDivisionTest {
         Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(3));
         System.out.println("poppers per shard (steady state): " + poppers);
         assertThat(poppers.keySet())
-                .as("every shard popped (polling at max-idle)")
+                .as("every shard popped or probed (polling at max-idle)")
                 .hasSize(SHARDS);
         poppers.forEach((shard, who) ->
                 assertThat(who).as("instances that popped shard %d", shard).hasSize(1));
@@ -263,12 +266,21 @@ class FleetDivisionTest {
         Map<Integer, Set<String>> poppers = new TreeMap<>();
         for (String line : Files.readAllLines(out, StandardCharsets.UTF_8)) {
             Matcher m = POP.matcher(line);
-            if (!m.find()) {
-                continue;
+            int keyCount;
+            Matcher arg;
+            if (m.find()) {
+                keyCount = Integer.parseInt(m.group(2));
+                arg = QUOTED.matcher(m.group(3));
+            } else {
+                // an idle shard is not popped: its sweep probes it (EXISTS of every key of the instance's shards)
+                m = PROBE.matcher(line);
+                if (!m.find()) {
+                    continue;
+                }
+                keyCount = Integer.MAX_VALUE;
+                arg = QUOTED.matcher(m.group(2));
             }
-            // a pop (or ack) of several shards names each shard's keys: attributed to every shard key among them
-            int keyCount = Integer.parseInt(m.group(2));
-            Matcher arg = QUOTED.matcher(m.group(3));
+            // a pop (or ack, or probe) of several shards names each shard's keys: attributed to every shard key
             for (int k = 0; k < keyCount && arg.find(); k++) {
                 String key = arg.group(1);
                 if (!key.startsWith(shardPrefix)) {
