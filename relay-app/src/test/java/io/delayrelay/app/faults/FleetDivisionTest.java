@@ -106,11 +106,12 @@ class FleetDivisionTest {
         // every instance renews once more after the third joined, so all three know of each other
         awaitEveryoneRenewedSince(keys, kit.redisNowMs());
 
-        // 1. steady state: who pops which shard, for 3 s
-        Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(3));
+        // 1. steady state: who pops or probes which shard, over one safety sweep (idle shards are only probed, by
+        // their instance's sweep: every relay.wake.safety-sweep, 5 s, with the notifications the test Redis has on)
+        Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(6));
         System.out.println("poppers per shard (steady state): " + poppers);
         assertThat(poppers.keySet())
-                .as("every shard popped or probed (polling at max-idle)")
+                .as("every shard popped or probed (one safety sweep)")
                 .hasSize(SHARDS);
         poppers.forEach((shard, who) ->
                 assertThat(who).as("instances that popped shard %d", shard).hasSize(1));
@@ -139,7 +140,7 @@ class FleetDivisionTest {
         assertThat(othersKill).as("the other shards are not held up").isLessThanOrEqualTo(300 + MARGIN.toMillis());
 
         // 3. SIGSTOP of B (frozen, its seat not renewed): the same for its shards
-        Map<Integer, Set<String>> twoLeft = poppersPerShard(business, Duration.ofSeconds(2));
+        Map<Integer, Set<String>> twoLeft = poppersPerShard(business, Duration.ofSeconds(6));
         TreeSet<Integer> ofB = new TreeSet<>();
         twoLeft.forEach((shard, who) -> {
             assertThat(who)
@@ -166,7 +167,7 @@ class FleetDivisionTest {
                 .atMost(Duration.ofSeconds(15))
                 .until(() -> seats(keys).size() == 2);
         awaitEveryoneRenewedSince(keys, kit.redisNowMs());
-        Map<Integer, Set<String>> thawed = poppersPerShard(business, Duration.ofSeconds(2));
+        Map<Integer, Set<String>> thawed = poppersPerShard(business, Duration.ofSeconds(6));
         thawed.forEach((shard, who) ->
                 assertThat(who).as("after B thawed, shard %d", shard).hasSize(1));
         assertThat(thawed.values().stream()
