@@ -106,6 +106,19 @@ final class Scenarios {
         static final String[] SEPARATE = {"due->published", "published->received"};
     }
 
+    /** Commands by type between two INFO commandstats readings (INFO left out), times {@code scale}, busiest first. */
+    private static Map<String, Double> byType(RedisStats s0, RedisStats s1, double scale, int limit) {
+        Map<String, Double> top = new LinkedHashMap<>();
+        s1.calls().entrySet().stream()
+                .filter(e -> !e.getKey().equals("info"))
+                .map(e -> Map.entry(e.getKey(), (e.getValue() - s0.calls().getOrDefault(e.getKey(), 0L)) * scale))
+                .filter(e -> e.getValue() > 0)
+                .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
+                .limit(limit)
+                .forEach(e -> top.put(e.getKey(), Math.round(e.getValue() * 100) / 100.0));
+        return top;
+    }
+
     /** Idle cost. */
     record Idle(
             String settings,
@@ -202,6 +215,9 @@ final class Scenarios {
             lastDrainJitMs = jit;
             ProcessCpu.Snapshot p1 = ProcessCpu.Snapshot.take(-1);
             RedisStats s1 = infra.stats();
+            if (depth > 0) {
+                log("  Redis commands per 1,000 relayed by type: %s", byType(s0, s1, 1000.0 / depth, 14));
+            }
             boolean capped = depth < n;
             Drain d = new Drain(
                     contender.label(),
@@ -546,14 +562,7 @@ final class Scenarios {
             RedisStats s1 = infra.stats();
             double secs = (System.nanoTime() - t0) / 1e9;
             RedisStats.Delta d = s1.since(s0);
-            Map<String, Double> top = new LinkedHashMap<>();
-            s1.calls().entrySet().stream()
-                    .filter(e -> !e.getKey().equals("info"))
-                    .map(e -> Map.entry(e.getKey(), (e.getValue() - s0.calls().getOrDefault(e.getKey(), 0L)) / secs))
-                    .filter(e -> e.getValue() > 0)
-                    .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
-                    .limit(6)
-                    .forEach(e -> top.put(e.getKey(), e.getValue()));
+            Map<String, Double> top = byType(s0, s1, 1 / secs, 6);
             String settings = (notify ? "notifications on" : "notifications off") + ", "
                     + (maxIdle == null ? "max-idle 100ms (default)" : "max-idle " + maxIdle);
             Idle idle = new Idle(

@@ -30,8 +30,8 @@ import org.slf4j.MDC;
  * timeout is settled as failed: one stuck broker call can neither stall the settling of other batches nor keep a
  * worker's budget forever.
  * <p>
- * A batch of a pop of several shards is published as one and settled per shard, its confirmed entries acked in one
- * ack.lua call for all shards (shard by shard when that call fails). Longer than 300 lines because both batch kinds
+ * A batch of a pop of several shards is published as one and settled per shard. Confirmed entries are acked by the
+ * workers' next pop ({@link AckCarrier}: carried in its pop.lua call), or alone after the linger. Longer than 300 lines because both batch kinds
  * share the settling of every outcome and the budget hand-over.
  */
 final class BatchSettler {
@@ -53,6 +53,7 @@ final class BatchSettler {
     private final RedisClock clock;
     private final Rescheduled rescheduled;
     private final ExecutorService pool;
+    private final AckCarrier carrier;
     private final Object monitor = new Object();
     private int batchesInFlight;
 
@@ -69,6 +70,7 @@ final class BatchSettler {
         this.events = events;
         this.clock = clock;
         this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, DaemonThreads.numbered(threadNamePrefix + "settle-"));
+        this.carrier = new AckCarrier(store, events, pool);
     }
 
     /**
@@ -202,22 +204,13 @@ final class BatchSettler {
             settle(spec, part.shard(), part.popped().token(), batch, own, error, confirmed);
             confirmedPerShard.add(confirmed);
             if (!confirmed.isEmpty()) {
-                acks.add(new ShardStore.Ack(
-                        part.shard(),
-                        part.popped().token(),
-                        confirmed.stream().map(DueMessage::member).toList(),
-                        confirmed.stream().anyMatch(DueMessage::byId)));
+                acks.add(ack(part.shard(), part.popped().token(), confirmed));
             }
         }
         if (acks.isEmpty()) {
             return;
         }
-        MDC.put("business", spec.name());
-        try {
-            ackAll(spec, acks);
-        } finally {
-            MDC.clear();
-        }
+        carrier.carry(spec, acks);
         long confirmedAt = clock.nowMs();
         for (int i = 0; i < parts.size(); i++) {
             int shard = parts.get(i).shard();
@@ -228,41 +221,23 @@ final class BatchSettler {
         }
     }
 
-    /**
-     * Acks several shards' confirmed entries in one call; when it fails (a shard's keys hold the wrong type), acks
-     * them shard by shard, so that only the bad shard's fail (counted and logged with its shard; its entries are
-     * redelivered after the lease) and the others are settled.
-     */
-    private void ackAll(BusinessSpec spec, List<ShardStore.Ack> acks) {
-        if (acks.size() > 1 && store.combinesShards()) {
-            try {
-                store.ackMany(spec, acks);
-                return;
-            } catch (RuntimeException e) {
-                log.debug(
-                        "business={}: acking {} shards in one call failed ({}); acking each",
-                        spec.name(),
-                        acks.size(),
-                        Exceptions.rootMessage(e));
-            }
-        }
-        for (ShardStore.Ack a : acks) {
-            try {
-                store.ack(spec, a.shard(), a.token(), a.members(), a.anyPayload());
-            } catch (RuntimeException e) {
-                events.error(spec, a.shard(), e);
-                log.warn(
-                        "business={} shard={}: acking {} confirmed message(s) failed ({}); they are redelivered after"
-                                + " the lease",
-                        spec.name(),
-                        a.shard(),
-                        a.members().size(),
-                        Exceptions.rootMessage(e));
-            }
-        }
+    private static ShardStore.Ack ack(int shard, String token, List<DueMessage> confirmed) {
+        return new ShardStore.Ack(
+                shard,
+                token,
+                confirmed.stream().map(DueMessage::member).toList(),
+                confirmed.stream().anyMatch(DueMessage::byId));
     }
 
-    /** Waits until every published batch is settled, or the deadline passes; then stops the settle threads. */
+    /** The acks of confirmed entries, waiting for the workers' next pop to carry them. */
+    AckCarrier carrier() {
+        return carrier;
+    }
+
+    /**
+     * Waits until every published batch is settled, or the deadline passes; then settles the acks still waiting for
+     * a pop and stops the settle threads.
+     */
     void shutdown(String business, long deadlineNanos) {
         synchronized (monitor) {
             while (batchesInFlight > 0) {
@@ -282,6 +257,7 @@ final class BatchSettler {
                 }
             }
         }
+        carrier.flush();
         pool.shutdown();
     }
 
@@ -373,12 +349,7 @@ final class BatchSettler {
         if (confirmedSink != null) {
             confirmedSink.addAll(confirmed);
         } else if (!confirmed.isEmpty()) {
-            store.ack(
-                    spec,
-                    shard,
-                    token,
-                    confirmed.stream().map(DueMessage::member).toList(),
-                    confirmed.stream().anyMatch(DueMessage::byId));
+            carrier.carry(spec, List.of(ack(shard, token, confirmed)));
             long confirmedAt = clock.nowMs();
             events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
         }

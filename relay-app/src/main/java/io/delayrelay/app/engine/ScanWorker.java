@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntPredicate;
+import java.util.stream.IntStream;
 
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -29,9 +30,9 @@ import org.slf4j.MDC;
  * that is retried comes after the later ones).
  * <p>
  * On a standalone Redis one pop carries every shard of this instance's known due by the earliest known due time
- * plus the business's linger (one pop.lua call, one publish, one ack.lua call for all of them), so that a steady
- * rate spread over many shards costs a pop per linger rather than one per message; on a Redis Cluster each pop takes
- * one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
+ * plus the business's linger (one pop.lua call, one publish for all of them; their acks ride on the next pop, see
+ * {@link AckCarrier}), so that a steady rate spread over many shards costs a pop per linger rather than one per
+ * message; on a Redis Cluster each pop takes one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
  * {@link RateGovernor} allows, earliest known due shard first; while the bucket is empty its workers sleep.
  * <p>
  * Longer than 300 lines because it holds both ways of popping (several shards after a linger, one shard for a drain,
@@ -60,6 +61,9 @@ final class ScanWorker implements Runnable {
     private final WakeSignal signal;
     private final ShardSchedule schedule;
     private final BatchSettler settler;
+    /** Pops carrying the acks of earlier rounds. */
+    private final AckCarrier acks;
+
     private final EventReporter events;
     private final RedisClock clock;
     private final ShardPicker picker;
@@ -98,6 +102,7 @@ final class ScanWorker implements Runnable {
         this.signal = signal;
         this.schedule = schedule;
         this.settler = settler;
+        this.acks = settler.carrier();
         this.events = events;
         this.clock = clock;
         this.picker = new ShardPicker(schedule, clock::nowMs);
@@ -229,7 +234,7 @@ final class ScanWorker implements Runnable {
             }
             List<PopResult> results;
             try {
-                results = store.popMany(spec, shards, known);
+                results = acks.pop(spec, shards, known, spec.batchSize());
             } catch (RuntimeException e) {
                 if (shards.length == 1 || !ShardQuarantine.isShardDataError(Exceptions.rootMessage(e))) {
                     throw e;
@@ -325,7 +330,8 @@ final class ScanWorker implements Runnable {
     /** Pops the shard, records what the pop says of its next due time, and takes back the expired leases it saw. */
     private PopResult pop(BusinessSpec spec, int shard, int limit) {
         long stamp = schedule.stamp(shard);
-        PopResult popped = store.pop(spec, shard, picker.lastKnownDue(), limit);
+        PopResult popped = acks.pop(spec, new int[] {shard}, new boolean[] {picker.lastKnownDue()}, limit)
+                .get(0);
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }
@@ -380,7 +386,8 @@ final class ScanWorker implements Runnable {
      * notifications), whatever the load: a producer's write that nothing announced (no notification, or one lost) is
      * found within one interval. Each instance sweeps the shards the division gives it (without the division and
      * with notifications, one instance per round sweeps every shard), so the idle cost does not grow with the number
-     * of instances. Returns whether it swept.
+     * of instances. On a standalone Redis one multi-key {@code EXISTS} of those shards' keys comes first: when all
+     * are empty (the idle case) nothing is marked and nothing popped. Returns whether it swept.
      */
     private boolean sweep(BusinessSpec spec, long idleMs) {
         long interval = idleMs * 9 / 10;
@@ -391,9 +398,20 @@ final class ScanWorker implements Runnable {
         if (state.sweepsShared() && !division.divides() && !store.claimRound(spec.keys(), "sweep", interval)) {
             return false;
         }
+        if (store.combinesShards() && !store.holdsAny(spec.keys(), ownedShards())) {
+            // every shard of this instance's is empty: one EXISTS instead of a pop probing each
+            return true;
+        }
         schedule.markAllDue();
         signal.wakeAll();
         return true;
+    }
+
+    /** The shards this worker pops: its instance's share of the scan width, quarantined ones left out. */
+    private int[] ownedShards() {
+        return IntStream.range(0, state.scanWidth())
+                .filter(s -> !passedOver.test(s))
+                .toArray();
     }
 
     /** Nothing of a batch reached the broker: the worker backs off instead of popping more. */

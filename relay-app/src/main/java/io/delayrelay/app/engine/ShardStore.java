@@ -20,6 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
+import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -172,13 +173,85 @@ public class ShardStore {
             noticeCrossSlot(e);
             throw e;
         }
-        int groups = (int) asLong(reply.get(0));
-        List<PopResult> results = new ArrayList<>(groups);
+        return parsePops(reply, shards.length, token);
+    }
+
+    /** A pop reply of {@code shards} shards: one shard's reply, or {shards, reply of shard 1..., ...}. */
+    private static List<PopResult> parsePops(List<?> reply, int shards, String token) {
+        List<PopResult> results = new ArrayList<>(shards);
+        if (shards == 1) {
+            parsePop(reply, 0, token, results);
+            return results;
+        }
         int at = 1;
-        for (int g = 0; g < groups; g++) {
+        for (int g = 0; g < shards; g++) {
             at = parsePop(reply, at, token, results);
         }
         return results;
+    }
+
+    /**
+     * What a pop that carried acks answered: one result per shard popped, how many carried members it settled, and
+     * the carried acks it could not settle (a key of the wrong type), each with Redis's error: the caller acks those
+     * alone, to count and log the failure with its shard.
+     */
+    public record CarriedPop(List<PopResult> results, long settled, List<Ack> failed, List<String> errors) {}
+
+    /**
+     * Pops the shards (as {@link #pop(BusinessSpec, int, boolean, int)} for one, {@link #popMany} for several) in one
+     * pop.lua call that first settles {@code carried} exactly as {@link #ackMany} would (pop.lua's carried ack
+     * sections): the acks of earlier rounds ride on this round's pop instead of an ack.lua call of their own.
+     * Standalone Redis only ({@link #combinesShards()}); without acks it is the plain pop. A call that fails may have
+     * settled some of the acks (the caller acks them alone: settling twice changes nothing).
+     */
+    public CarriedPop popCarrying(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried) {
+        if (carried.isEmpty()) {
+            List<PopResult> results = shards.length == 1
+                    ? List.of(pop(spec, shards[0], knownDue[0], limit))
+                    : popMany(spec, shards, knownDue);
+            return new CarriedPop(results, 0, List.of(), List.of());
+        }
+        DelayQueueKeys keys = spec.keys();
+        String token = tokenPrefix + tokens.incrementAndGet();
+        List<byte[]> keyList = new ArrayList<>(carried.size() * ACK_KEYS.length + shards.length * POP_KEYS.length);
+        for (Ack a : carried) {
+            keyList.addAll(keys.shardKeyBytes(a.shard(), ACK_KEYS));
+        }
+        byte[] flags = new byte[shards.length];
+        for (int i = 0; i < shards.length; i++) {
+            keyList.addAll(keys.shardKeyBytes(shards[i], POP_KEYS));
+            flags[i] = knownDue[i] ? (byte) '1' : (byte) '0';
+        }
+        int batch = shards.length == 1 ? Math.min(limit, spec.batchSize()) : spec.batchSize();
+        List<Object> args = new ArrayList<>(Arrays.asList(popArgs(spec, batch, token, flags)));
+        args.add(num(carried.size()));
+        addAckSections(args, carried);
+        List<?> reply;
+        try {
+            reply = redis.execute(POP, keyList, args.toArray());
+        } catch (RuntimeException e) {
+            noticeCrossSlot(e);
+            throw e;
+        }
+        List<?> errors = (List<?>) reply.get(1);
+        List<Ack> failed = new ArrayList<>(errors.size() / 2);
+        List<String> messages = new ArrayList<>(errors.size() / 2);
+        for (int i = 0; i + 1 < errors.size(); i += 2) {
+            failed.add(carried.get((int) asLong(errors.get(i)) - 1));
+            messages.add(text((byte[]) errors.get(i + 1)));
+        }
+        List<PopResult> results = parsePops((List<?>) reply.get(2), shards.length, token);
+        return new CarriedPop(results, asLong(reply.get(0)), failed, messages);
+    }
+
+    /** ack.lua's (and pop.lua's carried) ack sections: lease token, payload flag, member count, members. */
+    private static void addAckSections(List<Object> args, List<Ack> acks) {
+        for (Ack a : acks) {
+            args.add(bytes(a.token()));
+            args.add(a.anyPayload() ? YES : NO);
+            args.add(num(a.members().size()));
+            args.addAll(a.members());
+        }
     }
 
     private Object[] popArgs(BusinessSpec spec, int limit, String token, byte[] knownFlags) {
@@ -297,11 +370,8 @@ public class ShardStore {
         List<Object> args = new ArrayList<>();
         for (Ack a : acks) {
             keyList.addAll(keys.shardKeyBytes(a.shard(), ACK_KEYS));
-            args.add(bytes(a.token()));
-            args.add(a.anyPayload() ? YES : NO);
-            args.add(num(a.members().size()));
-            args.addAll(a.members());
         }
+        addAckSections(args, acks);
         try {
             Long acked = redis.execute(ACK, keyList, args.toArray());
             return acked == null ? 0 : acked;
@@ -520,6 +590,25 @@ public class ShardStore {
         args[3] = num(spec.retryDelayMax().toMillis());
         args[4] = bytes(reason);
         args[5] = num(limit);
+    }
+
+    /**
+     * Whether any of the shards holds a schedule or a delivery in flight: one multi-key {@code EXISTS} of their
+     * {@code K:i} and {@code {K:i}:inflight} keys (a sweep's probe: the shards are popped only when something is
+     * there). Standalone Redis only ({@link #combinesShards()}): a cluster refuses keys of several slots.
+     */
+    public boolean holdsAny(DelayQueueKeys keys, int[] shards) {
+        if (shards.length == 0) {
+            return false;
+        }
+        byte[][] probed = new byte[shards.length * 2][];
+        for (int i = 0; i < shards.length; i++) {
+            List<byte[]> pair = keys.shardKeyBytes(shards[i], DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT);
+            probed[2 * i] = pair.get(0);
+            probed[2 * i + 1] = pair.get(1);
+        }
+        Long held = redis.execute((RedisCallback<Long>) c -> c.keyCommands().exists(probed));
+        return held == null || held > 0;
     }
 
     /** Result of a requeue: how many went back into the shard, and which members died. */

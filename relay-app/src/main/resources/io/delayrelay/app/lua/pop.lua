@@ -53,10 +53,80 @@
 --   ...}, each reply as above (5 + 4n + 3 late values). A shard left out because the call's batch size or byte
 --   budget was used up by the shards before it answers {now, 0, -2, 0, 0} (-2: not looked at, not even probed;
 --   it is still due).
-local groups = #KEYS / 6
+-- Carried acks (standalone Redis only). ARGV[9] = A, a number of ack sections (absent, empty or '0': none, and the
+--   call is exactly the one above, arguments and reply). With A > 0, KEYS starts with five keys per section (K:i,
+--   {K:i}:payloads, {K:i}:inflight, {K:i}:attempts, {K:i}:dead: ack.lua's KEYS) before the six per pop group, and
+--   ARGV[10..] holds the sections as ack.lua's ARGV of several shards (lease token, payload flag, member count,
+--   members). Every section is settled exactly as ack.lua settles it (lease token checked, payload invariant kept)
+--   before the first pop group is read, so a member settled here and scheduled again can be popped by this call.
+--   A section that fails (a key of the wrong type) fails only itself: its error is reported, the other sections
+--   and the pop go on (its members are settled, or not, as ack.lua would leave them; settling again changes
+--   nothing). Returns {settled, {section, error, ...}, pop reply}, the pop reply exactly as without sections.
+local sections = tonumber(ARGV[9] or '') or 0
+local ackKeys = sections * 5
+local groups = (#KEYS - ackKeys) / 6
 local flags = ARGV[6] or ''
 local function key(g, i)
-  return KEYS[(g - 1) * 6 + i]
+  return KEYS[ackKeys + (g - 1) * 6 + i]
+end
+-- payload hashes known not to exist (read by a carried ack; nothing writes one later in this call)
+local noPayloads = {}
+
+-- One carried ack section, as ack.lua's settle (kept the same: PopCarriedAckTest compares them)
+local function settle(s, token, anyPayload, members)
+  local function akey(i)
+    return KEYS[(s - 1) * 5 + i]
+  end
+  if #members == 0 then return 0 end
+  local records = redis.call('HMGET', akey(4), unpack(members))
+  local payloads = anyPayload ~= '0' or (not noPayloads[akey(2)] and redis.call('EXISTS', akey(2)) == 1)
+  if not payloads then noPayloads[akey(2)] = true end
+  local again, dead = {}, {}
+  if payloads then
+    again = redis.call('ZMSCORE', akey(1), unpack(members))
+    dead = redis.call('ZMSCORE', akey(5), unpack(members))
+  end
+  local owned, drop = {}, {}
+  for i, m in ipairs(members) do
+    local r = records[i]
+    if r and string.match(r, '^%d+:[^:]*:(.*)$') == token then
+      owned[#owned + 1] = m
+      if payloads and not again[i] and not dead[i] then
+        drop[#drop + 1] = m
+      end
+    end
+  end
+  if #owned > 0 then
+    redis.call('ZREM', akey(3), unpack(owned))
+    redis.call('HDEL', akey(4), unpack(owned))
+  end
+  if #drop > 0 then
+    local deleted = redis.pcall('HDEL', akey(2), unpack(drop))
+    if type(deleted) == 'table' and deleted.err then
+      error({err = 'WRONGTYPE ' .. akey(2) .. ' is not a hash (' .. deleted.err .. '); ' .. #owned
+          .. ' confirmed member(s) were settled, their payloads could not be deleted'})
+    end
+  end
+  return #owned
+end
+local settled, ackErrors = 0, {}
+local at = 10
+for s = 1, sections do
+  local token, anyPayload, n = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
+  local members = {}
+  for i = 1, n do members[i] = ARGV[at + 2 + i] end
+  at = at + 3 + n
+  local ok, result = pcall(settle, s, token, anyPayload, members)
+  if ok then
+    settled = settled + result
+  else
+    ackErrors[#ackErrors + 1] = s
+    ackErrors[#ackErrors + 1] = type(result) == 'table' and (result.err or 'error') or tostring(result)
+  end
+end
+local function reply(r)
+  if sections == 0 then return r end
+  return {settled, ackErrors, r}
 end
 local function isKnown(g)
   if groups == 1 then return flags == '1' end
@@ -137,8 +207,9 @@ local function plan(g, p, batch, budget, firstTaker)
   -- when the earliest blocking delivery can move: its retry time while it waits for a retry, else ARGV[4] ms
   local blockedUntil = math.huge
   local seenAll = false
+  -- (the page limit is read only once a page held something back: without that, a full page fills the batch)
   local offset, pages = 0, 0
-  local maxPages = 4 + math.ceil(redis.call('ZCARD', key(g, 3)) / batch)
+  local maxPages = math.huge
   while #taken < batch and pages < maxPages do
     local due = redis.call('ZRANGEBYSCORE', key(g, 1), '-inf', now, 'WITHSCORES', 'LIMIT', offset, batch)
     local n = #due / 2
@@ -148,8 +219,26 @@ local function plan(g, p, batch, budget, firstTaker)
     end
     local names = {}
     for i = 1, n do names[i] = due[2 * i - 1] end
-    local inFlight = redis.call('ZMSCORE', key(g, 3), unpack(names))
+    -- A member with an unsettled delivery has its {K:i}:attempts record ("<failed>:<due>:<token>", see Ownership):
+    -- the HMGET that reads legacy marks finds them, and only those members are looked up in inflight (the common
+    -- page, nothing held back, costs no ZMSCORE). A member in inflight without a record (never written so by a
+    -- script) is not held back.
     local legacy = redis.call('HMGET', key(g, 4), unpack(names))
+    local inFlight = {}
+    local described = {}
+    for i = 1, n do
+      if string.match(legacy[i] or '', '^%d+:[^:]*:') then described[#described + 1] = names[i] end
+    end
+    if #described > 0 then
+      local scores = redis.call('ZMSCORE', key(g, 3), unpack(described))
+      local at = 1
+      for i = 1, n do
+        if described[at] == names[i] then
+          inFlight[i] = scores[at]
+          at = at + 1
+        end
+      end
+    end
     for i, m in ipairs(names) do
       if #taken >= batch then break end
       if inFlight[i] then
@@ -180,6 +269,9 @@ local function plan(g, p, batch, budget, firstTaker)
     end
     offset = offset + n
     pages = pages + 1
+    if blocked and maxPages == math.huge then
+      maxPages = 4 + math.ceil(redis.call('ZCARD', key(g, 3)) / batch)
+    end
   end
   local out = {now, #taken, -1, expired, 0}
   local trimmed = false
@@ -190,7 +282,12 @@ local function plan(g, p, batch, budget, firstTaker)
   local bytes = 0
   if #taken > 0 then
     for i, e in ipairs(taken) do members[i] = e[1] end
-    payloads = redis.call('HMGET', key(g, 2), unpack(members))
+    if noPayloads[key(g, 2)] then
+      -- as HMGET answers for missing fields (false: a nil would end the reply there)
+      for i = 1, #members do payloads[i] = false end
+    else
+      payloads = redis.call('HMGET', key(g, 2), unpack(members))
+    end
     -- the late policy: max-lateness from the original due time, or the message's own expiry (contract v2 options)
     local keep, keepMembers, keepPayloads = {}, {}, {}
     for i, e in ipairs(taken) do
@@ -372,10 +469,10 @@ for g = 1, groups do
   end
 end
 if groups == 1 then
-  return apply(1, plans[1])
+  return reply(apply(1, plans[1]))
 end
-local reply = {groups}
+local all = {groups}
 for g = 1, groups do
-  for _, v in ipairs(apply(g, plans[g])) do reply[#reply + 1] = v end
+  for _, v in ipairs(apply(g, plans[g])) do all[#all + 1] = v end
 end
-return reply
+return reply(all)

@@ -154,6 +154,7 @@ class ContractModelTest {
                 .withAction(1, cancel())
                 .withAction(8, pop())
                 .withAction(4, popMany())
+                .withAction(4, popCarrying())
                 .withAction(3, ack())
                 .withAction(2, ackMany())
                 .withAction(4, fail())
@@ -256,6 +257,25 @@ class ContractModelTest {
                 .as((instance, picks, known) -> Transformer.mutate(
                         "pop shards #" + picks + " by instance " + instance + " in one call, known due " + known,
                         w -> w.popMany(instance, picks, known))));
+    }
+
+    /** A pop of 1-4 shards carrying the acks of 1-3 leases, as a worker's pop carries the acks of earlier rounds. */
+    private static Action<ContractWorld> popCarrying() {
+        return action(Combinators.combine(
+                        Arbitraries.integers().between(0, 1),
+                        Arbitraries.integers()
+                                .between(0, ContractModel.MAX_SHARDS - 1)
+                                .list()
+                                .ofMinSize(1)
+                                .ofMaxSize(ContractModel.MAX_SHARDS)
+                                .uniqueElements(),
+                        Arbitraries.of(false, true).list().ofMinSize(1).ofMaxSize(ContractModel.MAX_SHARDS),
+                        Arbitraries.integers().between(0, 7).list().ofMinSize(1).ofMaxSize(3),
+                        Arbitraries.integers().between(0, 7))
+                .as((instance, picks, known, ackPicks, mask) -> Transformer.mutate(
+                        "pop shards #" + picks + " by instance " + instance + ", known due " + known
+                                + ", carrying acks of leases #" + ackPicks + " mask " + mask,
+                        w -> w.popCarrying(instance, picks, known, ackPicks, mask))));
     }
 
     /** Acks of several leases in one call, as the settler acks a pop of several shards. */

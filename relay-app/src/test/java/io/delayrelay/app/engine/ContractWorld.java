@@ -352,8 +352,33 @@ final class ContractWorld {
      * not even probed (next due -2), and stays as it was.
      */
     void popMany(int instance, List<Integer> picks, List<Boolean> knownFlags) {
+        popCarrying(instance, picks, knownFlags, List.of(), 0);
+    }
+
+    /**
+     * A pop of one or several shards that carries acks of earlier rounds ({@link ShardStore#popCarrying}, as
+     * {@link AckCarrier} sends the confirmed entries waiting for the worker's next pop): the acks are settled first,
+     * each exactly as ack.lua would (only members still leased under its token: a lease the reaper took back, one
+     * settled already, or a member leased again since is left alone), then the shards are popped as {@link #popMany}
+     * pops them, so a member settled by the call and scheduled again may be handed out by it. Only the pop's own
+     * instance's leases are carried (one instance's settler acks its own).
+     */
+    void popCarrying(int instance, List<Integer> picks, List<Boolean> knownFlags, List<Integer> ackPicks, int mask) {
         if (model.paused) {
             return;
+        }
+        List<ShardStore.Ack> acks = new ArrayList<>();
+        long expectedSettled = 0;
+        int asked = 0;
+        for (int pick : ackPicks) {
+            Lease lease = lease(pick);
+            if (lease == null || lease.instance() != instance) {
+                continue;
+            }
+            List<String> members = members(lease, mask);
+            asked += members.size();
+            expectedSettled += model.ack(lease.shard(), lease.token(), members);
+            acks.add(new ShardStore.Ack(lease.shard(), lease.token(), bytes(members), lease.anyPayload()));
         }
         int width = scanWidth(instance);
         List<Integer> order = new ArrayList<>();
@@ -371,7 +396,24 @@ final class ContractWorld {
             known[i] = flags.get(i);
         }
         BusinessSpec spec = relays[instance].spec();
-        List<PopResult> results = shared.stores()[instance].popMany(spec, shards, known);
+        List<PopResult> results;
+        if (acks.isEmpty()) {
+            results = shared.stores()[instance].popMany(spec, shards, known);
+        } else {
+            ShardStore.CarriedPop carried =
+                    shared.stores()[instance].popCarrying(spec, shards, known, spec.batchSize(), acks);
+            covered("pops carrying acks");
+            if (expectedSettled < asked) {
+                covered("carried acks of leases taken back, settled already or leased again");
+            }
+            same("carried acks that failed " + carried.errors(), 0L, (long)
+                    carried.failed().size());
+            same(
+                    "members settled by the carried acks of " + acks.size() + " lease(s)",
+                    expectedSettled,
+                    carried.settled());
+            results = carried.results();
+        }
         same("shards answered by a pop of " + order, shards.length, results.size());
         if (shards.length > 1) {
             covered("pops of several shards in one call");

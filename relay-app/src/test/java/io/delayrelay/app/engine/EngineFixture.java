@@ -158,6 +158,13 @@ final class EngineFixture implements AutoCloseable {
         kit.close();
     }
 
+    /** The members a pop handed out, as text, in order. */
+    static List<String> members(PopResult result) {
+        return result.entries().stream()
+                .map(e -> new String(e.member(), StandardCharsets.UTF_8))
+                .toList();
+    }
+
     static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
@@ -180,6 +187,12 @@ final class EngineFixture implements AutoCloseable {
         @Override
         public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit) {
             pops.incrementAndGet();
+            throwInjectedFailure();
+            return super.pop(spec, shard, knownDue, limit);
+        }
+
+        /** Throws the failure a test set for the next pop, if any. */
+        private void throwInjectedFailure() {
             Throwable failure = failNextPop.getAndSet(null);
             if (failure instanceof RuntimeException e) {
                 throw e;
@@ -187,7 +200,6 @@ final class EngineFixture implements AutoCloseable {
             if (failure instanceof Error e) {
                 throw e;
             }
-            return super.pop(spec, shard, knownDue, limit);
         }
 
         /** Pops of several shards in one call: the shards of each, in call order. */
@@ -198,15 +210,26 @@ final class EngineFixture implements AutoCloseable {
             if (shards.length > 1) {
                 pops.incrementAndGet();
                 multiPops.add(shards.clone());
-                Throwable failure = failNextPop.getAndSet(null);
-                if (failure instanceof RuntimeException e) {
-                    throw e;
-                }
-                if (failure instanceof Error e) {
-                    throw e;
-                }
+                throwInjectedFailure();
             }
             return super.popMany(spec, shards, knownDue);
+        }
+
+        /** Pops that carried acks (pop.lua with ack sections). */
+        final AtomicInteger carryingPops = new AtomicInteger();
+
+        @Override
+        public CarriedPop popCarrying(
+                BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried) {
+            if (!carried.isEmpty()) {
+                carryingPops.incrementAndGet();
+                pops.incrementAndGet();
+                if (shards.length > 1) {
+                    multiPops.add(shards.clone());
+                }
+                throwInjectedFailure();
+            }
+            return super.popCarrying(spec, shards, knownDue, limit, carried);
         }
 
         @Override

@@ -1,6 +1,5 @@
 package io.delayrelay.app.engine;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
@@ -12,6 +11,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 
+import static io.delayrelay.app.engine.EngineFixture.bytes;
+import static io.delayrelay.app.engine.EngineFixture.members;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -141,15 +142,5 @@ class MultiShardPopTest {
         // due within the linger of each other: after the quarantine, one pop carried all three shards' entries
         assertThat(fx.store.multiPops).anySatisfy(shards -> assertThat(shards).containsExactly(0, 1, 3));
         await().atMost(Duration.ofSeconds(5)).until(() -> fx.inflight(spec) == 0);
-    }
-
-    private static List<String> members(PopResult result) {
-        return result.entries().stream()
-                .map(e -> new String(e.member(), StandardCharsets.UTF_8))
-                .toList();
-    }
-
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
     }
 }

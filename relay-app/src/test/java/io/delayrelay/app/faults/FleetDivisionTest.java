@@ -56,6 +56,9 @@ class FleetDivisionTest {
     private static final Pattern POP =
             Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:evalsha)\" \"[0-9a-f]+\" \"([0-9]+)\" (.*)$");
 
+    /** The sweep's probe of a relay's shards (one multi-key EXISTS, sent by the relay itself, not by a script). */
+    private static final Pattern PROBE = Pattern.compile("\\[\\d+ ([0-9.:]+)\\] \"(?i:exists)\" (.*)$");
+
     /** One quoted argument of MONITOR's output (shard key names need no escapes). */
     private static final Pattern QUOTED = Pattern.compile("\"((?:[^\"\\\\]|\\\\.)*)\"");
 
@@ -103,11 +106,12 @@ class FleetDivisionTest {
         // every instance renews once more after the third joined, so all three know of each other
         awaitEveryoneRenewedSince(keys, kit.redisNowMs());
 
-        // 1. steady state: who pops which shard, for 3 s
-        Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(3));
+        // 1. steady state: who pops or probes which shard, over one safety sweep (idle shards are only probed, by
+        // their instance's sweep: every relay.wake.safety-sweep, 5 s, with the notifications the test Redis has on)
+        Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(6));
         System.out.println("poppers per shard (steady state): " + poppers);
         assertThat(poppers.keySet())
-                .as("every shard popped (polling at max-idle)")
+                .as("every shard popped or probed (one safety sweep)")
                 .hasSize(SHARDS);
         poppers.forEach((shard, who) ->
                 assertThat(who).as("instances that popped shard %d", shard).hasSize(1));
@@ -136,7 +140,7 @@ class FleetDivisionTest {
         assertThat(othersKill).as("the other shards are not held up").isLessThanOrEqualTo(300 + MARGIN.toMillis());
 
         // 3. SIGSTOP of B (frozen, its seat not renewed): the same for its shards
-        Map<Integer, Set<String>> twoLeft = poppersPerShard(business, Duration.ofSeconds(2));
+        Map<Integer, Set<String>> twoLeft = poppersPerShard(business, Duration.ofSeconds(6));
         TreeSet<Integer> ofB = new TreeSet<>();
         twoLeft.forEach((shard, who) -> {
             assertThat(who)
@@ -163,7 +167,7 @@ class FleetDivisionTest {
                 .atMost(Duration.ofSeconds(15))
                 .until(() -> seats(keys).size() == 2);
         awaitEveryoneRenewedSince(keys, kit.redisNowMs());
-        Map<Integer, Set<String>> thawed = poppersPerShard(business, Duration.ofSeconds(2));
+        Map<Integer, Set<String>> thawed = poppersPerShard(business, Duration.ofSeconds(6));
         thawed.forEach((shard, who) ->
                 assertThat(who).as("after B thawed, shard %d", shard).hasSize(1));
         assertThat(thawed.values().stream()
@@ -263,12 +267,21 @@ class FleetDivisionTest {
         Map<Integer, Set<String>> poppers = new TreeMap<>();
         for (String line : Files.readAllLines(out, StandardCharsets.UTF_8)) {
             Matcher m = POP.matcher(line);
-            if (!m.find()) {
-                continue;
+            int keyCount;
+            Matcher arg;
+            if (m.find()) {
+                keyCount = Integer.parseInt(m.group(2));
+                arg = QUOTED.matcher(m.group(3));
+            } else {
+                // an idle shard is not popped: its sweep probes it (EXISTS of every key of the instance's shards)
+                m = PROBE.matcher(line);
+                if (!m.find()) {
+                    continue;
+                }
+                keyCount = Integer.MAX_VALUE;
+                arg = QUOTED.matcher(m.group(2));
             }
-            // a pop (or ack) of several shards names each shard's keys: attributed to every shard key among them
-            int keyCount = Integer.parseInt(m.group(2));
-            Matcher arg = QUOTED.matcher(m.group(3));
+            // a pop (or ack, or probe) of several shards names each shard's keys: attributed to every shard key
             for (int k = 0; k < keyCount && arg.find(); k++) {
                 String key = arg.group(1);
                 if (!key.startsWith(shardPrefix)) {

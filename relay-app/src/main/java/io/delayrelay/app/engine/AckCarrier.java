@@ -1,0 +1,213 @@
+package io.delayrelay.app.engine;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import io.delayrelay.app.support.Exceptions;
+import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * Acks of one business's confirmed entries, carried by the next pop: the settler hands them over, and the next pop
+ * of any of the business's workers settles them in its own pop.lua call (its carried ack sections) instead of an
+ * ack.lua call of their own. An ack waits at most twice the business's linger for a pop (a round is the linger plus
+ * the time to the next due entry, and a confirm usually comes early in it); then it goes alone, in one ack.lua call
+ * for everything waiting (as do the acks on a Redis Cluster, where one call cannot span shards, and with a linger of
+ * 0). Waiting acks delay nothing that is due: they only keep their members in flight a few ms longer. Shutdown flushes them. Nothing waiting here is lost by a crash: a lease that is never acked
+ * expires and its entry is delivered again (at-least-once).
+ */
+final class AckCarrier {
+
+    private static final Logger log = LoggerFactory.getLogger(AckCarrier.class);
+
+    private final ShardStore store;
+    private final EventReporter events;
+    /** Runs the acks that go alone (the settle threads); a rejected task runs on the timer's thread. */
+    private final Executor executor;
+
+    private final List<ShardStore.Ack> waiting = new ArrayList<>();
+    private BusinessSpec waitingSpec;
+    /** When the oldest waiting ack was handed over (System.nanoTime). */
+    private long oldestNanos;
+
+    private boolean timerSet;
+
+    AckCarrier(ShardStore store, EventReporter events, Executor executor) {
+        this.store = store;
+        this.events = events;
+        this.executor = executor;
+    }
+
+    /** Confirmed entries to settle: by the next pop within the linger, else alone. */
+    void carry(BusinessSpec spec, List<ShardStore.Ack> acks) {
+        if (acks.isEmpty()) {
+            return;
+        }
+        long boundMs = boundMs(spec);
+        if (boundMs <= 0 || !store.combinesShards()) {
+            ackAlone(spec, acks);
+            return;
+        }
+        synchronized (this) {
+            if (waiting.isEmpty()) {
+                oldestNanos = System.nanoTime();
+            }
+            waiting.addAll(acks);
+            waitingSpec = spec;
+            if (!timerSet) {
+                timerSet = true;
+                later(boundMs);
+            }
+        }
+    }
+
+    /** How long an ack waits for a pop to carry it. */
+    static long boundMs(BusinessSpec spec) {
+        return 2 * spec.linger().toMillis();
+    }
+
+    /**
+     * Pops the shards, settling every ack waiting in the same call; a carried ack that fails there (a key of the wrong
+     * type) is counted and logged with its shard, as an ack.lua call that fails; when the whole call fails, the acks
+     * go alone.
+     */
+    List<PopResult> pop(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit) {
+        List<ShardStore.Ack> carried = store.combinesShards() ? take() : List.of();
+        ShardStore.CarriedPop popped;
+        try {
+            popped = store.popCarrying(spec, shards, knownDue, limit, carried);
+        } catch (RuntimeException | Error e) {
+            // the pop failed (its shards are handled by the worker); the acks must not wait for another pop
+            ackAlone(spec, carried);
+            throw e;
+        }
+        for (int i = 0; i < popped.failed().size(); i++) {
+            // as an ack.lua call that fails: counted and logged with its shard, not tried again (what it did not
+            // settle is redelivered after the lease)
+            failedAck(
+                    spec,
+                    popped.failed().get(i),
+                    new IllegalStateException(popped.errors().get(i)));
+        }
+        return popped.results();
+    }
+
+    /** Settles everything waiting now (shutdown). */
+    void flush() {
+        List<ShardStore.Ack> due;
+        BusinessSpec spec;
+        synchronized (this) {
+            spec = waitingSpec;
+            due = take();
+        }
+        if (!due.isEmpty()) {
+            ackAlone(spec, due);
+        }
+    }
+
+    /** How many acks wait for a pop (tests). */
+    synchronized int waiting() {
+        return waiting.size();
+    }
+
+    private synchronized List<ShardStore.Ack> take() {
+        if (waiting.isEmpty()) {
+            return List.of();
+        }
+        List<ShardStore.Ack> taken = List.copyOf(waiting);
+        waiting.clear();
+        return taken;
+    }
+
+    private void later(long delayMs) {
+        Executor timer = CompletableFuture.delayedExecutor(delayMs, TimeUnit.MILLISECONDS, this::runSettling);
+        timer.execute(this::expire);
+    }
+
+    private void runSettling(Runnable task) {
+        try {
+            executor.execute(task);
+        } catch (RejectedExecutionException stopped) {
+            task.run();
+        }
+    }
+
+    /** The timer: acks that waited the linger go alone; younger ones wait for the rest of theirs. */
+    private void expire() {
+        List<ShardStore.Ack> due;
+        BusinessSpec spec;
+        synchronized (this) {
+            if (waiting.isEmpty()) {
+                timerSet = false;
+                return;
+            }
+            long boundMs = boundMs(waitingSpec);
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - oldestNanos);
+            if (waitedMs < boundMs) {
+                later(boundMs - waitedMs);
+                return;
+            }
+            timerSet = false;
+            spec = waitingSpec;
+            due = take();
+        }
+        ackAlone(spec, due);
+    }
+
+    private void failedAck(BusinessSpec spec, ShardStore.Ack a, RuntimeException e) {
+        events.error(spec, a.shard(), e);
+        log.warn(
+                "business={} shard={}: acking {} confirmed message(s) failed ({}); what it did not settle is"
+                        + " redelivered after the lease",
+                spec.name(),
+                a.shard(),
+                a.members().size(),
+                Exceptions.rootMessage(e));
+    }
+
+    /**
+     * Acks in one ack.lua call; when it fails (a shard's keys hold the wrong type), shard by shard, so that only the
+     * bad shard's fail (counted and logged with its shard; its entries are redelivered after the lease) and the
+     * others are settled.
+     */
+    void ackAlone(BusinessSpec spec, List<ShardStore.Ack> acks) {
+        if (acks.isEmpty()) {
+            return;
+        }
+        String previous = MDC.get("business");
+        MDC.put("business", spec.name());
+        try {
+            if (acks.size() > 1 && store.combinesShards()) {
+                try {
+                    store.ackMany(spec, acks);
+                    return;
+                } catch (RuntimeException e) {
+                    log.debug(
+                            "business={}: acking {} shards in one call failed ({}); acking each",
+                            spec.name(),
+                            acks.size(),
+                            Exceptions.rootMessage(e));
+                }
+            }
+            for (ShardStore.Ack a : acks) {
+                try {
+                    store.ack(spec, a.shard(), a.token(), a.members(), a.anyPayload());
+                } catch (RuntimeException e) {
+                    failedAck(spec, a, e);
+                }
+            }
+        } finally {
+            if (previous == null) {
+                MDC.remove("business");
+            } else {
+                MDC.put("business", previous);
+            }
+        }
+    }
+}
