@@ -10,6 +10,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 
 import io.delayrelay.api.DelayQueueKeys;
@@ -58,12 +61,15 @@ public final class ColdTierBench {
                 n, bytes[0] / (double) n, hot / (double) n);
 
         ColdTiming timing = ColdTiming.of(Duration.ofDays(1));
+        long us0 = scriptMicros(port);
         long t0 = System.nanoTime();
-        long demoted = 0;
-        for (int shard = 0; shard < SHARDS; shard++) {
-            demoted += demoteAll(store, keys, shard, timing);
-        }
+        ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
+        AtomicLong moved = new AtomicLong();
+        ColdMover.inParallel(pool, shards(), shard -> moved.addAndGet(
+                ColdMover.demoteShard(store, keys, shard, timing, Long.MAX_VALUE, (s, d, c) -> {})));
+        long demoted = moved.getAndSet(0);
         double demoteS = (System.nanoTime() - t0) / 1e9;
+        System.out.printf("demote: Redis script time %.1f s%n", (scriptMicros(port) - us0) / 1e6);
         long cold = usedMemory(port) - base;
         long live = 0;
         long blocks = 0;
@@ -94,12 +100,14 @@ public final class ColdTierBench {
                 "cold cancel p50 %.2f ms p99 %.2f ms; cold reschedule p50 %.2f ms p99 %.2f ms (%d each)%n",
                 pct(cancel, 50), pct(cancel, 99), pct(reschedule, 50), pct(reschedule, 99), ops);
 
+        us0 = scriptMicros(port);
         t0 = System.nanoTime();
-        long back = 0;
-        for (int shard = 0; shard < SHARDS; shard++) {
-            back += promoteAll(store, keys, shard);
-        }
+        ColdMover.inParallel(pool, shards(), shard -> moved.addAndGet(
+                ColdMover.promoteShard(store, keys, shard, Duration.ofDays(60).toMillis(), (s, d, c) -> {})));
+        long back = moved.get();
+        pool.shutdown();
         double promoteS = (System.nanoTime() - t0) / 1e9;
+        System.out.printf("promote: Redis script time %.1f s%n", (scriptMicros(port) - us0) / 1e6);
         System.out.printf(
                 "promoted %d in %.1f s: %.0f entries/s; hot again: %.1f B/entry%n",
                 back, promoteS, back / promoteS, (usedMemory(port) - base) / (double) n);
@@ -107,31 +115,12 @@ public final class ColdTierBench {
         factory.destroy();
     }
 
-    private static long demoteAll(ColdStore store, DelayQueueKeys keys, int shard, ColdTiming timing) {
-        long moved = 0;
-        while (true) {
-            ColdStore.Pick pick = store.pick(keys, shard, timing.coldAfterMs(), 2_000);
-            for (List<ColdBlock.Entry> block : ColdMover.blocks(pick.entries(), timing)) {
-                moved += store.demote(keys, shard, block).moved();
-            }
-            if (pick.entries().size() < 2_000) {
-                return moved;
-            }
+    private static List<Integer> shards() {
+        List<Integer> shards = new ArrayList<>();
+        for (int shard = 0; shard < SHARDS; shard++) {
+            shards.add(shard);
         }
-    }
-
-    private static long promoteAll(ColdStore store, DelayQueueKeys keys, int shard) {
-        long back = 0;
-        long lead = Duration.ofDays(60).toMillis();
-        while (true) {
-            List<ColdStore.DueBlock> due = store.due(keys, shard, lead, 16);
-            for (ColdStore.DueBlock block : due) {
-                back += store.promote(keys, shard, block).back();
-            }
-            if (due.isEmpty()) {
-                return back;
-            }
-        }
+        return shards;
     }
 
     private static String id(int i) {
@@ -203,6 +192,17 @@ public final class ColdTierBench {
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor();
         return out;
+    }
+
+    private static long scriptMicros(int port) throws Exception {
+        long us = 0;
+        for (String line : redisCli(port, "INFO", "commandstats").split("\r?\n")) {
+            if (line.startsWith("cmdstat_eval")) {
+                int at = line.indexOf("usec=");
+                us += Long.parseLong(line.substring(at + 5, line.indexOf(',', at)));
+            }
+        }
+        return us;
     }
 
     private static long usedMemory(int port) throws Exception {
