@@ -12,7 +12,8 @@ import java.util.Map;
  *
  * <pre>
  * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
- * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N]
+ * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N],
+ * cold [--cold-entries N]
  * </pre>
  */
 public final class Bench {
@@ -31,6 +32,7 @@ public final class Bench {
         Path relayJar = null;
         Path logs = null;
         int stormEntries = Storm.DEFAULT_ENTRIES;
+        int coldEntries = ColdTierBench.DEFAULT_ENTRIES;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -44,6 +46,7 @@ public final class Bench {
                 case "--relay-jar" -> relayJar = Path.of(args[++i]);
                 case "--logs" -> logs = Path.of(args[++i]);
                 case "--storm-entries" -> stormEntries = Integer.parseInt(args[++i]);
+                case "--cold-entries" -> coldEntries = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
@@ -72,6 +75,14 @@ public final class Bench {
                         ceilings.add(s.perfTest(perfTest, 2, 1_000));
                     }
                     report.storm(results, ceilings);
+                });
+            }
+            // not in the quick default run (it loads a million entries): --only cold, or --full
+            if (config.only().contains("cold") || (config.full() && config.only().isEmpty())) {
+                ColdTierBench cold = new ColdTierBench(infra, relayJar, logDir, coldEntries);
+                part(report, "cold", ColdTierBench.estimateSeconds(coldEntries), () -> {
+                    report.coldMoves(cold.moves());
+                    report.coldLag(cold.lag());
                 });
             }
         } catch (Exception | Error e) {
