@@ -78,7 +78,8 @@ public final class Bench {
                 });
             }
             // not in the quick default run (it loads a million entries): --only cold, or --full
-            if (config.only().contains("cold") || (config.full() && config.only().isEmpty())) {
+            if (config.only().contains("cold")
+                    || (config.full() && config.only().isEmpty())) {
                 ColdTierBench cold = new ColdTierBench(infra, relayJar, logDir, coldEntries);
                 part(report, "cold", ColdTierBench.estimateSeconds(coldEntries), () -> {
                     report.coldMoves(cold.moves());

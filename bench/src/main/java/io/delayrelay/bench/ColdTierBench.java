@@ -88,8 +88,7 @@ final class ColdTierBench {
             String loadAverage) {}
 
     /** The lag run: entries, the most seen cold at once, arrivals; lag {p50, p99, max} ms. */
-    record Lag(
-            int n, long coldPeak, int received, int duplicates, long early, long[] lagMs, String loadAverage) {}
+    record Lag(int n, long coldPeak, int received, int duplicates, long early, long[] lagMs, String loadAverage) {}
 
     private final Infra infra;
     private final Path relayJar;
@@ -128,8 +127,11 @@ final class ColdTierBench {
 
             ColdTiming timing = ColdTiming.of(Duration.ofDays(1));
             AtomicLong moved = new AtomicLong();
-            Measured demote = measure(() -> ColdMover.inParallel(pool, shards(), shard -> moved.addAndGet(
-                    ColdMover.demoteShard(store, keys, shard, timing, Long.MAX_VALUE, (s, d, c) -> {}))));
+            Measured demote = measure(() -> ColdMover.inParallel(
+                    pool,
+                    shards(),
+                    shard -> moved.addAndGet(
+                            ColdMover.demoteShard(store, keys, shard, timing, Long.MAX_VALUE, (s, d, c) -> {}))));
             long demoted = moved.getAndSet(0);
             double cold = (infra.stats().usedMemory() - base) / (double) entries;
             long live = 0;
@@ -162,7 +164,9 @@ final class ColdTierBench {
                 cancel[i] = System.nanoTime() - t;
                 t = System.nanoTime();
                 producer.rescheduleById(
-                        business, id(r.nextInt(entries / 2) * 2 + 1), Instant.now().plus(Duration.ofDays(8)));
+                        business,
+                        id(r.nextInt(entries / 2) * 2 + 1),
+                        Instant.now().plus(Duration.ofDays(8)));
                 reschedule[i] = System.nanoTime() - t;
             }
             double[] cancelMs = {pct(cancel, 50), pct(cancel, 99)};
@@ -172,8 +176,10 @@ final class ColdTierBench {
                     cancelMs[0], cancelMs[1], rescheduleMs[0], rescheduleMs[1], ops);
 
             long lead = Duration.ofDays(60).toMillis();
-            Measured promote = measure(() -> ColdMover.inParallel(pool, shards(), shard -> moved.addAndGet(
-                    ColdMover.promoteShard(store, keys, shard, lead, (s, d, c) -> {}))));
+            Measured promote = measure(() -> ColdMover.inParallel(
+                    pool,
+                    shards(),
+                    shard -> moved.addAndGet(ColdMover.promoteShard(store, keys, shard, lead, (s, d, c) -> {}))));
             long promoted = moved.get();
             Scenarios.log(
                     "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry)",
@@ -270,7 +276,9 @@ final class ColdTierBench {
                         duplicates.incrementAndGet();
                         return;
                     }
-                    Object r = props.getHeaders() == null ? null : props.getHeaders().get(RelayHeaders.RELAYED_AT);
+                    Object r = props.getHeaders() == null
+                            ? null
+                            : props.getHeaders().get(RelayHeaders.RELAYED_AT);
                     due[i] = Messages.dueOf(body);
                     relayedAt[i] = r instanceof Number num ? num.longValue() : -1;
                     received.incrementAndGet();
@@ -313,15 +321,7 @@ final class ColdTierBench {
             Scenarios.log(
                     "  %,d of %,d received (duplicates %d), %,d cold at most before the first was due; lag p50 %d p99 %d"
                             + " max %d ms; early %d; load %s",
-                    got,
-                    n,
-                    duplicates.get(),
-                    peak,
-                    figures[0],
-                    figures[1],
-                    figures[2],
-                    early,
-                    result.loadAverage());
+                    got, n, duplicates.get(), peak, figures[0], figures[1], figures[2], early, result.loadAverage());
             return result;
         } finally {
             if (relay.isAlive()) {
@@ -460,18 +460,34 @@ final class ColdTierBench {
                     m.loadAverage()));
             b.append("| figure | measured | target |\n|---|---:|---:|\n");
             row(b, "Redis bytes per entry, hot (zset + payload hash)", fmt("%.1f", m.hotBytes()), "");
-            row(b, String.format(Locale.ROOT, "Redis bytes per entry, cold (%,d live in %,d blocks)", m.live(),
-                    m.blocks()), fmt("**%.1f**", m.coldBytes()), "≤ 60");
+            row(
+                    b,
+                    String.format(
+                            Locale.ROOT, "Redis bytes per entry, cold (%,d live in %,d blocks)", m.live(), m.blocks()),
+                    fmt("**%.1f**", m.coldBytes()),
+                    "≤ 60");
             row(b, "demotion, entries/s", fmt("**%,.0f**", m.demoteRate()), "≥ 50,000");
-            row(b, "demotion CPU per entry: Redis / relay JVM µs",
-                    fmt("%.1f / %.1f", m.demoteRedisUs(), m.demoteJvmUs()), "");
+            row(
+                    b,
+                    "demotion CPU per entry: Redis / relay JVM µs",
+                    fmt("%.1f / %.1f", m.demoteRedisUs(), m.demoteJvmUs()),
+                    "");
             row(b, "promotion, entries/s", fmt("**%,.0f**", m.promoteRate()), "≥ 50,000");
-            row(b, "promotion CPU per entry: Redis / relay JVM µs",
-                    fmt("%.1f / %.1f", m.promoteRedisUs(), m.promoteJvmUs()), "");
-            row(b, "cancel of a cold entry, p50 / p99 ms",
-                    fmt("%.2f / **%.2f**", m.cancelMs()[0], m.cancelMs()[1]), "p99 ≤ 5");
-            row(b, "reschedule of a cold entry, p50 / p99 ms",
-                    fmt("%.2f / **%.2f**", m.rescheduleMs()[0], m.rescheduleMs()[1]), "p99 ≤ 5");
+            row(
+                    b,
+                    "promotion CPU per entry: Redis / relay JVM µs",
+                    fmt("%.1f / %.1f", m.promoteRedisUs(), m.promoteJvmUs()),
+                    "");
+            row(
+                    b,
+                    "cancel of a cold entry, p50 / p99 ms",
+                    fmt("%.2f / **%.2f**", m.cancelMs()[0], m.cancelMs()[1]),
+                    "p99 ≤ 5");
+            row(
+                    b,
+                    "reschedule of a cold entry, p50 / p99 ms",
+                    fmt("%.2f / **%.2f**", m.rescheduleMs()[0], m.rescheduleMs()[1]),
+                    "p99 ≤ 5");
             b.append('\n');
         }
         if (lag != null) {
@@ -503,7 +519,13 @@ final class ColdTierBench {
     }
 
     private static void row(StringBuilder b, String figure, String measured, String target) {
-        b.append("| ").append(figure).append(" | ").append(measured).append(" | ").append(target).append(" |\n");
+        b.append("| ")
+                .append(figure)
+                .append(" | ")
+                .append(measured)
+                .append(" | ")
+                .append(target)
+                .append(" |\n");
     }
 
     private static String fmt(String format, Object... args) {
