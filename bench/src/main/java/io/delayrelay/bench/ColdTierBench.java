@@ -62,6 +62,11 @@ final class ColdTierBench {
     /** Written this far ahead of the first due time: past cold-after (20 s) with time for the demotions. */
     static final long LAG_AHEAD_MS = 45_000;
 
+    /** Hot entries relayed before the measured run, numbered from {@link #WARM_SEQ} (the consumer skips them). */
+    static final int WARM_UP = 20_000;
+
+    static final long WARM_SEQ = 10_000_000;
+
     private static final String[] ACTIONS = {"review", "auto-close", "remind", "renew", "expire", "follow-up"};
     private static final String[] CURRENCIES = {"EUR", "USD", "GBP", "CNY", "JPY"};
 
@@ -257,6 +262,11 @@ final class ColdTierBench {
         int n = LAG_RATE * LAG_SECONDS;
         try {
             LagProcesses.awaitLogLine(relay, relayLog, "delay-relay started", 120);
+            // warm-up (not reported): a relay that has run all day has its publish path compiled; these are hot
+            Scenarios.log("cold lag: warm-up of %,d hot entries at %,d/s (not reported)", WARM_UP, LAG_RATE);
+            long[] warm = Messages.dues(WARM_UP, System.currentTimeMillis() + 1_000, WARM_UP * 1_000L / LAG_RATE);
+            infra.loadShards(keys, SHARDS, Messages.bodies(warm, infra.config.messageBytes(), WARM_SEQ), warm);
+            Thread.sleep(WARM_UP * 1_000L / LAG_RATE + 3_000);
             ColdStore store = new ColdStore(ByteRedisTemplates.create(factory));
             long t = System.currentTimeMillis() + LAG_AHEAD_MS;
             long[] relayedAt = new long[n];
@@ -269,6 +279,7 @@ final class ColdTierBench {
                 public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body) {
                     long seq = Messages.seqOf(body);
                     if (seq < 0 || seq >= n) {
+                        // the warm-up's (numbered from WARM_SEQ)
                         return;
                     }
                     int i = (int) seq;
@@ -314,6 +325,7 @@ final class ColdTierBench {
                     }
                 }
             }
+            logWindows(dues, relayedAt, t);
             lag = Arrays.copyOf(lag, k);
             Arrays.sort(lag);
             long[] figures = {Scenarios.pct(lag, 0.5), Scenarios.pct(lag, 0.99), k == 0 ? -1 : lag[k - 1]};
@@ -339,6 +351,30 @@ final class ColdTierBench {
             infra.purge(xq[1]);
             infra.deleteRunKeys();
         }
+    }
+
+    /** The lag p50/p99/max of every 5 s of due times, in the log: where in the run the lag was. */
+    private static void logWindows(long[] dues, long[] relayedAt, long t) {
+        StringBuilder line = new StringBuilder("  lag by 5 s of due times (p50/p99/max ms):");
+        for (long from = t; from < t + LAG_SECONDS * 1_000L; from += 5_000) {
+            long[] w = new long[dues.length];
+            int k = 0;
+            for (int i = 0; i < dues.length; i++) {
+                if (relayedAt[i] > 0 && dues[i] >= from && dues[i] < from + 5_000) {
+                    w[k++] = relayedAt[i] - dues[i];
+                }
+            }
+            w = Arrays.copyOf(w, k);
+            Arrays.sort(w);
+            line.append(String.format(
+                    Locale.ROOT,
+                    " +%ds %d/%d/%d",
+                    (from - t) / 1000,
+                    Scenarios.pct(w, 0.5),
+                    Scenarios.pct(w, 0.99),
+                    k == 0 ? -1 : w[k - 1]));
+        }
+        Scenarios.log("%s", line);
     }
 
     private Process startRelay(String business, String exchange, Path log) throws IOException {
