@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -378,24 +379,13 @@ final class ColdTierBench {
     }
 
     private Process startRelay(String business, String exchange, Path log) throws IOException {
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m",
-                "-jar",
-                relayJar.toString()));
-        Map<String, Object> p = RelayContender.baseProperties(infra);
-        p.remove("logging.level.root"); // keep the relay's INFO log: "delay-relay started" is awaited
-        p.put("spring.main.web-application-type", "none");
         String prefix = "relay.businesses." + business + ".";
+        Map<String, Object> p = new LinkedHashMap<>();
         p.put(prefix + "exchange", exchange);
         p.put(prefix + "routing-key", "due");
         p.put(prefix + "shards", SHARDS);
         p.put(prefix + "cold-after", LAG_COLD_AFTER);
-        p.forEach((k, v) -> command.add("--" + k + "=" + v));
-        return new ProcessBuilder(command)
-                .redirectErrorStream(true)
-                .redirectOutput(log.toFile())
-                .start();
+        return Storm.startRelayJar(infra, relayJar, p, log);
     }
 
     private static List<Integer> shards() {
