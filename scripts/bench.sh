@@ -5,7 +5,7 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/bench.sh [--full] [--messages N] [--only SCENARIOS] [--runs N] [--storm-entries N] [--shared-redis] [--skip-build] [--help]
+Usage: scripts/bench.sh [--full] [--messages N] [--only SCENARIOS] [--runs N] [--storm-entries N] [--cold-entries N] [--shared-redis] [--skip-build] [--help]
 
 Runs in one go, on the local Redis and RabbitMQ:
   1. drain    N messages of 100 B over 16 shards, all due at once and due over 1 s: the relay (defaults, the best
@@ -29,6 +29,11 @@ Runs in one go, on the local Redis and RabbitMQ:
               5,000 (2 threads, then 4); drain rate, lateness (receive - due, publish - due) p50/p99/max, on time
               within 1 s, lost/duplicates, broker RSS and queue peaks, and the ratio to PerfTest run before and
               after. About 7 minutes.
+  7. cold     the cold tier (docs/cold-tier.md): 1,000,000 entries by id due in 7-30 days (--cold-entries N to
+              change): Redis bytes per entry hot and once demoted, demotion and promotion entries/s with the CPU
+              Redis and the relay spend per entry, cancel/reschedule p99 of cold entries; then the relay's exec jar
+              with cold-after 20s and 60,000 entries falling due at 2,000/s for 30 s after a round trip through the
+              cold tier: lag p50/p99/max and early. Only with --only cold or --full. About 5 minutes at 1 M.
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
                   baselines capped at 8 s of draining; the message shape; the storm of 500,000. About 20 minutes on 2 busy cores. (N is not the issue's
@@ -42,7 +47,8 @@ Runs in one go, on the local Redis and RabbitMQ:
   --runs N        N consecutive runs (1-10) of the selected scenarios: each writes its own report (-runK.md), then
                   <date>[-only-<list>]-runs.md puts every target side by side, one column per run, and says
                   whether every run met it (the issues ask for each of 3 consecutive runs, not the best)
-  --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm (writes <date>-only-<list>.md, ignored by git)
+  --cold-entries N   entries of the cold scenario's sizing and moves (default 1,000,000)
+  --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm,cold (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
   --skip-build    reuse the last build of the relay and of the bench
@@ -77,6 +83,8 @@ while [ $# -gt 0 ]; do
             MODE_ARGS+=(--runs "$2"); shift ;;
     --storm-entries) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --storm-entries needs a number" >&2; exit 2; }
                      MODE_ARGS+=(--storm-entries "$2"); shift ;;
+    --cold-entries) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --cold-entries needs a number" >&2; exit 2; }
+                    MODE_ARGS+=(--cold-entries "$2"); shift ;;
     --shared-redis) SHARED=1 ;;
     --skip-build) BUILD=0 ;;
     -h|--help) usage; exit 0 ;;
@@ -86,7 +94,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$ONLY" ]; then
   for s in ${ONLY//,/ }; do
-    case "$s" in drain|idle|lag|backlog|shape|storm) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog,shape,storm)" >&2; exit 2 ;; esac
+    case "$s" in drain|idle|lag|backlog|shape|storm|cold) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog,shape,storm,cold)" >&2; exit 2 ;; esac
   done
 fi
 

@@ -14,7 +14,8 @@ import java.util.Map;
  * <pre>
  * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
  *       [--runs N]   (N consecutive runs, each its own report, then their targets side by side: {@link RunsTable})
- * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N]
+ * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N],
+ * cold [--cold-entries N]
  * </pre>
  */
 public final class Bench {
@@ -34,6 +35,7 @@ public final class Bench {
         Path logs = null;
         int stormEntries = Storm.DEFAULT_ENTRIES;
         int runs = 1;
+        int coldEntries = ColdTierBench.DEFAULT_ENTRIES;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -48,6 +50,7 @@ public final class Bench {
                 case "--logs" -> logs = Path.of(args[++i]);
                 case "--storm-entries" -> stormEntries = Integer.parseInt(args[++i]);
                 case "--runs" -> runs = Integer.parseInt(args[++i]);
+                case "--cold-entries" -> coldEntries = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
@@ -78,7 +81,7 @@ public final class Bench {
                 }
                 Report report = new Report(config, runs > 1 ? r : 0);
                 reports.add(report);
-                runOnce(config, infra, report, perfTestClasspath, relayJar, logDir, stormEntries);
+                runOnce(config, infra, report, perfTestClasspath, relayJar, logDir, stormEntries, coldEntries);
                 String text = report.render();
                 System.out.println(text);
                 Path file = report.write();
@@ -102,7 +105,8 @@ public final class Bench {
             Path perfTestClasspath,
             Path relayJar,
             Path logDir,
-            int stormEntries) {
+            int stormEntries,
+            int coldEntries) {
         long started = System.currentTimeMillis();
         // the steady-state costs are per run: the lag processes add theirs as they go
         SteadyCost.ALL.clear();
@@ -126,6 +130,15 @@ public final class Bench {
                         ceilings.add(s.perfTest(perfTest, 2, 1_000));
                     }
                     report.storm(results, ceilings);
+                });
+            }
+            // not in the quick default run (it loads a million entries): --only cold, or --full
+            if (config.only().contains("cold")
+                    || (config.full() && config.only().isEmpty())) {
+                ColdTierBench cold = new ColdTierBench(infra, relayJar, logDir, coldEntries);
+                part(report, "cold", ColdTierBench.estimateSeconds(coldEntries), () -> {
+                    report.coldMoves(cold.moves());
+                    report.coldLag(cold.lag());
                 });
             }
         } catch (Exception | Error e) {

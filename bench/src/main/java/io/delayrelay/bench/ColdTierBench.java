@@ -4,18 +4,33 @@ import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.api.internal.ByteRedisTemplates;
-import io.delayrelay.app.engine.cold.ColdBlock;
 import io.delayrelay.app.engine.cold.ColdMover;
 import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.engine.cold.ColdTiming;
@@ -23,144 +38,397 @@ import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
- * The cold tier's figures (docs/cold-tier.md), on a private, empty redis-server that it flushes: n realistic ~100 B
- * JSON order messages scheduled by id, due in 7-30 days, over 16 shards; Redis bytes per entry hot, then after the
- * relay's scripts demoted all of them (cold-after 1 day); demotion and promotion throughput; cancel and reschedule
- * p99 of a cold entry through relay-api (the contract scripts).
+ * The cold tier's figures (issue 27, docs/cold-tier.md), {@code scripts/bench.sh --only cold}:
  *
- * <pre>java -cp bench/target/...:deps io.delayrelay.bench.ColdTierBench 1000000 6431</pre>
+ * <ul>
+ *   <li><b>Sizing and moves</b>: n realistic ~100 B JSON order messages scheduled by id, due in 7-30 days, 16 shards;
+ *       Redis bytes per entry hot and once demoted ({@code INFO memory} used_memory deltas); demotion and promotion
+ *       with the mover's own code ({@link ColdMover#demoteShard}, {@link ColdMover#promoteShard}, {@link
+ *       ColdMover#THREADS} shards at once), entries/s and the CPU Redis and this JVM spent per entry; cancel and
+ *       reschedule of cold entries through relay-api (the contract scripts), p50/p99.
+ *   <li><b>Lag of promoted entries</b>: the relay's exec jar (its own JVM) with {@code cold-after: 20s}; entries
+ *       written {@link #LAG_AHEAD_MS} ahead, due evenly at {@link #LAG_RATE}/s for {@link #LAG_SECONDS} s, so the
+ *       mover demotes them, then brings them back a lead (10 s) before they are due; a consumer reads each one;
+ *       lag = the relay's {@code x-delay-relayed-at} − due, early = relayed before due.
+ * </ul>
  */
-public final class ColdTierBench {
+final class ColdTierBench {
 
-    private static final int SHARDS = 16;
-    private static final String BUSINESS = "cold-bench";
+    static final int DEFAULT_ENTRIES = 1_000_000;
+    static final int SHARDS = 16;
+    static final int LAG_RATE = 2_000;
+    static final int LAG_SECONDS = 30;
+    static final String LAG_COLD_AFTER = "20s";
+
+    /** Written this far ahead of the first due time: past cold-after (20 s) with time for the demotions. */
+    static final long LAG_AHEAD_MS = 45_000;
+
+    /** Hot entries relayed before the measured run, numbered from {@link #WARM_SEQ} (the consumer skips them). */
+    static final int WARM_UP = 20_000;
+
+    static final long WARM_SEQ = 10_000_000;
+
     private static final String[] ACTIONS = {"review", "auto-close", "remind", "renew", "expire", "follow-up"};
     private static final String[] CURRENCIES = {"EUR", "USD", "GBP", "CNY", "JPY"};
 
-    private ColdTierBench() {}
+    /** Sizing and moves of n entries; byte figures per entry, CPU in µs per entry, latencies {p50, p99} ms. */
+    record Moves(
+            int n,
+            double messageBytes,
+            long loadMs,
+            double hotBytes,
+            double coldBytes,
+            long live,
+            long blocks,
+            long demoted,
+            double demoteRate,
+            double demoteRedisUs,
+            double demoteJvmUs,
+            long promoted,
+            double promoteRate,
+            double promoteRedisUs,
+            double promoteJvmUs,
+            double[] cancelMs,
+            double[] rescheduleMs,
+            int ops,
+            String loadAverage) {}
 
-    public static void main(String[] args) throws Exception {
-        int n = Integer.parseInt(args[0]);
-        int port = Integer.parseInt(args[1]);
-        LettuceConnectionFactory factory =
-                new LettuceConnectionFactory(new RedisStandaloneConfiguration("127.0.0.1", port));
+    /** The lag run: entries, the most seen cold at once, arrivals; lag {p50, p99, max} ms. */
+    record Lag(int n, long coldPeak, int received, int duplicates, long early, long[] lagMs, String loadAverage) {}
+
+    private final Infra infra;
+    private final Path relayJar;
+    private final Path logs;
+    private final int entries;
+
+    ColdTierBench(Infra infra, Path relayJar, Path logs, int entries) {
+        this.infra = infra;
+        this.relayJar = relayJar;
+        this.logs = logs;
+        this.entries = entries;
+    }
+
+    /** Rough duration: loading (~50k/s), the moves (~10k/s each way on a busy box), the lag run (~2 min). */
+    static double estimateSeconds(int entries) {
+        return entries / 50_000.0 + 2 * entries / 10_000.0 + 150;
+    }
+
+    Moves moves() throws Exception {
+        String business = infra.name("cold");
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(
+                new RedisStandaloneConfiguration(infra.config.redisHost(), infra.config.redisPort()));
         factory.afterPropertiesSet();
         factory.start();
-        var redis = ByteRedisTemplates.create(factory);
-        ColdStore store = new ColdStore(redis);
-        DelayQueueKeys keys = DelayQueueKeys.forBusiness(BUSINESS);
-        redisCli(port, "FLUSHALL");
-        long base = usedMemory(port);
-        long[] bytes = load(n, port, keys);
-        long hot = usedMemory(port) - base;
-        System.out.printf(
-                "entries %d, mean message %.1f B; hot (zset + payload hash): %.1f B/entry%n",
-                n, bytes[0] / (double) n, hot / (double) n);
+        ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
+        try {
+            ColdStore store = new ColdStore(ByteRedisTemplates.create(factory));
+            long base = infra.stats().usedMemory();
+            Scenarios.log("cold: loading %,d entries by id due in 7-30 days", entries);
+            long t0 = System.nanoTime();
+            long messageBytes = load(keys);
+            long loadMs = (System.nanoTime() - t0) / 1_000_000;
+            double hot = (infra.stats().usedMemory() - base) / (double) entries;
+            Scenarios.log("  loaded in %,d ms; hot %.1f B/entry", loadMs, hot);
 
-        ColdTiming timing = ColdTiming.of(Duration.ofDays(1));
-        long t0 = System.nanoTime();
-        long demoted = 0;
-        for (int shard = 0; shard < SHARDS; shard++) {
-            demoted += demoteAll(store, keys, shard, timing);
-        }
-        double demoteS = (System.nanoTime() - t0) / 1e9;
-        long cold = usedMemory(port) - base;
-        long live = 0;
-        long blocks = 0;
-        for (int shard = 0; shard < SHARDS; shard++) {
-            ColdStore.Count c = store.count(keys, shard);
-            live += c.entries();
-            blocks += c.blocks();
-        }
-        System.out.printf(
-                "demoted %d in %.1f s: %.0f entries/s; cold: %.1f B/entry (%d live, %d blocks)%n",
-                demoted, demoteS, demoted / demoteS, cold / (double) n, live, blocks);
+            ColdTiming timing = ColdTiming.of(Duration.ofDays(1));
+            AtomicLong moved = new AtomicLong();
+            Measured demote = measure(() -> ColdMover.inParallel(
+                    pool,
+                    shards(),
+                    shard -> moved.addAndGet(
+                            ColdMover.demoteShard(store, keys, shard, timing, Long.MAX_VALUE, (s, d, c) -> {}))));
+            long demoted = moved.getAndSet(0);
+            double cold = (infra.stats().usedMemory() - base) / (double) entries;
+            long live = 0;
+            long blocks = 0;
+            for (int shard = 0; shard < SHARDS; shard++) {
+                ColdStore.Count c = store.count(keys, shard);
+                live += c.entries();
+                blocks += c.blocks();
+            }
+            Scenarios.log(
+                    "  demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry); cold %.1f B/entry,"
+                            + " %,d live in %,d blocks",
+                    demoted,
+                    demote.wallMs,
+                    demote.rate(demoted),
+                    demote.redisUs(demoted),
+                    demote.jvmUs(demoted),
+                    cold,
+                    live,
+                    blocks);
 
-        RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
-        Random r = new Random(7);
-        int ops = Math.min(10_000, n / 4);
-        long[] cancel = new long[ops];
-        long[] reschedule = new long[ops];
-        for (int i = 0; i < ops; i++) {
-            long t = System.nanoTime();
-            producer.cancelById(BUSINESS, id(r.nextInt(n / 2) * 2));
-            cancel[i] = System.nanoTime() - t;
-            t = System.nanoTime();
-            producer.rescheduleById(
-                    BUSINESS, id(r.nextInt(n / 2) * 2 + 1), Instant.now().plus(Duration.ofDays(8)));
-            reschedule[i] = System.nanoTime() - t;
-        }
-        System.out.printf(
-                "cold cancel p50 %.2f ms p99 %.2f ms; cold reschedule p50 %.2f ms p99 %.2f ms (%d each)%n",
-                pct(cancel, 50), pct(cancel, 99), pct(reschedule, 50), pct(reschedule, 99), ops);
+            RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
+            Random r = new Random(7);
+            int ops = Math.min(10_000, entries / 4);
+            long[] cancel = new long[ops];
+            long[] reschedule = new long[ops];
+            for (int i = 0; i < ops; i++) {
+                long t = System.nanoTime();
+                producer.cancelById(business, id(r.nextInt(entries / 2) * 2));
+                cancel[i] = System.nanoTime() - t;
+                t = System.nanoTime();
+                producer.rescheduleById(
+                        business,
+                        id(r.nextInt(entries / 2) * 2 + 1),
+                        Instant.now().plus(Duration.ofDays(8)));
+                reschedule[i] = System.nanoTime() - t;
+            }
+            double[] cancelMs = {pct(cancel, 50), pct(cancel, 99)};
+            double[] rescheduleMs = {pct(reschedule, 50), pct(reschedule, 99)};
+            Scenarios.log(
+                    "  cold cancel p50 %.2f p99 %.2f ms; reschedule p50 %.2f p99 %.2f ms (%,d each)",
+                    cancelMs[0], cancelMs[1], rescheduleMs[0], rescheduleMs[1], ops);
 
-        t0 = System.nanoTime();
-        long back = 0;
-        for (int shard = 0; shard < SHARDS; shard++) {
-            back += promoteAll(store, keys, shard);
+            long lead = Duration.ofDays(60).toMillis();
+            Measured promote = measure(() -> ColdMover.inParallel(
+                    pool,
+                    shards(),
+                    shard -> moved.addAndGet(ColdMover.promoteShard(store, keys, shard, lead, (s, d, c) -> {}))));
+            long promoted = moved.get();
+            Scenarios.log(
+                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry)",
+                    promoted,
+                    promote.wallMs,
+                    promote.rate(promoted),
+                    promote.redisUs(promoted),
+                    promote.jvmUs(promoted));
+            return new Moves(
+                    entries,
+                    messageBytes / (double) entries,
+                    loadMs,
+                    hot,
+                    cold,
+                    live,
+                    blocks,
+                    demoted,
+                    demote.rate(demoted),
+                    demote.redisUs(demoted),
+                    demote.jvmUs(demoted),
+                    promoted,
+                    promote.rate(promoted),
+                    promote.redisUs(promoted),
+                    promote.jvmUs(promoted),
+                    cancelMs,
+                    rescheduleMs,
+                    ops,
+                    Storm.loadAverage());
+        } finally {
+            pool.shutdownNow();
+            infra.deleteRunKeys();
+            factory.destroy();
         }
-        double promoteS = (System.nanoTime() - t0) / 1e9;
-        System.out.printf(
-                "promoted %d in %.1f s: %.0f entries/s; hot again: %.1f B/entry%n",
-                back, promoteS, back / promoteS, (usedMemory(port) - base) / (double) n);
-        redisCli(port, "FLUSHALL");
-        factory.destroy();
     }
 
-    private static long demoteAll(ColdStore store, DelayQueueKeys keys, int shard, ColdTiming timing) {
-        long moved = 0;
-        while (true) {
-            ColdStore.Pick pick = store.pick(keys, shard, timing.coldAfterMs(), 2_000);
-            for (List<ColdBlock.Entry> block : ColdMover.blocks(pick.entries(), timing)) {
-                moved += store.demote(keys, shard, block).moved();
-            }
-            if (pick.entries().size() < 2_000) {
-                return moved;
-            }
+    /** Wall time, Redis CPU and this JVM's CPU of one step. */
+    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs) {
+        double rate(long n) {
+            return wallMs == 0 ? 0 : n * 1000.0 / wallMs;
+        }
+
+        double redisUs(long n) {
+            return n == 0 ? 0 : redisCpuS * 1e6 / n;
+        }
+
+        double jvmUs(long n) {
+            return n == 0 ? 0 : jvmCpuNs / 1e3 / n;
         }
     }
 
-    private static long promoteAll(ColdStore store, DelayQueueKeys keys, int shard) {
-        long back = 0;
-        long lead = Duration.ofDays(60).toMillis();
-        while (true) {
-            List<ColdStore.DueBlock> due = store.due(keys, shard, lead, 16);
-            for (ColdStore.DueBlock block : due) {
-                back += store.promote(keys, shard, block).back();
-            }
-            if (due.isEmpty()) {
-                return back;
-            }
+    private Measured measure(Runnable step) {
+        RedisStats before = infra.stats();
+        long jvm = ProcessCpu.self();
+        long t = System.nanoTime();
+        step.run();
+        long wall = (System.nanoTime() - t) / 1_000_000;
+        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm);
+    }
+
+    Lag lag() throws Exception {
+        if (relayJar == null || !Files.isRegularFile(relayJar)) {
+            throw new IllegalStateException("no relay exec jar: " + relayJar + " (bench.sh builds and passes it)");
         }
+        Files.createDirectories(logs);
+        String[] xq = infra.exchangeAndQueue("cold-lag");
+        String business = infra.name("cold-lag");
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        Path relayLog = logs.resolve("cold-lag-relay.log");
+        Process relay = startRelay(business, xq[0], relayLog);
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(
+                new RedisStandaloneConfiguration(infra.config.redisHost(), infra.config.redisPort()));
+        factory.afterPropertiesSet();
+        factory.start();
+        Connection connection = infra.amqpFactory().newConnection("relay-bench-cold-consumer");
+        int n = LAG_RATE * LAG_SECONDS;
+        try {
+            LagProcesses.awaitLogLine(relay, relayLog, "delay-relay started", 120);
+            // warm-up (not reported): a relay that has run all day has its publish path compiled; these are hot
+            Scenarios.log("cold lag: warm-up of %,d hot entries at %,d/s (not reported)", WARM_UP, LAG_RATE);
+            long[] warm = Messages.dues(WARM_UP, System.currentTimeMillis() + 1_000, WARM_UP * 1_000L / LAG_RATE);
+            infra.loadShards(keys, SHARDS, Messages.bodies(warm, infra.config.messageBytes(), WARM_SEQ), warm);
+            Thread.sleep(WARM_UP * 1_000L / LAG_RATE + 3_000);
+            ColdStore store = new ColdStore(ByteRedisTemplates.create(factory));
+            long t = System.currentTimeMillis() + LAG_AHEAD_MS;
+            long[] relayedAt = new long[n];
+            long[] due = new long[n];
+            AtomicInteger received = new AtomicInteger();
+            AtomicInteger duplicates = new AtomicInteger();
+            Channel channel = connection.createChannel();
+            channel.basicConsume(xq[1], true, new DefaultConsumer(channel) {
+                @Override
+                public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+                    long seq = Messages.seqOf(body);
+                    if (seq < 0 || seq >= n) {
+                        // the warm-up's (numbered from WARM_SEQ)
+                        return;
+                    }
+                    int i = (int) seq;
+                    if (relayedAt[i] != 0) {
+                        duplicates.incrementAndGet();
+                        return;
+                    }
+                    Object r = props.getHeaders() == null
+                            ? null
+                            : props.getHeaders().get(RelayHeaders.RELAYED_AT);
+                    due[i] = Messages.dueOf(body);
+                    relayedAt[i] = r instanceof Number num ? num.longValue() : -1;
+                    received.incrementAndGet();
+                }
+            });
+            Scenarios.log(
+                    "cold lag: %,d entries due at %,d/s for %d s from %d s ahead, cold-after %s (relay exec jar)",
+                    n, LAG_RATE, LAG_SECONDS, LAG_AHEAD_MS / 1000, LAG_COLD_AFTER);
+            long[] dues = Messages.dues(n, t, LAG_SECONDS * 1_000L);
+            infra.loadShards(keys, SHARDS, Messages.bodies(dues, infra.config.messageBytes(), 0), dues);
+            long peak = 0;
+            long deadline = t + LAG_SECONDS * 1_000L + 60_000;
+            while (received.get() < n && System.currentTimeMillis() < deadline && relay.isAlive()) {
+                if (System.currentTimeMillis() < t) {
+                    long cold = 0;
+                    for (int shard = 0; shard < SHARDS; shard++) {
+                        cold += store.count(keys, shard).entries();
+                    }
+                    peak = Math.max(peak, cold);
+                }
+                Thread.sleep(200);
+            }
+            Thread.sleep(1_000); // a duplicate would come right after its first copy
+            int got = received.get();
+            long[] lag = new long[got];
+            int k = 0;
+            long early = 0;
+            for (int i = 0; i < n; i++) {
+                if (relayedAt[i] > 0) {
+                    lag[k++] = relayedAt[i] - due[i];
+                    if (relayedAt[i] < due[i]) {
+                        early++;
+                    }
+                }
+            }
+            logWindows(dues, relayedAt, t);
+            lag = Arrays.copyOf(lag, k);
+            Arrays.sort(lag);
+            long[] figures = {Scenarios.pct(lag, 0.5), Scenarios.pct(lag, 0.99), k == 0 ? -1 : lag[k - 1]};
+            Lag result = new Lag(n, peak, got, duplicates.get(), early, figures, Storm.loadAverage());
+            Scenarios.log(
+                    "  %,d of %,d received (duplicates %d), %,d cold at most before the first was due; lag p50 %d p99 %d"
+                            + " max %d ms; early %d; load %s",
+                    got, n, duplicates.get(), peak, figures[0], figures[1], figures[2], early, result.loadAverage());
+            return result;
+        } finally {
+            if (relay.isAlive()) {
+                relay.destroy();
+                if (!relay.waitFor(40, TimeUnit.SECONDS)) {
+                    relay.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            }
+            try {
+                connection.close();
+            } catch (IOException | RuntimeException ignored) {
+                // closing anyway
+            }
+            factory.destroy();
+            infra.purge(xq[1]);
+            infra.deleteRunKeys();
+        }
+    }
+
+    /** The lag p50/p99/max of every 5 s of due times, in the log: where in the run the lag was. */
+    private static void logWindows(long[] dues, long[] relayedAt, long t) {
+        StringBuilder line = new StringBuilder("  lag by 5 s of due times (p50/p99/max ms):");
+        for (long from = t; from < t + LAG_SECONDS * 1_000L; from += 5_000) {
+            long[] w = new long[dues.length];
+            int k = 0;
+            for (int i = 0; i < dues.length; i++) {
+                if (relayedAt[i] > 0 && dues[i] >= from && dues[i] < from + 5_000) {
+                    w[k++] = relayedAt[i] - dues[i];
+                }
+            }
+            w = Arrays.copyOf(w, k);
+            Arrays.sort(w);
+            line.append(String.format(
+                    Locale.ROOT,
+                    " +%ds %d/%d/%d",
+                    (from - t) / 1000,
+                    Scenarios.pct(w, 0.5),
+                    Scenarios.pct(w, 0.99),
+                    k == 0 ? -1 : w[k - 1]));
+        }
+        Scenarios.log("%s", line);
+    }
+
+    private Process startRelay(String business, String exchange, Path log) throws IOException {
+        String prefix = "relay.businesses." + business + ".";
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put(prefix + "exchange", exchange);
+        p.put(prefix + "routing-key", "due");
+        p.put(prefix + "shards", SHARDS);
+        p.put(prefix + "cold-after", LAG_COLD_AFTER);
+        return Storm.startRelayJar(infra, relayJar, p, log);
+    }
+
+    private static List<Integer> shards() {
+        List<Integer> shards = new ArrayList<>();
+        for (int shard = 0; shard < SHARDS; shard++) {
+            shards.add(shard);
+        }
+        return shards;
     }
 
     private static String id(int i) {
         return "order-" + (100_000_000L + i * 811L);
     }
 
-    /** Loads n entries by id through redis-cli --pipe (as schedule.lua would leave them); returns {message bytes}. */
-    private static long[] load(int n, int port, DelayQueueKeys keys) throws Exception {
+    /**
+     * Loads the entries by id through {@code redis-cli --pipe} (ZADD K:i + HSET {K:i}:payloads, as schedule.lua
+     * leaves them); returns the total message bytes.
+     */
+    private long load(DelayQueueKeys keys) throws Exception {
         Random r = new Random(27);
         long now = System.currentTimeMillis();
-        long[] total = new long[1];
-        Process p = new ProcessBuilder("redis-cli", "-p", Integer.toString(port), "--pipe")
+        long total = 0;
+        Process p = new ProcessBuilder(
+                        "redis-cli",
+                        "-h",
+                        infra.config.redisHost(),
+                        "-p",
+                        Integer.toString(infra.config.redisPort()),
+                        "--pipe")
                 .redirectErrorStream(true)
                 .start();
         try (OutputStream out = new BufferedOutputStream(p.getOutputStream(), 1 << 20)) {
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < entries; i++) {
                 String id = id(i);
                 long due = now + 7L * 86_400_000 + (long) (r.nextDouble() * 23L * 86_400_000);
-                String message = String.format(
-                        "{\"orderId\":%d,\"userId\":%d,\"action\":\"%s\",\"amount\":%d.%02d,\"currency\":\"%s\",\"sku\":\"SKU-%05d\"}",
-                        100_000_000L + i * 811L,
-                        1_000_000 + r.nextInt(9_000_000),
-                        ACTIONS[r.nextInt(ACTIONS.length)],
-                        r.nextInt(2000),
-                        r.nextInt(100),
-                        CURRENCIES[r.nextInt(CURRENCIES.length)],
-                        r.nextInt(100_000));
+                String message = "{\"orderId\":" + (100_000_000L + i * 811L)
+                        + ",\"userId\":" + (1_000_000 + r.nextInt(9_000_000))
+                        + ",\"action\":\"" + ACTIONS[r.nextInt(ACTIONS.length)]
+                        + "\",\"amount\":" + r.nextInt(2000) + "." + (10 + r.nextInt(90))
+                        + ",\"currency\":\"" + CURRENCIES[r.nextInt(CURRENCIES.length)]
+                        + "\",\"sku\":\"SKU-" + (10_000 + r.nextInt(90_000)) + "\"}";
                 byte[] m = message.getBytes(StandardCharsets.UTF_8);
-                total[0] += m.length;
+                total += m.length;
                 int shard = shardOf(id);
                 command(out, "ZADD", keys.shard(shard), Long.toString(due), id);
                 command(out, "HSET", keys.payloads(shard), id, m);
@@ -169,7 +437,7 @@ public final class ColdTierBench {
         String reply = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor();
         if (!reply.contains("errors: 0")) {
-            throw new IllegalStateException(reply);
+            throw new IllegalStateException("loading the cold entries failed: " + reply);
         }
         return total;
     }
@@ -196,21 +464,97 @@ public final class ColdTierBench {
         return sorted[Math.min(sorted.length - 1, (int) Math.ceil(sorted.length * p / 100.0) - 1)] / 1e6;
     }
 
-    private static String redisCli(int port, String... args) throws Exception {
-        List<String> command = new ArrayList<>(List.of("redis-cli", "-p", Integer.toString(port)));
-        command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor();
-        return out;
+    /** Renders the cold section of the report (nothing when the scenario did not run). */
+    static void render(StringBuilder b, Moves m, Lag lag) {
+        if (m == null && lag == null) {
+            return;
+        }
+        b.append("## 7. Cold tier (issue 27)\n\n");
+        if (m != null) {
+            b.append(String.format(
+                    Locale.ROOT,
+                    "%,d entries by id (realistic JSON orders, mean %.1f B), due in 7-30 days, %d shards, cold-after"
+                            + " 1 d; loaded in %,d ms. Moves run by the mover's code, %d shards at once; CPU = Redis"
+                            + " used_cpu_user+sys and this JVM's CPU over the move, per entry. Cancel/reschedule:"
+                            + " relay-api on cold entries, %,d each. Load average after: %s.%n%n",
+                    m.n(),
+                    m.messageBytes(),
+                    SHARDS,
+                    m.loadMs(),
+                    ColdMover.THREADS,
+                    m.ops(),
+                    m.loadAverage()));
+            b.append("| figure | measured | target |\n|---|---:|---:|\n");
+            row(b, "Redis bytes per entry, hot (zset + payload hash)", fmt("%.1f", m.hotBytes()), "");
+            row(
+                    b,
+                    String.format(
+                            Locale.ROOT, "Redis bytes per entry, cold (%,d live in %,d blocks)", m.live(), m.blocks()),
+                    fmt("**%.1f**", m.coldBytes()),
+                    "≤ 60");
+            row(b, "demotion, entries/s", fmt("**%,.0f**", m.demoteRate()), "≥ 50,000");
+            row(
+                    b,
+                    "demotion CPU per entry: Redis / relay JVM µs",
+                    fmt("%.1f / %.1f", m.demoteRedisUs(), m.demoteJvmUs()),
+                    "");
+            row(b, "promotion, entries/s", fmt("**%,.0f**", m.promoteRate()), "≥ 50,000");
+            row(
+                    b,
+                    "promotion CPU per entry: Redis / relay JVM µs",
+                    fmt("%.1f / %.1f", m.promoteRedisUs(), m.promoteJvmUs()),
+                    "");
+            row(
+                    b,
+                    "cancel of a cold entry, p50 / p99 ms",
+                    fmt("%.2f / **%.2f**", m.cancelMs()[0], m.cancelMs()[1]),
+                    "p99 ≤ 5");
+            row(
+                    b,
+                    "reschedule of a cold entry, p50 / p99 ms",
+                    fmt("%.2f / **%.2f**", m.rescheduleMs()[0], m.rescheduleMs()[1]),
+                    "p99 ≤ 5");
+            b.append('\n');
+        }
+        if (lag != null) {
+            b.append(String.format(
+                    Locale.ROOT,
+                    "Lag of promoted entries: the relay's exec jar (own JVM, 16 shards, cold-after %s); %,d messages"
+                            + " written %d s ahead, due evenly at %,d/s for %d s; %,d were cold at once before the"
+                            + " first fell due. Lag = x-delay-relayed-at − due. Load average after: %s.%n%n",
+                    LAG_COLD_AFTER,
+                    lag.n(),
+                    LAG_AHEAD_MS / 1000,
+                    LAG_RATE,
+                    LAG_SECONDS,
+                    lag.coldPeak(),
+                    lag.loadAverage()));
+            b.append("| received (lost) | duplicates | lag p50 / p99 / max ms | early | target |\n"
+                    + "|---:|---:|---:|---:|---|\n");
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| %,d (%,d) | %,d | %d / **%d** / %d | **%d** | p99 ≤ 15 ms, early 0 |%n%n",
+                    lag.received(),
+                    lag.n() - lag.received(),
+                    lag.duplicates(),
+                    lag.lagMs()[0],
+                    lag.lagMs()[1],
+                    lag.lagMs()[2],
+                    lag.early()));
+        }
     }
 
-    private static long usedMemory(int port) throws Exception {
-        for (String line : redisCli(port, "INFO", "memory").split("\r?\n")) {
-            if (line.startsWith("used_memory:")) {
-                return Long.parseLong(line.substring("used_memory:".length()).trim());
-            }
-        }
-        throw new IllegalStateException("no used_memory in INFO memory");
+    private static void row(StringBuilder b, String figure, String measured, String target) {
+        b.append("| ")
+                .append(figure)
+                .append(" | ")
+                .append(measured)
+                .append(" | ")
+                .append(target)
+                .append(" |\n");
+    }
+
+    private static String fmt(String format, Object... args) {
+        return String.format(Locale.ROOT, format, args);
     }
 }

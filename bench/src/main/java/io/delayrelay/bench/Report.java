@@ -38,6 +38,8 @@ final class Report {
     private Scenarios.Drain backlogWithout;
     private List<Storm.Result> storm = List.of();
     private List<Scenarios.Drain> stormPerfTests = List.of();
+    private ColdTierBench.Moves coldMoves;
+    private ColdTierBench.Lag coldLag;
     private final List<String[]> targets = new ArrayList<>();
     /** The shape scenario's rounds (see {@link ShapeScenario}), or null. */
     private List<ShapeScenario.Round> shapeRounds;
@@ -202,6 +204,14 @@ final class Report {
         stormPerfTests = perfTests;
     }
 
+    void coldMoves(ColdTierBench.Moves moves) {
+        coldMoves = moves;
+    }
+
+    void coldLag(ColdTierBench.Lag lag) {
+        coldLag = lag;
+    }
+
     String render() {
         StringBuilder b = new StringBuilder();
         targets.clear();
@@ -233,6 +243,7 @@ final class Report {
         renderBacklog(b);
         renderShape(b);
         Storm.render(b, storm, stormPerfTests);
+        ColdTierBench.render(b, coldMoves, coldLag);
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");

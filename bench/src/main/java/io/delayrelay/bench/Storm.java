@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -306,14 +307,7 @@ final class Storm {
      * defaults otherwise.
      */
     private Process startRelay(Map<String, int[]> businesses, String exchange, Path log) throws IOException {
-        List<String> command = new ArrayList<>(List.of(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m",
-                "-jar",
-                relayJar.toString()));
-        Map<String, Object> p = RelayContender.baseProperties(infra);
-        p.remove("logging.level.root"); // keep the relay's INFO log: "delay-relay started" is awaited
-        p.put("spring.main.web-application-type", "none");
+        Map<String, Object> p = new LinkedHashMap<>();
         businesses.forEach((business, settings) -> {
             int maxRate = settings[0];
             String prefix = "relay.businesses." + business + ".";
@@ -327,6 +321,24 @@ final class Storm {
                 p.put(prefix + "threads", settings[1]);
             }
         });
+        return startRelayJar(infra, relayJar, p, log);
+    }
+
+    /**
+     * The relay's exec jar in its own JVM on the bench's Redis and RabbitMQ, with its INFO log (the caller awaits
+     * "delay-relay started") and these properties (the businesses).
+     */
+    static Process startRelayJar(Infra infra, Path relayJar, Map<String, Object> properties, Path log)
+            throws IOException {
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m",
+                "-jar",
+                relayJar.toString()));
+        Map<String, Object> p = RelayContender.baseProperties(infra);
+        p.remove("logging.level.root"); // keep the relay's INFO log: "delay-relay started" is awaited
+        p.put("spring.main.web-application-type", "none");
+        p.putAll(properties);
         p.forEach((k, v) -> command.add("--" + k + "=" + v));
         return new ProcessBuilder(command)
                 .redirectErrorStream(true)

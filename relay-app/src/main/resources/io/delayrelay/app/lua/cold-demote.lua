@@ -17,31 +17,66 @@
 --   ARGV[3..] per entry: member, due ms, payload ('' when none), has payload '1'/'0'
 -- Returns {entries moved, block id (0 when none moved)}.
 -- Clock: none.
+-- Cost: a few commands per block (ZMSCORE, HMGET, ZREM, HDEL of all its members at once, one HSET per index part),
+-- not one call per entry; sha1hex per entry for its index part.
 local prefix = string.sub(KEYS[7], 1, -10)
 local meta = redis.call('HMGET', KEYS[7], 'fan', 'seq')
 local fan = tonumber(meta[1] or ARGV[1])
 local function ix(member)
   return prefix .. 'cold-ix:' .. (tonumber(string.sub(redis.sha1hex(member), 1, 6), 16) % fan)
 end
-local id = tostring((tonumber(meta[2]) or 0) + 1)
-local moved, earliest = 0, nil
-for k = 3, #ARGV, 4 do
-  local member, due, payload, has = ARGV[k], tonumber(ARGV[k + 1]), ARGV[k + 2], ARGV[k + 3] == '1'
-  local score = redis.call('ZSCORE', KEYS[1], member)
-  if score and tonumber(score) == due and not redis.call('ZSCORE', KEYS[3], member)
-      and not redis.call('ZSCORE', KEYS[4], member) then
-    local current = redis.call('HMGET', KEYS[2], member)[1]
-    if (has and current == payload) or (not has and not current) then
-      redis.call('ZREM', KEYS[1], member)
-      if has then redis.call('HDEL', KEYS[2], member) end
-      redis.call('HSET', ix(member), member, id)
-      moved = moved + 1
-      if not earliest or due < earliest then earliest = due end
+-- one command for many members, in slices that stay within Lua's stack
+local function many(command, key, args)
+  local reply = {}
+  for i = 1, #args, 1000 do
+    local part = redis.call(command, key, unpack(args, i, math.min(#args, i + 999)))
+    if type(part) == 'table' then
+      for _, v in ipairs(part) do reply[#reply + 1] = v end
     end
+  end
+  return reply
+end
+local id = tostring((tonumber(meta[2]) or 0) + 1)
+local members = {}
+for k = 3, #ARGV, 4 do members[#members + 1] = ARGV[k] end
+if #members == 0 then
+  return {0, 0}
+end
+local scores = many('ZMSCORE', KEYS[1], members)
+local inflight, dead = {}, {}
+if redis.call('ZCARD', KEYS[3]) > 0 or redis.call('ZCARD', KEYS[4]) > 0 then
+  inflight = many('ZMSCORE', KEYS[3], members)
+  dead = many('ZMSCORE', KEYS[4], members)
+end
+local current = many('HMGET', KEYS[2], members)
+local gone, drop, parts = {}, {}, {}
+local moved, earliest = 0, nil
+for j, member in ipairs(members) do
+  local k = 4 * j - 1
+  local due, payload, has = tonumber(ARGV[k + 1]), ARGV[k + 2], ARGV[k + 3] == '1'
+  if scores[j] and tonumber(scores[j]) == due and not inflight[j] and not dead[j]
+      and ((has and current[j] == payload) or (not has and not current[j])) then
+    gone[#gone + 1] = member
+    if has then drop[#drop + 1] = member end
+    local part = ix(member)
+    local fields = parts[part]
+    if not fields then
+      fields = {}
+      parts[part] = fields
+    end
+    fields[#fields + 1] = member
+    fields[#fields + 1] = id
+    moved = moved + 1
+    if not earliest or due < earliest then earliest = due end
   end
 end
 if moved == 0 then
   return {0, 0}
+end
+many('ZREM', KEYS[1], gone)
+if #drop > 0 then many('HDEL', KEYS[2], drop) end
+for part, fields in pairs(parts) do
+  many('HSET', part, fields)
 end
 redis.call('HSET', KEYS[7], 'fan', tostring(fan), 'seq', id)
 redis.call('HSET', KEYS[6], id, ARGV[2])

@@ -8,22 +8,41 @@
 -- Returns {now ms, n, member, due, payload or '', has payload '1'/'0', ...}, earliest first. Entries whose member is
 -- also in flight or dead are left out: their payload is shared with that delivery, so they stay hot.
 -- Clock: exactly one call of Redis TIME.
+-- Cost: one ZMSCORE (only while something is in flight or dead) and one HMGET per page, not one call per entry.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[2])
 local from = '(' .. string.format('%d', now + tonumber(ARGV[1]))
 local out = {string.format('%d', now), 0}
+-- one command for many members, in slices that stay within Lua's stack
+local function many(command, key, args)
+  local reply = {}
+  for i = 1, #args, 1000 do
+    local part = redis.call(command, key, unpack(args, i, math.min(#args, i + 999)))
+    for _, v in ipairs(part) do reply[#reply + 1] = v end
+  end
+  return reply
+end
+-- nothing in flight and nothing dead (the usual case): no member to hold back, no lookup per entry
+local held = redis.call('ZCARD', KEYS[3]) > 0 or redis.call('ZCARD', KEYS[4]) > 0
 local n, offset = 0, 0
 -- members held back (in flight or dead) are skipped; look at most 4 pages further for eligible ones
 for _ = 1, 4 do
   local page = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', offset, limit)
   if #page == 0 then break end
-  for k = 1, #page, 2 do
-    local member = page[k]
-    if n < limit and not redis.call('ZSCORE', KEYS[3], member) and not redis.call('ZSCORE', KEYS[4], member) then
-      local payload = redis.call('HMGET', KEYS[2], member)[1]
-      out[#out + 1] = member
-      out[#out + 1] = page[k + 1]
+  local members = {}
+  for k = 1, #page, 2 do members[#members + 1] = page[k] end
+  local inflight, dead = {}, {}
+  if held then
+    inflight = many('ZMSCORE', KEYS[3], members)
+    dead = many('ZMSCORE', KEYS[4], members)
+  end
+  local payloads = many('HMGET', KEYS[2], members)
+  for j = 1, #members do
+    if n < limit and not inflight[j] and not dead[j] then
+      local payload = payloads[j]
+      out[#out + 1] = members[j]
+      out[#out + 1] = page[2 * j]
       out[#out + 1] = payload or ''
       out[#out + 1] = payload and '1' or '0'
       n = n + 1

@@ -6,12 +6,19 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.IntConsumer;
 import java.util.function.Supplier;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.support.PeriodicTask;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -19,7 +26,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Moves the entries of every business with a {@code cold-after} between its hot shards and its cold tier, on one
- * thread of its own beside the workers: for each shard this instance pops ({@code division.owns(shard)}), first the
+ * thread of its own beside the workers (and a pool of {@link #THREADS} moving shards at once): for each shard this instance pops ({@code division.owns(shard)}), first the
  * blocks due within the lead come back ({@code cold-promote.lua}), then the entries due after cold-after leave
  * ({@code cold-pick.lua}, {@code cold-demote.lua}). Every move is one atomic script on one shard, safe when two
  * instances move the same shard at once (docs/cold-tier.md); the division only saves the duplicate work.
@@ -31,7 +38,13 @@ public final class ColdMover extends PeriodicTask {
     /** Tick of the mover's thread; each business runs every {@link ColdTiming#periodMs()}. */
     static final Duration TICK = Duration.ofMillis(250);
 
-    /** Entries listed per {@code cold-pick.lua} call, and most entries per block. */
+    /**
+     * Shards moved at once: Redis runs one script at a time, so more threads only help while this JVM compresses,
+     * decodes and waits on the network; 4 kept Redis busy in the bench (docs/cold-tier.md).
+     */
+    public static final int THREADS = 4;
+
+    /** Entries listed per {@code cold-pick.lua} call. */
     static final int PICK = 2_000;
 
     static final int BLOCK_MAX = 1_000;
@@ -55,12 +68,23 @@ public final class ColdMover extends PeriodicTask {
     private final ColdStore store;
     private final RelayEvents events;
     private final Map<String, long[]> nextRun = new ConcurrentHashMap<>();
+    private ExecutorService pool;
 
     public ColdMover(Supplier<Map<String, BusinessRelay>> relays, ColdStore store, RelayEvents events) {
         super("relay-cold", "cold tier move", TICK);
         this.relays = relays;
         this.store = store;
         this.events = events;
+    }
+
+    @Override
+    protected void beforeStart() {
+        pool = Executors.newFixedThreadPool(THREADS, DaemonThreads.numbered("relay-cold-move-"));
+    }
+
+    @Override
+    protected void afterStop() {
+        pool.shutdownNow();
     }
 
     @Override
@@ -94,12 +118,7 @@ public final class ColdMover extends PeriodicTask {
      * shards: an operator turning the tier off expects nothing to stay cold.
      */
     void drain(BusinessRelay relay, BusinessSpec spec) {
-        int width = relay.state().scanWidth();
-        for (int i = 0; i < width; i++) {
-            int shard = i;
-            if (!relay.division().owns(shard) || Thread.currentThread().isInterrupted()) {
-                continue;
-            }
+        inParallel(pool, ownedShards(relay), shard -> {
             try {
                 promote(relay, spec, shard, DRAIN_LEAD_MS);
             } catch (RuntimeException e) {
@@ -110,29 +129,29 @@ public final class ColdMover extends PeriodicTask {
                         e.toString());
                 emit(e2 -> e2.error(spec, shard, e));
             }
-        }
+        });
     }
 
-    /** One pass over the shards of one business this instance pops. */
+    /**
+     * One pass over the shards of one business this instance pops, {@link #THREADS} shards at a time: while Redis runs
+     * one shard's script, the next shard's block is compressed or decoded here (a move is one script on one shard, so
+     * moves of different shards at once are as safe as two instances moving, docs/cold-tier.md).
+     */
     void runBusiness(BusinessRelay relay, BusinessSpec spec, ColdTiming timing, boolean count) {
-        int width = relay.state().scanWidth();
-        long entries = 0;
-        long blocks = 0;
+        AtomicLong entries = new AtomicLong();
+        AtomicLong blocks = new AtomicLong();
         long deadline = System.nanoTime() + PASS_BUDGET_MS * 1_000_000;
-        for (int i = 0; i < width; i++) {
-            int shard = i;
-            if (!relay.division().owns(shard) || Thread.currentThread().isInterrupted()) {
-                continue;
-            }
+        Moved moved = (shard, direction, n) -> report(spec, shard, direction, n);
+        inParallel(pool, ownedShards(relay), shard -> {
             try {
                 promote(relay, spec, shard, timing.leadMs());
                 if (System.nanoTime() < deadline) {
-                    demote(spec, shard, timing, deadline);
+                    demoteShard(store, spec.keys(), shard, timing, deadline, moved);
                 }
                 if (count) {
                     ColdStore.Count c = store.count(spec.keys(), shard);
-                    entries += c.entries();
-                    blocks += c.blocks();
+                    entries.addAndGet(c.entries());
+                    blocks.addAndGet(c.blocks());
                 }
             } catch (RuntimeException e) {
                 if (Thread.currentThread().isInterrupted()) {
@@ -142,12 +161,23 @@ public final class ColdMover extends PeriodicTask {
                 log.warn("business={} shard={}: cold tier move failed: {}", spec.name(), shard, e.toString());
                 emit(e2 -> e2.error(spec, shard, e));
             }
-        }
-        if (count) {
-            long e = entries;
-            long b = blocks;
+        });
+        if (count && !Thread.currentThread().isInterrupted()) {
+            long e = entries.get();
+            long b = blocks.get();
             emit(ev -> ev.coldCounted(spec, e, b));
         }
+    }
+
+    private static List<Integer> ownedShards(BusinessRelay relay) {
+        int width = relay.state().scanWidth();
+        List<Integer> shards = new ArrayList<>(width);
+        for (int i = 0; i < width; i++) {
+            if (relay.division().owns(i)) {
+                shards.add(i);
+            }
+        }
+        return shards;
     }
 
     /**
@@ -155,8 +185,21 @@ public final class ColdMover extends PeriodicTask {
      * (they learn its next due time from the pop): a wake-up that does not depend on keyspace notifications or
      * {@code K:wake}, so a promoted entry never waits for the safety sweep.
      */
-    private int promote(BusinessRelay relay, BusinessSpec spec, int shard, long leadMs) {
-        DelayQueueKeys keys = spec.keys();
+    private void promote(BusinessRelay relay, BusinessSpec spec, int shard, long leadMs) {
+        int back = promoteShard(store, spec.keys(), shard, leadMs, (s, direction, n) -> report(spec, s, direction, n));
+        if (back > 0) {
+            relay.announce(shard, 0);
+        }
+    }
+
+    /** Entries of one shard moved in one direction: {@code demoted}, {@code promoted} or {@code skipped}. */
+    @FunctionalInterface
+    public interface Moved {
+        void moved(int shard, String direction, int count);
+    }
+
+    /** Brings back every block of the shard due within {@code leadMs}; returns the entries back in the hot shard. */
+    public static int promoteShard(ColdStore store, DelayQueueKeys keys, int shard, long leadMs, Moved moved) {
         int back = 0;
         List<ColdStore.DueBlock> due;
         do {
@@ -164,20 +207,20 @@ public final class ColdMover extends PeriodicTask {
             for (ColdStore.DueBlock block : due) {
                 ColdStore.Promoted p = store.promote(keys, shard, block);
                 back += p.back();
-                report(spec, shard, "promoted", p.back());
-                report(spec, shard, "skipped", p.skipped());
+                moved.moved(shard, "promoted", p.back());
+                moved.moved(shard, "skipped", p.skipped());
             }
         } while (due.size() == DUE_BLOCKS);
-        if (back > 0) {
-            relay.announce(shard, 0);
-        }
         return back;
     }
 
-    /** Moves the shard's entries due after cold-after into blocks, a bucket of due times each, until none is left. */
-    int demote(BusinessSpec spec, int shard, ColdTiming timing, long deadlineNanos) {
-        DelayQueueKeys keys = spec.keys();
-        int moved = 0;
+    /**
+     * Moves the shard's entries due after cold-after into blocks, a bucket of due times each, until none is left or
+     * the deadline passed; returns the entries moved.
+     */
+    public static int demoteShard(
+            ColdStore store, DelayQueueKeys keys, int shard, ColdTiming timing, long deadlineNanos, Moved moved) {
+        int total = 0;
         ColdStore.Pick pick;
         do {
             pick = store.pick(keys, shard, timing.coldAfterMs(), PICK);
@@ -189,14 +232,43 @@ public final class ColdMover extends PeriodicTask {
             for (List<ColdBlock.Entry> block : blocks(pick.entries(), timing)) {
                 pass += store.demote(keys, shard, block, fan).moved();
             }
-            moved += pass;
-            report(spec, shard, "demoted", pass);
+            total += pass;
+            moved.moved(shard, "demoted", pass);
             if (pass == 0) {
                 // what was listed changed under us (or is held back): try again next period
                 break;
             }
         } while (pick.entries().size() == PICK && System.nanoTime() < deadlineNanos);
-        return moved;
+        return total;
+    }
+
+    /**
+     * Runs {@code move} for every shard on the pool and waits for all. Interrupted (the relay stops), it interrupts
+     * the moves in progress (each is one script: done or not done) and returns with the interrupt flag set. A move
+     * that throws is rethrown after all ended.
+     */
+    public static void inParallel(ExecutorService pool, List<Integer> shards, IntConsumer move) {
+        List<Future<?>> running = new ArrayList<>(shards.size());
+        for (int shard : shards) {
+            running.add(pool.submit(() -> move.accept(shard)));
+        }
+        RuntimeException failed = null;
+        for (Future<?> f : running) {
+            try {
+                f.get();
+            } catch (InterruptedException e) {
+                running.forEach(r -> r.cancel(true));
+                Thread.currentThread().interrupt();
+                return;
+            } catch (ExecutionException e) {
+                if (failed == null) {
+                    failed = e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+                }
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
     }
 
     /** Listed entries (earliest first) cut into blocks: one bucket of due times, at most {@link #BLOCK_MAX} each. */

@@ -91,6 +91,44 @@ class ColdTierScriptTest {
         assertThat(zset(keys.cold(0))).isEmpty();
     }
 
+    /**
+     * The scripts call Redis with many members at once in slices of 1000 arguments: a listing of 2,500 and a block of
+     * 2,500 (more than the mover's blocks of 1000) cross those slices, and every entry still moves exactly once.
+     */
+    @Test
+    void aBlockOfMoreEntriesThanOneCommandSliceMovesWholeBothWays() {
+        long now = kit.redisNowMs();
+        Map<String, Long> dues = new TreeMap<>();
+        try (RedisConnection c = kit.redis()) {
+            for (int i = 0; i < 2_500; i++) {
+                long due = now + 5 * HOUR + i * 7L;
+                c.zSetCommands().zAdd(bytes(keys.shard(0)), due, bytes("order-" + i));
+                c.hashCommands().hSet(bytes(keys.payloads(0)), bytes("order-" + i), message(i, "v1"));
+                dues.put("order-" + i, due);
+            }
+        }
+        ColdStore.Pick pick = store.pick(keys, 0, HOUR, 2_500);
+        assertThat(pick.entries()).hasSize(2_500);
+        assertThat(store.demote(keys, 0, pick.entries()).moved()).isEqualTo(2_500);
+        assertThat(zset(keys.shard(0))).isEmpty();
+        assertThat(hashFields(keys.payloads(0))).isEmpty();
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(2_500, 1));
+
+        assertThat(producer.cancelById(business, "order-1500")).isTrue();
+        producer.rescheduleById(business, "order-2499", Instant.ofEpochMilli(now + 4 * HOUR));
+        dues.remove("order-1500");
+        dues.put("order-2499", now + 4 * HOUR);
+
+        List<ColdStore.DueBlock> due = store.due(keys, 0, 6 * HOUR, 10);
+        assertThat(due).hasSize(1);
+        assertThat(store.promote(keys, 0, due.get(0))).isEqualTo(new ColdStore.Promoted(2_499, 1, false));
+        assertThat(zset(keys.shard(0))).isEqualTo(dues);
+        assertThat(hashFields(keys.payloads(0))).hasSize(2_499);
+        assertThat(hget(keys.payloads(0), "order-2001")).isEqualTo(message(2001, "v1"));
+        assertThat(hget(keys.payloads(0), "order-2499")).isEqualTo(message(2499, "v1"));
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(0, 0));
+    }
+
     @Test
     void aColdEntryIsCancelledRescheduledAndScheduledAgainThroughTheContractScripts() {
         long now = kit.redisNowMs();
