@@ -50,6 +50,7 @@ final class Report {
     private final int run;
     /** /proc/loadavg's 1-minute figure when the run started and when it ended (the box may be shared). */
     private final String loadAtStart;
+
     private String loadAtEnd = "n/a";
 
     Report(BenchConfig config, int run) {
@@ -752,7 +753,8 @@ final class Report {
         // A partial run (--only) never overwrites the full report of the day.
         String part = config.only().isEmpty() ? "" : "-only-" + String.join("-", config.only());
         Path file = config.resultsDir()
-                .resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + (run > 0 ? "-run" + run : "") + ".md");
+                .resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + (run > 0 ? "-run" + run : "")
+                        + ".md");
         Files.writeString(
                 file,
                 render() + "\n_Written " + LocalDateTime.now().format(DateTimeFormatter.ISO_LOCAL_DATE_TIME)

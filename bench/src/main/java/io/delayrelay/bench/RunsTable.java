@@ -21,8 +21,7 @@ final class RunsTable {
     /** Renders the table of {@code reports} (each rendered already) and writes it beside their reports. */
     static Path write(BenchConfig config, List<Report> reports) throws IOException {
         String part = config.only().isEmpty() ? "" : "-only-" + String.join("-", config.only());
-        Path file = config.resultsDir()
-                .resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + "-runs.md");
+        Path file = config.resultsDir().resolve(LocalDate.now() + (config.full() ? "-full" : "") + part + "-runs.md");
         Files.createDirectories(config.resultsDir());
         Files.writeString(file, render(reports));
         return file;
@@ -47,7 +46,8 @@ final class RunsTable {
                 .append(reports.size())
                 .append(" consecutive runs, ")
                 .append(LocalDate.now())
-                .append("\n\nEach run's own report has its tables and method; load average (1 min) at each run's start ")
+                .append(
+                        "\n\nEach run's own report has its tables and method; load average (1 min) at each run's start ")
                 .append("and end: ");
         List<String> loads = new ArrayList<>();
         for (Report report : reports) {
@@ -60,7 +60,11 @@ final class RunsTable {
         b.append(" met in every run |\n|---|---:|");
         b.append("---:|".repeat(reports.size())).append("---|\n");
         for (Map.Entry<String, String[]> e : cells.entrySet()) {
-            b.append("| ").append(e.getKey()).append(" | ").append(targetOf.get(e.getKey())).append(" |");
+            b.append("| ")
+                    .append(e.getKey())
+                    .append(" | ")
+                    .append(targetOf.get(e.getKey()))
+                    .append(" |");
             for (String cell : e.getValue()) {
                 b.append(' ').append(cell == null ? "not measured" : cell).append(" |");
             }

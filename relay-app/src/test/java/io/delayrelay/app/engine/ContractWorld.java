@@ -827,7 +827,10 @@ final class ContractWorld {
                     b.dead() == model.deadLetters(width).size() ? Finding.STRANDED_DEAD_LETTERS.says(what) : what);
         }
         // relay-api's count(): the shard zsets and the cold tier's live entries of the scanned shards
-        same("producer count", model.scheduledTotal() + model.coldTotal(width), shared.producer().count(business));
+        same(
+                "producer count",
+                model.scheduledTotal() + model.coldTotal(width),
+                shared.producer().count(business));
     }
 
     // ---- the check after every step ----
