@@ -75,11 +75,13 @@ class RelayMetricsTest {
                 .max()
                 .orElseThrow();
         assertThat(popLag).as("max lag at the pop").isGreaterThanOrEqualTo(2_240);
+        // the pop's instant is Redis TIME read by pop.lua, the confirm's the relay's estimate of Redis time
+        // (RedisClock: synced, drifts by a few ms between syncs), hence the 10 ms below the pop's figure
         assertThat(lag.max(TimeUnit.MILLISECONDS))
                 .as(
-                        "max lag recorded, between the max at the pop (%d ms) and at arrival (%d ms) + 100",
+                        "max lag recorded, between the max at the pop (%d ms) - 10 and at arrival (%d ms) + 100",
                         popLag, arrivalLag)
-                .isBetween((double) popLag, arrivalLag + 100.0);
+                .isBetween(popLag - 10.0, arrivalLag + 100.0);
 
         String scrape = relay.getBean(PrometheusMeterRegistry.class).scrape();
         assertThat(scrape)
