@@ -17,6 +17,7 @@ import io.delayrelay.app.support.RelayTestKit.Received;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
@@ -27,8 +28,9 @@ import static org.awaitility.Awaitility.await;
 /**
  * Keyspace notifications follow the fleet's division: each instance SUBSCRIBEs the channels of the shards it pops
  * and no others, so every write is decoded by one instance; when one instance stops, the other subscribes the shards
- * it took over and hears plain ZADDs there. The shared Redis has notify-keyspace-events Kz; max-idle and the safety
- * sweep are 10 minutes, so only a notification can make an entry written after the start-up sweeps arrive.
+ * it took over and hears plain ZADDs there. The test turns notify-keyspace-events Kz on in the shared Redis for its
+ * run and puts back what it found (a fresh machine's Redis has none); max-idle and the safety sweep are 10 minutes,
+ * so only a notification can make an entry written after the start-up sweeps arrive.
  */
 class KeyspaceShareTest {
 
@@ -39,8 +41,25 @@ class KeyspaceShareTest {
 
     private final RelayTestKit kit = new RelayTestKit();
 
+    /** The shared Redis's notify-keyspace-events before the test (put back after it). */
+    private String notifyBefore;
+
+    @BeforeEach
+    void keyspaceNotificationsOn() {
+        try (RedisConnection c = kit.redis()) {
+            notifyBefore =
+                    c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events", "");
+            c.serverCommands().setConfig("notify-keyspace-events", "Kz");
+        }
+    }
+
     @AfterEach
     void cleanUp() {
+        if (notifyBefore != null) {
+            try (RedisConnection c = kit.redis()) {
+                c.serverCommands().setConfig("notify-keyspace-events", notifyBefore);
+            }
+        }
         kit.close();
     }
 
