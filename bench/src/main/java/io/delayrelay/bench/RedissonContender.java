@@ -53,6 +53,7 @@ final class RedissonContender implements Contender {
 
     @Override
     public void start() {
+        quit = false; // started again after close() when a drain is measured again
         Config config = new Config();
         config.setCodec(ByteArrayCodec.INSTANCE);
         config.useSingleServer().setAddress("redis://" + infra.config.redisHost() + ":" + infra.config.redisPort());

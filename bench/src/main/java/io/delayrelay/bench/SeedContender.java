@@ -65,6 +65,7 @@ final class SeedContender implements Contender {
 
     @Override
     public void start() {
+        quit = false; // started again after close() when a drain is measured again
         redisFactory = new LettuceConnectionFactory(
                 new RedisStandaloneConfiguration(infra.config.redisHost(), infra.config.redisPort()));
         redisFactory.afterPropertiesSet();
