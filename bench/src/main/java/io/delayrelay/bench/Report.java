@@ -351,6 +351,11 @@ final class Report {
                     ratio(threeInstances, relayAll),
                     ">= 1.0",
                     ratioOf(threeInstances, relayAll) >= 0.995);
+            target(
+                    "Redis commands per 1,000 relayed, 3 instances (EVALSHA / total)",
+                    f1(threeInstances.scriptsPer1k()) + " / " + f1(threeInstances.commandsPer1k()),
+                    "<= 30 (total)",
+                    threeInstances.commandsPer1k() <= 30);
         }
         target(
                 "JVM CPU per relayed message, defaults / best, µs (Java threads only: "
