@@ -251,8 +251,15 @@ final class BatchSettler {
                 for (int[] at : positions) {
                     wave.add(perShard.get(at[0]).get(at[1]));
                 }
-                CompletableFuture<List<PublishOutcome>> published = publisher.publish(spec, wave);
-                reached |= reachedBroker(published);
+                CompletableFuture<List<PublishOutcome>> published;
+                try {
+                    published = publisher.publish(spec, wave);
+                } catch (RuntimeException e) {
+                    // earlier waves are out: this one is settled as failed (retried after the retry delay, so
+                    // after its due time), not left to the lease with the rest
+                    published = CompletableFuture.failedFuture(e);
+                }
+                reached |= !published.isCompletedExceptionally() && reachedBroker(published);
                 waves.add(published
                         .copy()
                         .orTimeout(boundMs, TimeUnit.MILLISECONDS)
