@@ -297,6 +297,41 @@ class HotReloadTest {
     }
 
     @Test
+    void theLeadChangesLiveAndABadOneIsRejected() throws Exception {
+        REJECTED.clear();
+        String name = kit.business("leadreload");
+        String exchange = kit.exchange("leadreload");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        Path file = config(business(name, exchange, "shards=1, threads=1"));
+        ConfigurableApplicationContext context = start(file, RecordingEvents.class);
+        BusinessRelay relay = context.getBean(RelayEngine.class).relays().get(name);
+        assertThat(relay.spec().popsAhead()).isFalse();
+
+        Files.writeString(file, business(name, exchange, "shards=1, threads=1, lead=1s"));
+        refresh(context);
+        assertThat(relay.spec().lead()).isEqualTo(Duration.ofSeconds(1));
+        // the running worker pops ahead now: the pop of "first" leases "ahead" before its due time
+        long now = kit.redisNowMs();
+        long aheadDue = now + 2_300;
+        kit.producer().schedule(name, "first".getBytes(StandardCharsets.UTF_8), Instant.ofEpochMilli(now + 1_500));
+        kit.producer().schedule(name, "ahead".getBytes(StandardCharsets.UTF_8), Instant.ofEpochMilli(aheadDue));
+        await().atMost(Duration.ofSeconds(5))
+                .pollInterval(Duration.ofMillis(5))
+                .until(() -> kit.countAll(name, "inflight") > 0 && kit.scheduled(name) == 0);
+        assertThat(kit.redisNowMs()).as("'ahead' leased before its due time").isLessThan(aheadDue);
+        List<Received> both = RelayTestKit.collect(received, 2, Duration.ofSeconds(5), Duration.ZERO);
+        assertThat(both).extracting(Received::text).containsExactly("first", "ahead");
+        assertThat(both.get(1).header(RelayHeaders.RELAYED_AT)).isGreaterThanOrEqualTo(aheadDue);
+
+        Files.writeString(file, business(name, exchange, "shards=1, threads=1, lead=5s"));
+        refresh(context);
+        assertThat(relay.spec().lead()).as("the previous lead kept").isEqualTo(Duration.ofSeconds(1));
+        assertThat(REJECTED)
+                .containsExactly(name + ": relay.businesses." + name + ".lead=PT5S: must be between 0 and PT1S (0: off,"
+                        + " each entry popped once it is due)");
+    }
+
+    @Test
     void addingABusinessStartsItAndRemovingOneStopsIt() throws Exception {
         String first = kit.business("first");
         String second = kit.business("second");

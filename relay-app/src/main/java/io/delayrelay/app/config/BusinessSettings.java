@@ -20,6 +20,11 @@ public class BusinessSettings {
     public static final DataSize DEFAULT_BATCH_BYTES = DataSize.ofBytes(BusinessSpec.DEFAULT_BATCH_BYTES);
     public static final Duration DEFAULT_MAX_IDLE = BusinessSpec.DEFAULT_MAX_IDLE;
     public static final Duration DEFAULT_LINGER = BusinessSpec.DEFAULT_LINGER;
+    /** The longest lead allowed (pop-ahead): entries within it of their due time can no longer be cancelled. */
+    public static final Duration MAX_LEAD = Duration.ofSeconds(1);
+    /** The lease must be at least this many times the lead: the lease covers the wait for the due time. */
+    public static final int LEASE_PER_LEAD = 10;
+
     /** The longest linger allowed: it adds to every message's lag. */
     public static final Duration MAX_LINGER = Duration.ofSeconds(1);
 
@@ -74,6 +79,13 @@ public class BusinessSettings {
 
     /** How long after the earliest due shard a worker waits for more shards to fall due, so one pop carries them all (0..1s). */
     private Duration linger = DEFAULT_LINGER;
+
+    /**
+     * Pop-ahead: a pop also leases the entries due within this long of its Redis time and the worker publishes each at
+     * its due time, never before (unset or 0: off; 0..1s, at most a tenth of the lease). Within it of its due time an
+     * entry may already be in flight: a cancel of it answers 0 and it is delivered.
+     */
+    private Duration lead;
 
     /** How long a popped entry may stay unconfirmed before the next pop of its shard takes it back; longer than publish-timeout. */
     private Duration lease = DEFAULT_LEASE;
@@ -304,6 +316,15 @@ public class BusinessSettings {
 
     public void setLinger(Duration linger) {
         this.linger = linger;
+    }
+
+    /** Pop-ahead's lead (null or 0: off). */
+    public Duration getLead() {
+        return lead;
+    }
+
+    public void setLead(Duration lead) {
+        this.lead = lead;
     }
 
     public Duration getLease() {

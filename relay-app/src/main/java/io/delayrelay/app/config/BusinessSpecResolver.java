@@ -266,6 +266,23 @@ public final class BusinessSpecResolver {
                     "must be between 0 and " + BusinessSettings.MAX_LINGER
                             + " (0: pop each shard as soon as it is due)"));
         }
+        Duration lead = s.getLead() == null ? BusinessSpec.DEFAULT_LEAD : s.getLead();
+        if (lead.isNegative() || lead.compareTo(BusinessSettings.MAX_LEAD) > 0) {
+            problems.add(ConfigProblem.property(
+                    name,
+                    "lead",
+                    lead,
+                    "must be between 0 and " + BusinessSettings.MAX_LEAD
+                            + " (0: off, each entry popped once it is due)"));
+        } else if (s.getLease() != null
+                && lead.multipliedBy(BusinessSettings.LEASE_PER_LEAD).compareTo(s.getLease()) > 0) {
+            problems.add(ConfigProblem.property(
+                    name,
+                    "lead",
+                    lead,
+                    "must be at most a " + BusinessSettings.LEASE_PER_LEAD + "th of the lease (" + s.getLease()
+                            + "): an entry popped ahead waits up to the lead under its lease"));
+        }
         BusinessSettings.Slo slo = s.getSlo();
         positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
         double target = slo == null ? Double.NaN : slo.getTarget();
@@ -307,7 +324,8 @@ public final class BusinessSpecResolver {
                 slo.getTarget(),
                 MessageShape.parse(s.getMessageShape()),
                 s.getLinger(),
-                coldAfter == null || coldAfter.isZero() ? null : coldAfter);
+                coldAfter == null || coldAfter.isZero() ? null : coldAfter,
+                lead);
     }
 
     private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {

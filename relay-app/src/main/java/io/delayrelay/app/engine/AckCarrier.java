@@ -69,7 +69,9 @@ final class AckCarrier {
 
     /** How long an ack waits for a pop to carry it. */
     static long boundMs(BusinessSpec spec) {
-        return 2 * spec.linger().toMillis();
+        // a round lasts the linger, or the lead when popping ahead (the next pop comes at the next due time after
+        // what the last one took ahead)
+        return 2 * spec.round().toMillis();
     }
 
     /**
@@ -78,10 +80,17 @@ final class AckCarrier {
      * go alone.
      */
     List<PopResult> pop(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit) {
+        return pop(spec, shards, knownDue, limit, 0);
+    }
+
+    /** Like {@link #pop(BusinessSpec, int[], boolean[], int)}, with pop.lua's lead ({@code leadMs}; 0: none). */
+    List<PopResult> pop(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, long leadMs) {
         List<ShardStore.Ack> carried = store.combinesShards() ? take() : List.of();
         ShardStore.CarriedPop popped;
         try {
-            popped = store.popCarrying(spec, shards, knownDue, limit, carried);
+            popped = leadMs > 0
+                    ? store.popCarrying(spec, shards, knownDue, limit, carried, leadMs)
+                    : store.popCarrying(spec, shards, knownDue, limit, carried);
         } catch (RuntimeException | Error e) {
             // the pop failed (its shards are handled by the worker); the acks must not wait for another pop
             ackAlone(spec, carried);

@@ -2,6 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -31,8 +32,9 @@ import org.slf4j.MDC;
  * worker's budget forever.
  * <p>
  * A batch of a pop of several shards is published as one and settled per shard. Confirmed entries are acked by the
- * workers' next pop ({@link AckCarrier}: carried in its pop.lua call), or alone after the linger. Longer than 300 lines because both batch kinds
- * share the settling of every outcome and the budget hand-over.
+ * workers' next pop ({@link AckCarrier}: carried in its pop.lua call), or alone after the linger. A pop-ahead's
+ * batch ({@link #deliverAhead}) is published in waves at its entries' due times and settled as one. Longer than 300
+ * lines because the three batch kinds share the settling of every outcome and the budget hand-over.
  */
 final class BatchSettler {
 
@@ -186,6 +188,137 @@ final class BatchSettler {
         return reachedBroker(published);
     }
 
+    /**
+     * Like {@link #deliverMany}, for a pop-ahead (pop.lua's lead): the entries are published in due order, each once
+     * {@code gate} says its due time has come (the worker waits for it here, on its own clock), everything due by
+     * then in one publish; one wait, one publish per distinct due time at most, none when the entries are already
+     * due (a drain). Once every publish has its outcomes, the pop is settled as one (confirmed entries acked by the
+     * next pop). An interrupt during a wait (a stop whose drain deadline passed) ends it: what was published is
+     * settled, the rest is left to its lease (never published early, never released before its due time) and the
+     * interrupt is rethrown. Returns whether any of it reached the broker.
+     */
+    boolean deliverAhead(BusinessSpec spec, List<Part> parts, InFlightBudget.Reservation reservation, DueGate gate)
+            throws InterruptedException {
+        int n = 0;
+        long size = 0;
+        int[] shards = new int[parts.size()];
+        for (int i = 0; i < parts.size(); i++) {
+            shards[i] = parts.get(i).shard();
+            for (PopResult.Entry e : parts.get(i).popped().entries()) {
+                n++;
+                size += e.member().length + (e.payload() == null ? 0 : e.payload().length);
+            }
+        }
+        reservation.charge(shards, n, size);
+        Runnable finish = batchStarted(reservation);
+        boolean reached = false;
+        InterruptedException interrupted = null;
+        try {
+            List<List<DueMessage>> perShard = new ArrayList<>(parts.size());
+            // every message as {part, index}, in due order (stable: a shard's entries keep the pop's order)
+            List<int[]> order = new ArrayList<>(n);
+            for (int i = 0; i < parts.size(); i++) {
+                List<DueMessage> messages =
+                        DueBatch.of(spec, parts.get(i).shard(), parts.get(i).popped(), events);
+                perShard.add(messages);
+                for (int j = 0; j < messages.size(); j++) {
+                    order.add(new int[] {i, j});
+                }
+            }
+            order.sort(Comparator.comparingLong(
+                    at -> perShard.get(at[0]).get(at[1]).dueAtMs()));
+            PublishOutcome[][] outcomes = new PublishOutcome[parts.size()][];
+            for (int i = 0; i < parts.size(); i++) {
+                outcomes[i] = new PublishOutcome[perShard.get(i).size()];
+            }
+            long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
+            List<CompletableFuture<?>> waves = new ArrayList<>();
+            int k = 0;
+            while (k < order.size()) {
+                try {
+                    gate.await(dueAt(perShard, order.get(k)));
+                } catch (InterruptedException e) {
+                    interrupted = e;
+                    break;
+                }
+                long now = gate.nowMs();
+                int end = k + 1;
+                while (end < order.size() && dueAt(perShard, order.get(end)) <= now) {
+                    end++;
+                }
+                List<int[]> positions = order.subList(k, end);
+                List<DueMessage> wave = new ArrayList<>(positions.size());
+                for (int[] at : positions) {
+                    wave.add(perShard.get(at[0]).get(at[1]));
+                }
+                CompletableFuture<List<PublishOutcome>> published;
+                try {
+                    published = publisher.publish(spec, wave);
+                } catch (RuntimeException e) {
+                    // earlier waves are out: this one is settled as failed (retried after the retry delay, so
+                    // after its due time), not left to the lease with the rest
+                    published = CompletableFuture.failedFuture(e);
+                }
+                reached |= !published.isCompletedExceptionally() && reachedBroker(published);
+                waves.add(published
+                        .copy()
+                        .orTimeout(boundMs, TimeUnit.MILLISECONDS)
+                        .handle((result, error) -> {
+                            for (int w = 0; w < positions.size(); w++) {
+                                int[] at = positions.get(w);
+                                outcomes[at[0]][at[1]] = result != null ? result.get(w) : failure(error);
+                            }
+                            return null;
+                        }));
+                k = end;
+            }
+            CompletableFuture.allOf(waves.toArray(new CompletableFuture<?>[0]))
+                    .handleAsync(
+                            (v, error) -> {
+                                // what was published, with its outcomes; the rest (an interrupt) is left to its lease
+                                List<List<DueMessage>> sent = new ArrayList<>(parts.size());
+                                List<PublishOutcome> flat = new ArrayList<>();
+                                for (int i = 0; i < parts.size(); i++) {
+                                    List<DueMessage> own = new ArrayList<>();
+                                    for (int j = 0; j < outcomes[i].length; j++) {
+                                        if (outcomes[i][j] != null) {
+                                            own.add(perShard.get(i).get(j));
+                                            flat.add(outcomes[i][j]);
+                                        }
+                                    }
+                                    sent.add(own);
+                                }
+                                settleMany(spec, parts, sent, flat, null);
+                                return null;
+                            },
+                            pool)
+                    .whenComplete((v, e) -> finish.run());
+        } catch (RuntimeException | Error e) {
+            finish.run();
+            throw e;
+        }
+        if (interrupted != null) {
+            throw interrupted;
+        }
+        return reached;
+    }
+
+    private static long dueAt(List<List<DueMessage>> perShard, int[] at) {
+        return perShard.get(at[0]).get(at[1]).dueAtMs();
+    }
+
+    /** The outcome of every message of a batch whose publish ended with {@code error} instead of outcomes. */
+    private static PublishOutcome failure(Throwable error) {
+        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        return cause instanceof TimeoutException
+                ? PublishOutcome.failed(
+                        PublishOutcome.Cause.CONFIRM_TIMEOUT,
+                        "confirm timeout: no outcome " + OUTCOME_GRACE.toSeconds() + " s after the publish timeout")
+                : PublishOutcome.failed(
+                        PublishOutcome.Cause.OTHER,
+                        "publish failed: " + (cause == null ? "unknown" : Exceptions.rootMessage(cause)));
+    }
+
     private void settleMany(
             BusinessSpec spec,
             List<Part> parts,
@@ -287,16 +420,7 @@ final class BatchSettler {
         MDC.put("shard", Integer.toString(shard));
         try {
             if (outcomes == null) {
-                Throwable cause =
-                        error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-                PublishOutcome failure = cause instanceof TimeoutException
-                        ? PublishOutcome.failed(
-                                PublishOutcome.Cause.CONFIRM_TIMEOUT,
-                                "confirm timeout: no outcome " + OUTCOME_GRACE.toSeconds()
-                                        + " s after the publish timeout")
-                        : PublishOutcome.failed(
-                                PublishOutcome.Cause.OTHER,
-                                "publish failed: " + (cause == null ? "unknown" : Exceptions.rootMessage(cause)));
+                PublishOutcome failure = failure(error);
                 outcomes = batch.stream().map(m -> failure).toList();
             }
             apply(spec, shard, token, batch, outcomes, confirmedSink);

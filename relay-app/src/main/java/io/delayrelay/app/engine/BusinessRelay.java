@@ -234,12 +234,13 @@ public final class BusinessRelay implements ShardWakeups {
 
     /**
      * Also true for a shard another instance pops: a peek of it here would be wasted. The window is at least the
-     * business's linger: a shard known due within it is popped by then anyway (with every shard due by then), and that
+     * business's round (the linger, or the lead when popping ahead): a shard known due within it is popped by then
+     * anyway (with every shard due by then), and that
      * pop reads whatever the write added, so a notification costs no Redis call.
      */
     @Override
     public boolean popsWithin(int shard, long ms) {
-        long window = Math.max(ms, state.spec().linger().toMillis());
+        long window = Math.max(ms, state.spec().round().toMillis());
         return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + window;
     }
 

@@ -7,11 +7,22 @@ import java.util.function.LongSupplier;
  * the monotonic clock, so sleeps are aimed at Redis time (the time due scores are compared with) without a round
  * trip. The host's wall clock is read only until the first Redis reading: a host clock step (NTP, a VM resumed)
  * changes no estimate and no sleep.
+ * <p>
+ * Every reading is a lower bound of Redis time at the moment it is observed (TIME was read inside a script, and the
+ * reply took some time to come back; Redis floors TIME to the ms), so the estimate errs late, never early. Of two
+ * readings the one giving the higher estimate is the better bound: a reading that gives a lower estimate than the
+ * one held (a pop whose reply took longer to come back than the last one's) is ignored while the held one is younger
+ * than {@link #KEEP_NANOS}, so that the estimate does not step back (an {@code x-delay-relayed-at} stamp taken after
+ * a pop-ahead waited for a due time never reads below it); after that any reading is taken, so that the two
+ * machines' clock rates (NTP slewing, at most 0.5 ms per second) or a step back of Redis's clock cannot carry the
+ * estimate ahead of Redis time for long.
  */
 public final class RedisClock {
 
     private static final long NANOS_PER_MS = 1_000_000;
     private static final long DAY_MS = 86_400_000;
+    /** How long a reading is kept against later readings that would give a lower estimate. */
+    static final long KEEP_NANOS = 1_000_000_000L;
 
     private final LongSupplier wallMs;
     private final LongSupplier nanos;
@@ -32,7 +43,15 @@ public final class RedisClock {
 
     /** Records a Redis TIME reading, in epoch ms, taken just now. */
     public void observe(long redisNowMs) {
-        last = new Reading(redisNowMs, nanos.getAsLong());
+        long at = nanos.getAsLong();
+        Reading held = last;
+        if (held != null
+                && at - held.atNanos() < KEEP_NANOS
+                && held.redisMs() + (at - held.atNanos()) / NANOS_PER_MS > redisNowMs) {
+            // a lower bound no better than the one held (its reply took longer to come back)
+            return;
+        }
+        last = new Reading(redisNowMs, at);
     }
 
     /** Estimated Redis time now, epoch ms. */

@@ -32,7 +32,10 @@ import org.slf4j.MDC;
  * On a standalone Redis one pop carries every shard of this instance's known due by the earliest known due time
  * plus the business's linger (one pop.lua call, one publish for all of them; their acks ride on the next pop, see
  * {@link AckCarrier}), so that a steady rate spread over many shards costs a pop per linger rather than one per
- * message; on a Redis Cluster each pop takes one shard. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
+ * message; on a Redis Cluster each pop takes one shard. With a lead (pop-ahead) there is no linger: at the earliest
+ * known due time the pop also takes every entry of those shards due within the lead (Redis time), and the worker
+ * publishes each at its due time ({@link DueGate}, {@link BatchSettler#deliverAhead}), so a round lasts about the
+ * lead and costs no lag. A business with a fleet-wide {@code max-rate} pops one shard at a time, no more than its
  * {@link RateGovernor} allows, earliest known due shard first; while the bucket is empty its workers sleep.
  * <p>
  * Longer than 300 lines because it holds both ways of popping (several shards after a linger, one shard for a drain,
@@ -199,7 +202,9 @@ final class ScanWorker implements Runnable {
             sleepUntilDue(spec);
             return;
         }
-        long popAt = earliest.dueMs() + spec.linger().toMillis();
+        // pop-ahead: pop at the earliest due time, taking what falls due within the lead (no linger)
+        long leadMs = spec.popsAhead() ? spec.lead().toMillis() : 0;
+        long popAt = earliest.dueMs() + (leadMs > 0 ? 0 : spec.linger().toMillis());
         if (earliest.dueMs() > NOT_LINGERED && popAt > now) {
             if (sweep(spec, state.idleMillis())) {
                 return;
@@ -213,7 +218,8 @@ final class ScanWorker implements Runnable {
         int[] shards;
         boolean handed = false;
         try {
-            claimed = schedule.claimAllDue(clock.nowMs(), passedOver, MAX_SHARDS_PER_POP);
+            // with a lead, every shard known due within it: the pop takes their entries due by then too
+            claimed = schedule.claimAllDue(clock.nowMs() + leadMs, passedOver, MAX_SHARDS_PER_POP);
             if (claimed.isEmpty()) {
                 return;
             }
@@ -233,8 +239,11 @@ final class ScanWorker implements Runnable {
                 MDC.put("shard", Integer.toString(shards[0]));
             }
             List<PopResult> results;
+            long receivedNanos;
             try {
-                results = acks.pop(spec, shards, known, spec.batchSize());
+                results = acks.pop(spec, shards, known, spec.batchSize(), leadMs);
+                // (the reply is in hand: DueGate's offset counts from here)
+                receivedNanos = System.nanoTime();
             } catch (RuntimeException e) {
                 if (shards.length == 1 || !ShardQuarantine.isShardDataError(Exceptions.rootMessage(e))) {
                     throw e;
@@ -252,6 +261,7 @@ final class ScanWorker implements Runnable {
                 return;
             }
             failures = 0;
+            long redisNowMs = 0;
             List<BatchSettler.Part> parts = new ArrayList<>(shards.length);
             for (int i = 0; i < shards.length; i++) {
                 PopResult popped = results.get(i);
@@ -278,13 +288,21 @@ final class ScanWorker implements Runnable {
                 }
                 if (!popped.isEmpty()) {
                     parts.add(new BatchSettler.Part(shard, popped));
+                    redisNowMs = Math.max(redisNowMs, popped.redisNowMs());
                 }
             }
             if (parts.isEmpty()) {
                 return;
             }
             handed = true;
-            if (!settler.deliverMany(spec, parts, reservation)) {
+            boolean reached;
+            if (leadMs > 0 && aheadOf(parts, redisNowMs)) {
+                // some entries are not due yet: each goes out at its due time (the worker waits for it)
+                reached = settler.deliverAhead(spec, parts, reservation, new DueGate(redisNowMs, receivedNanos, clock));
+            } else {
+                reached = settler.deliverMany(spec, parts, reservation);
+            }
+            if (!reached) {
                 throw new BrokerUnavailableException(
                         "nothing of the batch reached RabbitMQ (see the publish failures)");
             }
@@ -295,6 +313,18 @@ final class ScanWorker implements Runnable {
             }
             MDC.remove("shard");
         }
+    }
+
+    /** Whether a pop handed out an entry due after its Redis time (taken ahead, within the lead). */
+    private static boolean aheadOf(List<BatchSettler.Part> parts, long redisNowMs) {
+        for (BatchSettler.Part part : parts) {
+            for (PopResult.Entry e : part.popped().entries()) {
+                if (e.dueAtMs() > redisNowMs) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**

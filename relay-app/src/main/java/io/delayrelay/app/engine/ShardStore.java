@@ -127,12 +127,21 @@ public class ShardStore {
 
     /** Like {@link #pop(BusinessSpec, int, boolean)}, taking at most {@code limit} entries (the rate cap's allowance). */
     public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit) {
+        return pop(spec, shard, knownDue, limit, 0);
+    }
+
+    /**
+     * Like {@link #pop(BusinessSpec, int, boolean, int)}, also taking the schedules due within {@code leadMs} of the
+     * pop's Redis time (pop-ahead, pop.lua's lead; 0: none, the call exactly as without it). The caller publishes
+     * each entry at its due time ({@link PopResult.Entry#dueAtMs()}), never before.
+     */
+    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit, long leadMs) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
         List<?> reply = redis.execute(
                 POP,
                 keys.shardKeyBytes(shard, POP_KEYS),
-                popArgs(spec, Math.min(limit, spec.batchSize()), token, knownDue ? YES : NO));
+                withLead(popArgs(spec, Math.min(limit, spec.batchSize()), token, knownDue ? YES : NO), leadMs));
         List<PopResult> results = new ArrayList<>(1);
         parsePop(reply, 0, token, results);
         return results.get(0);
@@ -155,8 +164,16 @@ public class ShardStore {
      * ({@link #combinesShards()}); a single shard is popped exactly as {@link #pop(BusinessSpec, int, boolean)}.
      */
     public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue) {
+        return popMany(spec, shards, knownDue, 0);
+    }
+
+    /** Like {@link #popMany(BusinessSpec, int[], boolean[])}, with pop.lua's lead ({@code leadMs}; 0: none). */
+    public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue, long leadMs) {
         if (shards.length == 1) {
-            return List.of(pop(spec, shards[0], knownDue[0]));
+            return List.of(
+                    leadMs > 0
+                            ? pop(spec, shards[0], knownDue[0], spec.batchSize(), leadMs)
+                            : pop(spec, shards[0], knownDue[0]));
         }
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
@@ -168,7 +185,7 @@ public class ShardStore {
         }
         List<?> reply;
         try {
-            reply = redis.execute(POP, keyList, popArgs(spec, spec.batchSize(), token, flags));
+            reply = redis.execute(POP, keyList, withLead(popArgs(spec, spec.batchSize(), token, flags), leadMs));
         } catch (RuntimeException e) {
             noticeCrossSlot(e);
             throw e;
@@ -205,10 +222,26 @@ public class ShardStore {
      * settled some of the acks (the caller acks them alone: settling twice changes nothing).
      */
     public CarriedPop popCarrying(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried) {
+        return popCarrying(spec, shards, knownDue, limit, carried, 0);
+    }
+
+    /**
+     * Like {@link #popCarrying(BusinessSpec, int[], boolean[], int, List)}, with pop.lua's lead ({@code leadMs}: the
+     * schedules due within it of the pop's Redis time are taken too; 0: none).
+     */
+    public CarriedPop popCarrying(
+            BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried, long leadMs) {
         if (carried.isEmpty()) {
-            List<PopResult> results = shards.length == 1
-                    ? List.of(pop(spec, shards[0], knownDue[0], limit))
-                    : popMany(spec, shards, knownDue);
+            List<PopResult> results;
+            if (leadMs > 0) {
+                results = shards.length == 1
+                        ? List.of(pop(spec, shards[0], knownDue[0], limit, leadMs))
+                        : popMany(spec, shards, knownDue, leadMs);
+            } else {
+                results = shards.length == 1
+                        ? List.of(pop(spec, shards[0], knownDue[0], limit))
+                        : popMany(spec, shards, knownDue);
+            }
             return new CarriedPop(results, 0, List.of(), List.of());
         }
         DelayQueueKeys keys = spec.keys();
@@ -226,6 +259,9 @@ public class ShardStore {
         List<Object> args = new ArrayList<>(Arrays.asList(popArgs(spec, batch, token, flags)));
         args.add(num(carried.size()));
         addAckSections(args, carried);
+        if (leadMs > 0) {
+            args.add(num(leadMs));
+        }
         List<?> reply;
         try {
             reply = redis.execute(POP, keyList, args.toArray());
@@ -252,6 +288,20 @@ public class ShardStore {
             args.add(num(a.members().size()));
             args.addAll(a.members());
         }
+    }
+
+    /**
+     * pop.lua's arguments without ack sections, with the lead after them (ARGV[9] = '0' sections, ARGV[10] = lead);
+     * no lead: exactly {@code args}.
+     */
+    private static Object[] withLead(Object[] args, long leadMs) {
+        if (leadMs <= 0) {
+            return args;
+        }
+        Object[] with = Arrays.copyOf(args, args.length + 2);
+        with[args.length] = num(0);
+        with[args.length + 1] = num(leadMs);
+        return with;
     }
 
     private Object[] popArgs(BusinessSpec spec, int limit, String token, byte[] knownFlags) {

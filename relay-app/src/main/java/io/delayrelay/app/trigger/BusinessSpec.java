@@ -45,6 +45,9 @@ import io.delayrelay.api.DelayQueueKeys;
  * @param linger           how long after the earliest due time a worker waits for more shards to fall due, so that
  *                         one pop carries them all (0: pop as soon as a shard is due)
  * @param coldAfter        entries due further ahead than this are moved to the cold tier, or null: no cold tier
+ * @param lead             pop-ahead: a pop also takes the entries due within this long of its Redis time, and the
+ *                         worker publishes each at its due time (0: off; then the linger applies). Standalone Redis,
+ *                         no max-rate: elsewhere ignored
  */
 public record BusinessSpec(
         String name,
@@ -75,7 +78,8 @@ public record BusinessSpec(
         double sloTarget,
         MessageShape messageShape,
         Duration linger,
-        Duration coldAfter) {
+        Duration coldAfter,
+        Duration lead) {
 
     public static final int DEFAULT_SHARDS = 16;
     public static final int DEFAULT_THREADS = 2;
@@ -101,6 +105,22 @@ public record BusinessSpec(
 
     /** The linger of specs built without one (and relay.defaults.linger's default). */
     public static final Duration DEFAULT_LINGER = Duration.ofMillis(8);
+
+    /** The lead of specs built without one (and relay.defaults.lead's default): pop-ahead off. */
+    public static final Duration DEFAULT_LEAD = Duration.ZERO;
+
+    /** Whether pops take entries ahead of their due time ({@link #lead()} above 0). */
+    public boolean popsAhead() {
+        return lead != null && lead.toMillis() > 0;
+    }
+
+    /**
+     * How long a round of pops lasts at most, beyond the earliest due time: the lead when popping ahead, else the
+     * linger. Acks wait for a pop about this long; a shard known due within it is popped by then.
+     */
+    public Duration round() {
+        return popsAhead() ? lead : linger;
+    }
 
     /** Shortest {@link #coldAfter()}: the cold tier's promotion lead is half of it, its period up to a second. */
     public static final Duration MIN_COLD_AFTER = Duration.ofSeconds(10);
@@ -133,6 +153,11 @@ public record BusinessSpec(
     /** This spec with another message shape. */
     public BusinessSpec withMessageShape(MessageShape shape) {
         return toBuilder().messageShape(shape).build();
+    }
+
+    /** This spec with another lead (pop-ahead; 0: off). */
+    public BusinessSpec withLead(Duration value) {
+        return toBuilder().lead(value).build();
     }
 
     /** This spec with another linger. */
@@ -189,6 +214,7 @@ public record BusinessSpec(
         private MessageShape messageShape = MessageShape.FULL;
         private Duration linger = DEFAULT_LINGER;
         private Duration coldAfter;
+        private Duration lead = DEFAULT_LEAD;
 
         private Builder(String name, DelayQueueKeys keys) {
             this.name = Objects.requireNonNull(name, "name");
@@ -227,6 +253,7 @@ public record BusinessSpec(
             messageShape = s.messageShape;
             linger = s.linger;
             coldAfter = s.coldAfter;
+            lead = s.lead;
         }
 
         public Builder shards(int value) {
@@ -343,6 +370,11 @@ public record BusinessSpec(
             return this;
         }
 
+        public Builder lead(Duration value) {
+            lead = value;
+            return this;
+        }
+
         public Builder coldAfter(Duration value) {
             coldAfter = value;
             return this;
@@ -378,7 +410,8 @@ public record BusinessSpec(
                     sloTarget,
                     messageShape,
                     linger,
-                    coldAfter);
+                    coldAfter,
+                    lead);
         }
     }
 }

@@ -62,6 +62,15 @@
 --   A section that fails (a key of the wrong type) fails only itself: its error is reported, the other sections
 --   and the pop go on (its members are settled, or not, as ack.lua would leave them; settling again changes
 --   nothing). Returns {settled, {section, error, ...}, pop reply}, the pop reply exactly as without sections.
+-- Pop-ahead ("lead"). The argument right after the ack sections (ARGV[10] when ARGV[9] is '0': no sections) is the
+--   lead L in ms (absent, empty or '0': none, and the call is exactly the one above, arguments and reply). With L > 0
+--   the schedules of K:i due by now + L (the horizon; now is this call's Redis TIME) are taken too, not only those
+--   due by now: the caller publishes each one when its due time comes (waiting on its own clock, never before it).
+--   Only what can wait for its own time is taken ahead: a schedule whose due time is its score (a legacy mark naming
+--   another original due time is left until it is due). Due retries and expired leases in inflight are looked at up
+--   to now only (a retry is published at once when taken, so it is never taken before its retry time), and the late
+--   policy compares with now as before (an entry taken ahead is not late). The lease deadline stays now + ARGV[2]:
+--   the caller keeps L well below the lease.
 local sections = tonumber(ARGV[9] or '') or 0
 local ackKeys = sections * 5
 local groups = (#KEYS - ackKeys) / 6
@@ -124,6 +133,9 @@ for s = 1, sections do
     ackErrors[#ackErrors + 1] = type(result) == 'table' and (result.err or 'error') or tostring(result)
   end
 end
+-- the lead (ms) of a pop-ahead, right after the ack sections (see Pop-ahead)
+local lead = tonumber(ARGV[math.max(at, 10)] or '') or 0
+if lead < 0 then lead = 0 end
 local function reply(r)
   if sections == 0 then return r end
   return {settled, ackErrors, r}
@@ -150,12 +162,14 @@ local function probe(g)
   return p
 end
 -- Redis time, read once, when the first shard that is not empty is reached
-local now, recheck = 0, 0
+local now, recheck, horizon = 0, 0, 0
 local function readTime()
   if now == 0 then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     recheck = now + tonumber(ARGV[4])
+    -- schedules due by the horizon are taken (pop-ahead); retries and leases by now
+    horizon = now + lead
   end
 end
 
@@ -167,7 +181,9 @@ local function plan(g, p, batch, budget, firstTaker)
     local earliest = math.huge
     if p.first[2] then earliest = tonumber(p.first[2]) end
     if p.firstFlight[2] then earliest = math.min(earliest, tonumber(p.firstFlight[2])) end
-    if earliest > now then
+    local dueSchedule = p.first[2] and tonumber(p.first[2]) <= horizon
+    local dueFlight = p.firstFlight[2] and tonumber(p.firstFlight[2]) <= now
+    if not dueSchedule and not dueFlight then
       return {out = {now, 0, earliest, 0, 0}}
     end
   end
@@ -211,7 +227,7 @@ local function plan(g, p, batch, budget, firstTaker)
   local offset, pages = 0, 0
   local maxPages = math.huge
   while #taken < batch and pages < maxPages do
-    local due = redis.call('ZRANGEBYSCORE', key(g, 1), '-inf', now, 'WITHSCORES', 'LIMIT', offset, batch)
+    local due = redis.call('ZRANGEBYSCORE', key(g, 1), '-inf', horizon, 'WITHSCORES', 'LIMIT', offset, batch)
     local n = #due / 2
     if n == 0 then
       seenAll = true
@@ -260,7 +276,10 @@ local function plan(g, p, batch, budget, firstTaker)
             failed = mark
           end
         end
-        taken[#taken + 1] = {m, origin, failed, true}
+        -- taken ahead (due after now) only when the caller can wait for its own due time: its score
+        if tonumber(due[2 * i]) <= now or tonumber(origin) == tonumber(due[2 * i]) then
+          taken[#taken + 1] = {m, origin, failed, true}
+        end
       end
     end
     if n < batch then

@@ -69,7 +69,8 @@ class BusinessSpecResolverTest {
                         0.999,
                         MessageShape.FULL,
                         Duration.ofMillis(8),
-                        null));
+                        null,
+                        BusinessSpec.DEFAULT_LEAD));
     }
 
     @Test
@@ -128,7 +129,8 @@ class BusinessSpecResolverTest {
                         0.999,
                         MessageShape.FULL,
                         Duration.ofMillis(8),
-                        null));
+                        null,
+                        BusinessSpec.DEFAULT_LEAD));
     }
 
     @Test
@@ -256,6 +258,39 @@ class BusinessSpecResolverTest {
                 .extracting(ConfigProblem::message)
                 .containsExactly("relay.businesses.bad.linger=PT2S: must be between 0 and PT1S (0: pop each shard as"
                         + " soon as it is due)");
+    }
+
+    @Test
+    void theLeadIsInheritedFromTheDefaultsAndABadValueIsNamed() {
+        env.setProperty("relay.defaults.lead", "20ms");
+        env.setProperty("relay.businesses.orders.exchange", "ex");
+        env.setProperty("relay.businesses.orders.routing-key", "rk");
+        env.setProperty("relay.businesses.off.exchange", "ex");
+        env.setProperty("relay.businesses.off.routing-key", "rk");
+        env.setProperty("relay.businesses.off.lead", "0s");
+        env.setProperty("relay.businesses.long.exchange", "ex");
+        env.setProperty("relay.businesses.long.routing-key", "rk");
+        env.setProperty("relay.businesses.long.lead", "2s");
+        env.setProperty("relay.businesses.lease.exchange", "ex");
+        env.setProperty("relay.businesses.lease.routing-key", "rk");
+        env.setProperty("relay.businesses.lease.lead", "300ms");
+        env.setProperty("relay.businesses.lease.lease", "2s");
+        env.setProperty("relay.businesses.lease.publish-timeout", "1s");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs())
+                .extracting(BusinessSpec::name, BusinessSpec::lead, BusinessSpec::popsAhead)
+                .containsExactlyInAnyOrder(
+                        org.assertj.core.groups.Tuple.tuple("orders", Duration.ofMillis(20), true),
+                        org.assertj.core.groups.Tuple.tuple("off", Duration.ZERO, false));
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactlyInAnyOrder(
+                        "relay.businesses.long.lead=PT2S: must be between 0 and PT1S (0: off, each entry popped once"
+                                + " it is due)",
+                        "relay.businesses.lease.lead=PT0.3S: must be at most a 10th of the lease (PT2S): an entry"
+                                + " popped ahead waits up to the lead under its lease");
     }
 
     @Test

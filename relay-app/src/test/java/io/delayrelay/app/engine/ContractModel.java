@@ -325,7 +325,14 @@ final class ContractModel {
     // ---- the relay ----
 
     /** What a pop of the shard must answer (before the byte budget and the page rules are applied). */
-    record PopExpectation(long now, List<Popped> eligible, int expired, boolean emptyProbe, long earliest) {}
+    record PopExpectation(
+            long now, List<Popped> eligible, int expired, boolean emptyProbe, long earliest, boolean nothingDue) {}
+
+    /**
+     * The lead (pop-ahead) of the pop being checked, ms: its schedules due by now + lead are eligible too (retries and
+     * leases by now only); 0: none.
+     */
+    long popLead;
 
     /** The batch size of the pop being checked: the call's, or what the earlier shards of a pop of several left. */
     int popBatch() {
@@ -360,11 +367,14 @@ final class ContractModel {
         for (Flight f : shard.flights.values()) {
             earliest = Math.min(earliest, f.score());
         }
+        long horizon = now + popLead;
         if (!knownDue && earliest == Long.MAX_VALUE) {
-            return new PopExpectation(0, List.of(), 0, true, -1);
+            return new PopExpectation(0, List.of(), 0, true, -1, true);
         }
-        if (!knownDue && earliest > now) {
-            return new PopExpectation(now, List.of(), 0, false, earliest);
+        boolean scheduleDue = shard.scheduled.values().stream().anyMatch(d -> d <= horizon);
+        boolean flightDue = shard.flights.values().stream().anyMatch(f -> f.score() <= now);
+        if (!knownDue && !scheduleDue && !flightDue) {
+            return new PopExpectation(now, List.of(), 0, false, earliest, true);
         }
         List<Popped> eligible = new ArrayList<>();
         int expired = 0;
@@ -386,10 +396,10 @@ final class ContractModel {
         }
         // then due schedules whose member has no unsettled delivery, earliest first
         shard.scheduled.entrySet().stream()
-                .filter(e -> e.getValue() <= now && !shard.flights.containsKey(e.getKey()))
+                .filter(e -> e.getValue() <= horizon && !shard.flights.containsKey(e.getKey()))
                 .sorted(Map.Entry.<String, Long>comparingByValue().thenComparing(Map.Entry::getKey))
                 .forEach(e -> eligible.add(new Popped(e.getKey(), e.getValue(), shard.payloads.get(e.getKey()), 0)));
-        return new PopExpectation(now, eligible, expired, false, earliest);
+        return new PopExpectation(now, eligible, expired, false, earliest, false);
     }
 
     /**
@@ -404,7 +414,7 @@ final class ContractModel {
                         .filter(p -> shard.flights.containsKey(p.member()))
                         .count());
         List<String> due = shard.scheduled.entrySet().stream()
-                .filter(e -> e.getValue() <= now)
+                .filter(e -> e.getValue() <= now + popLead)
                 .sorted(Map.Entry.<String, Long>comparingByValue().thenComparing(Map.Entry::getKey))
                 .map(Map.Entry::getKey)
                 .toList();

@@ -13,6 +13,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.Tuple;
 import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
@@ -237,10 +238,20 @@ class ContractModelTest {
         return action(Combinators.combine(
                         Arbitraries.integers().between(0, 1),
                         Arbitraries.integers().between(0, ContractModel.MAX_SHARDS - 1),
-                        Arbitraries.of(false, true))
-                .as((instance, pick, known) -> Transformer.mutate(
-                        "pop shard #" + pick + " by instance " + instance + (known ? " (known due)" : ""),
-                        w -> w.pop(instance, pick, known))));
+                        Arbitraries.of(false, true),
+                        leads())
+                .as((instance, pick, known, lead) -> Transformer.mutate(
+                        "pop shard #" + pick + " by instance " + instance + (known ? " (known due)" : "")
+                                + (lead > 0 ? ", lead " + lead + " ms" : ""),
+                        w -> w.pop(instance, pick, known, lead))));
+    }
+
+    /** pop.lua's lead (pop-ahead): mostly none, as a relay at the default; else a short and a long one. */
+    private static Arbitrary<Long> leads() {
+        return Arbitraries.frequencyOf(
+                Tuple.of(2, Arbitraries.just(0L)),
+                Tuple.of(1, Arbitraries.just(20L)),
+                Tuple.of(1, Arbitraries.just(300L)));
     }
 
     /** A pop of several shards in one call, as a worker pops the shards due within its linger. */
@@ -271,11 +282,13 @@ class ContractModelTest {
                                 .uniqueElements(),
                         Arbitraries.of(false, true).list().ofMinSize(1).ofMaxSize(ContractModel.MAX_SHARDS),
                         Arbitraries.integers().between(0, 7).list().ofMinSize(1).ofMaxSize(3),
-                        Arbitraries.integers().between(0, 7))
-                .as((instance, picks, known, ackPicks, mask) -> Transformer.mutate(
+                        Arbitraries.integers().between(0, 7),
+                        leads())
+                .as((instance, picks, known, ackPicks, mask, lead) -> Transformer.mutate(
                         "pop shards #" + picks + " by instance " + instance + ", known due " + known
-                                + ", carrying acks of leases #" + ackPicks + " mask " + mask,
-                        w -> w.popCarrying(instance, picks, known, ackPicks, mask))));
+                                + ", carrying acks of leases #" + ackPicks + " mask " + mask
+                                + (lead > 0 ? ", lead " + lead + " ms" : ""),
+                        w -> w.popCarrying(instance, picks, known, ackPicks, mask, lead))));
     }
 
     /** Acks of several leases in one call, as the settler acks a pop of several shards. */

@@ -233,13 +233,23 @@ final class ContractWorld {
     // ---- relay instances ----
 
     void pop(int instance, int pick, boolean knownDue) {
+        pop(instance, pick, knownDue, 0);
+    }
+
+    /** A pop of one shard with pop.lua's lead ({@code lead} ms; 0: none). */
+    void pop(int instance, int pick, boolean knownDue, long lead) {
         if (model.paused) {
             return; // the relay does not pop while an operator paused the business
         }
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
-        PopResult result = shared.stores()[instance].pop(spec, shard, knownDue);
-        checkPop(instance, shard, knownDue, result, "pop of shard " + shard);
+        PopResult result = shared.stores()[instance].pop(spec, shard, knownDue, spec.batchSize(), lead);
+        model.popLead = lead;
+        try {
+            checkPop(instance, shard, knownDue, result, "pop of shard " + shard + " (lead " + lead + ")");
+        } finally {
+            model.popLead = 0;
+        }
     }
 
     /**
@@ -276,9 +286,15 @@ final class ContractWorld {
             Long due = model.shard(shard).scheduled.get(p.member());
             Flight flight = model.shard(shard).flights.get(p.member());
             boolean dueRetry = flight != null && !flight.leased() && flight.score() <= model.now;
-            if (!dueRetry && (due == null || due > model.now)) {
+            // a schedule is handed out by its due time, or within the pop's lead of it (pop-ahead: the worker
+            // publishes it at its due time, the reply's due)
+            if (!dueRetry && (due == null || due > model.now + model.popLead)) {
                 throw new AssertionError(where + ": " + p.member() + " handed out before it was due (scheduled " + due
-                        + ", in flight " + flight + ")");
+                        + ", in flight " + flight + ", lead " + model.popLead + ")");
+            }
+            if (!dueRetry && due > model.now) {
+                same(where + ": due of " + p.member() + " taken ahead", due, p.origin());
+                covered("pops taking schedules ahead (lead)");
             }
         }
         boolean tolerated = false;
@@ -341,7 +357,7 @@ final class ContractWorld {
             // the worker takes them back at once
             reap(instance, shard);
         }
-        return expected.emptyProbe() || (!knownDue && expected.earliest() > model.now) ? 0 : candidates.size();
+        return expected.nothingDue() ? 0 : candidates.size();
     }
 
     /**
@@ -355,6 +371,17 @@ final class ContractWorld {
         popCarrying(instance, picks, knownFlags, List.of(), 0);
     }
 
+    /** Like {@link #popCarrying(int, List, List, List, int)}, with pop.lua's lead ({@code lead} ms; 0: none). */
+    void popCarrying(
+            int instance, List<Integer> picks, List<Boolean> knownFlags, List<Integer> ackPicks, int mask, long lead) {
+        model.popLead = lead;
+        try {
+            popCarrying(instance, picks, knownFlags, ackPicks, mask, lead, true);
+        } finally {
+            model.popLead = 0;
+        }
+    }
+
     /**
      * A pop of one or several shards that carries acks of earlier rounds ({@link ShardStore#popCarrying}, as
      * {@link AckCarrier} sends the confirmed entries waiting for the worker's next pop): the acks are settled first,
@@ -364,6 +391,17 @@ final class ContractWorld {
      * instance's leases are carried (one instance's settler acks its own).
      */
     void popCarrying(int instance, List<Integer> picks, List<Boolean> knownFlags, List<Integer> ackPicks, int mask) {
+        popCarrying(instance, picks, knownFlags, ackPicks, mask, 0, true);
+    }
+
+    private void popCarrying(
+            int instance,
+            List<Integer> picks,
+            List<Boolean> knownFlags,
+            List<Integer> ackPicks,
+            int mask,
+            long lead,
+            boolean unused) {
         if (model.paused) {
             return;
         }
@@ -398,10 +436,10 @@ final class ContractWorld {
         BusinessSpec spec = relays[instance].spec();
         List<PopResult> results;
         if (acks.isEmpty()) {
-            results = shared.stores()[instance].popMany(spec, shards, known);
+            results = shared.stores()[instance].popMany(spec, shards, known, lead);
         } else {
             ShardStore.CarriedPop carried =
-                    shared.stores()[instance].popCarrying(spec, shards, known, spec.batchSize(), acks);
+                    shared.stores()[instance].popCarrying(spec, shards, known, spec.batchSize(), acks, lead);
             covered("pops carrying acks");
             if (expectedSettled < asked) {
                 covered("carried acks of leases taken back, settled already or leased again");
@@ -500,7 +538,7 @@ final class ContractWorld {
             same(where + ": nextDue of an empty shard", -1L, nextDue);
             return;
         }
-        if (!knownDue && expected.earliest() > model.now) {
+        if (!knownDue && expected.nothingDue()) {
             same(where + ": nextDue of a shard with nothing due", expected.earliest(), nextDue);
             return;
         }
