@@ -56,6 +56,8 @@ class ColdClusterReshardTest {
     /** Pause between two keys migrated: a slot of ~70 keys stays in migration ~5 s. */
     private static final long KEY_PAUSE_MS = 80;
 
+    private static final long MIGRATION_AT_MS = 6_000;
+
     private final RelayTestKit kit = new RelayTestKit();
     private PrivateRedisCluster cluster;
 
@@ -147,6 +149,10 @@ class ColdClusterReshardTest {
 
         // the slots of three shards move to the added master, key by key
         List<Integer> moved = new ArrayList<>();
+        // not before 6 s: ~200 keys at 80 ms each then keep slots in migration until after the first promotions (17 s)
+        await().atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(20))
+                .until(() -> System.currentTimeMillis() - t0 >= MIGRATION_AT_MS);
         long migrationStart = System.currentTimeMillis() - t0;
         canceller.start();
         int keysMoved = 0;
