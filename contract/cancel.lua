@@ -29,6 +29,9 @@ local inFlight = redis.call('ZSCORE', KEYS[3], member)
 local dead = redis.call('ZSCORE', KEYS[5], member)
 redis.call('HMGET', KEYS[4], member)
 local coldIx = coldIndexOf(member)
+-- Redis Cluster, the slot in migration: an index part not on this node fails the script at its first access and keeps
+-- what it wrote before; read it first, so such a call fails before any write (the caller retries).
+if coldIx then redis.call('HMGET', coldIx, member) end
 if redis.call('ZREM', KEYS[1], member) == 0 then
   -- a cold entry's payload is in its block (the relay moved only entries not in flight and not dead)
   return coldIx and redis.call('HDEL', coldIx, member) or 0

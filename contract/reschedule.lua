@@ -51,6 +51,8 @@ if not redis.call('ZSCORE', KEYS[1], member) then
   -- "<block>:<due>": the relay brings the entry back at this time; the block comes back no later than it needs
   local block = string.match(at, '^(%d+)')
   local coldDue = string.format('%d', due)
+  -- Redis Cluster, the slot in migration: read the block zset before the first write (see cancel.lua)
+  redis.call('ZSCORE', prefix .. 'cold', block)
   redis.call('HSET', coldIx, member, block .. ':' .. coldDue)
   redis.call('ZADD', prefix .. 'cold', 'XX', 'LT', coldDue, block)
   return due

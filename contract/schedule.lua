@@ -114,6 +114,9 @@ local inFlight = redis.call('ZSCORE', KEYS[3], member)
 redis.call('ZSCORE', KEYS[1], member)
 redis.call('HMGET', KEYS[4], member)
 local coldIx = coldIndexOf(member)
+-- Redis Cluster, the slot in migration: an index part not on this node fails the script at its first access and keeps
+-- what it wrote before; read it first, so such a call fails before any write (the caller retries).
+if coldIx then redis.call('HMGET', coldIx, member) end
 local dueText = string.format('%d', due)
 if payload then
   redis.call('HSET', KEYS[2], member, payload)

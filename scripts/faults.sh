@@ -30,9 +30,17 @@ same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesT
     blocks are promoted, restart: each id hot or cold, never both     (ColdRedisRestartTest)
  10 cold tier: three relays, two killed -9 during demotions and
     promotions: no id hot and cold at once at any check               (ColdFleetKillTest)
+ 11 cold tier: Redis (own server, AOF) kill -9 while entries are
+    demoted; the AOF at the kill, and torn copies of it, hold each
+    move whole                                                        (ColdDemotionRedisRestartTest)
+ 12 cold tier on a Redis Cluster of its own: scripts on a slot in
+    migration, step by step; the slots of 3 cold shards migrated to
+    a new master while the relay moves and a producer cancels         (ColdMigratingSlotTest,
+                                                                       ColdClusterReshardTest)
+ 13 cold tier: CLUSTER FAILOVER there and back during moves          (ColdClusterFailoverTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server, rabbitmqctl and
-rabbitmq-server. It never stops the shared servers. Takes about 8-12 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the
+rabbitmq-server. It never stops the shared servers. Takes about 13-17 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the
 cluster nodes' logs: relay-app/target/faults/rabbit-cluster/.
 USAGE
 }

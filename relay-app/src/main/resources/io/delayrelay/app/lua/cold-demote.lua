@@ -73,6 +73,13 @@ end
 if moved == 0 then
   return {0, 0}
 end
+-- Redis Cluster, the slot in migration: an index part not on this node (moved already, or not created yet) fails a
+-- script at its first access and keeps what it wrote before (on the source), or reads as empty (on the target, sent
+-- there by ASK). So every part is touched first, with KEYS[1], in one multi-key read: it fails there (TRYAGAIN or
+-- "non local key") unless all are here, before anything is written; the mover retries next period.
+local touched = {}
+for part in pairs(parts) do touched[#touched + 1] = part end
+many('EXISTS', KEYS[1], touched)
 many('ZREM', KEYS[1], gone)
 if #drop > 0 then many('HDEL', KEYS[2], drop) end
 for part, fields in pairs(parts) do

@@ -44,6 +44,14 @@ for k = 4, #ARGV, 4 do
   end
   list[#list + 1] = #members
 end
+-- Redis Cluster, the slot in migration: an index part not on this node (moved already, or not created yet) fails a
+-- script at its first access and keeps what it wrote before (on the source), or reads as empty (on the target, sent
+-- there by ASK). So every part is touched first, with KEYS[1], in one multi-key read: it fails there (TRYAGAIN or
+-- "non local key") unless all are here, before anything is written (a block promoted there unread
+-- would be deleted with its entries); the mover retries next period.
+local touched = {}
+for part in pairs(parts) do touched[#touched + 1] = part end
+many('EXISTS', KEYS[1], touched)
 -- where the index points each member: its block id, or "<block id>:<due ms>" after a reschedule
 local at = {}
 for part, list in pairs(parts) do

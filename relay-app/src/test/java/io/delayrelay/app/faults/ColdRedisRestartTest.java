@@ -5,10 +5,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -25,7 +23,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
-import org.springframework.data.redis.connection.ReturnType;
 import org.springframework.util.FileSystemUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -144,16 +141,23 @@ class ColdRedisRestartTest {
         redis.restart();
 
         // the first read Redis answers once it has replayed the AOF (LOADING until then)
-        Where after = await().ignoreExceptions()
+        ColdPlaces.Where after = await().ignoreExceptions()
                 .pollInterval(Duration.ofMillis(20))
                 .atMost(Duration.ofSeconds(30))
-                .until(() -> where(keys), w -> true);
-        Set<String> both = new HashSet<>(after.hot());
-        both.retainAll(after.cold());
-        assertThat(both).as("entries hot and cold at once after the AOF replay").isEmpty();
-        Set<String> all = new HashSet<>(after.hot());
-        all.addAll(after.cold());
-        assertThat(all)
+                .until(
+                        () -> {
+                            try (RedisConnection c = redis.connection()) {
+                                return ColdPlaces.read(c, keys, SHARDS);
+                            }
+                        },
+                        w -> true);
+        assertThat(after.both())
+                .as("entries hot and cold at once after the AOF replay")
+                .isEmpty();
+        assertThat(after.orphans())
+                .as("entries indexed in a block that is not stored")
+                .isEmpty();
+        assertThat(after.all())
                 .as(
                         "live entries after the AOF replay (hot %d, cold %d)",
                         after.hot().size(), after.cold().size())
@@ -194,50 +198,4 @@ class ColdRedisRestartTest {
         }
         return n;
     }
-
-    /** Hot members (K:i and in flight) and live cold members (the member index) of every shard, each shard read atomically. */
-    private record Where(List<String> hot, List<String> cold) {}
-
-    @SuppressWarnings("unchecked")
-    private Where where(DelayQueueKeys keys) {
-        List<String> hot = new ArrayList<>();
-        List<String> cold = new ArrayList<>();
-        try (RedisConnection c = redis.connection()) {
-            for (int s = 0; s < SHARDS; s++) {
-                List<Object> reply = c.scriptingCommands()
-                        .eval(
-                                READ_SHARD,
-                                ReturnType.MULTI,
-                                3,
-                                DelayQueueKeys.bytes(keys.shard(s)),
-                                DelayQueueKeys.bytes(keys.inflight(s)),
-                                DelayQueueKeys.bytes(keys.coldMeta(s)));
-                for (Object m : (List<Object>) reply.get(0)) {
-                    hot.add(new String((byte[]) m, StandardCharsets.UTF_8));
-                }
-                for (Object m : (List<Object>) reply.get(1)) {
-                    hot.add(new String((byte[]) m, StandardCharsets.UTF_8));
-                }
-                for (Object m : (List<Object>) reply.get(2)) {
-                    cold.add(new String((byte[]) m, StandardCharsets.UTF_8));
-                }
-            }
-        }
-        return new Where(hot, cold);
-    }
-
-    /** A shard's scheduled and in-flight members and its member index's fields, in one call (test-only script). */
-    private static final byte[] READ_SHARD =
-            """
-            local hot = redis.call('ZRANGE', KEYS[1], 0, -1)
-            local flight = redis.call('ZRANGE', KEYS[2], 0, -1)
-            local cold = {}
-            local fan = tonumber(redis.call('HGET', KEYS[3], 'fan') or '0')
-            local prefix = string.sub(KEYS[3], 1, -10)
-            for i = 0, fan - 1 do
-              for _, m in ipairs(redis.call('HKEYS', prefix .. 'cold-ix:' .. i)) do cold[#cold + 1] = m end
-            end
-            return {hot, flight, cold}
-            """
-                    .getBytes(StandardCharsets.UTF_8);
 }
