@@ -213,6 +213,15 @@ final class Report {
         coldLag = lag;
     }
 
+    /** The RELAY_* environment variables of this run (Spring's relaxed binding makes them relay settings). */
+    static String relayEnvironment() {
+        return System.getenv().entrySet().stream()
+                .filter(e -> e.getKey().startsWith("RELAY_"))
+                .map(e -> "`" + e.getKey() + "=" + e.getValue() + "`")
+                .sorted()
+                .collect(java.util.stream.Collectors.joining(", "));
+    }
+
     String render() {
         StringBuilder b = new StringBuilder();
         targets.clear();
@@ -230,6 +239,14 @@ final class Report {
                 .append(loads())
                 .append(". ")
                 .append("Absolute figures are noisy on a shared machine; the ratios are measured in the same run.\n\n");
+        String relayEnvironment = relayEnvironment();
+        if (!relayEnvironment.isEmpty()) {
+            b.append(
+                            "Relay settings from the environment (every relay of this run, in-process and exec jar, reads them: "
+                                    + "they change its defaults): ")
+                    .append(relayEnvironment)
+                    .append(".\n\n");
+        }
         if (!errors.isEmpty()) {
             b.append("## Errors: these parts failed, their figures are missing below\n\n| part | error |\n|---|---|\n");
             for (String[] e : errors) {

@@ -53,7 +53,14 @@ final class RunsTable {
         for (Report report : reports) {
             loads.add("run " + report.run() + " " + report.loads());
         }
-        b.append(String.join(", ", loads)).append(".\n\n| figure | target |");
+        b.append(String.join(", ", loads)).append(".\n\n");
+        String relayEnvironment = Report.relayEnvironment();
+        if (!relayEnvironment.isEmpty()) {
+            b.append("Relay settings from the environment: ")
+                    .append(relayEnvironment)
+                    .append(".\n\n");
+        }
+        b.append("| figure | target |");
         for (Report report : reports) {
             b.append(" run ").append(report.run()).append(" |");
         }
