@@ -180,6 +180,14 @@ final class ColdTierBench {
             Scenarios.log(
                     "  cold cancel p50 %.2f p99 %.2f ms; reschedule p50 %.2f p99 %.2f ms (%,d each)",
                     cancelMs[0], cancelMs[1], rescheduleMs[0], rescheduleMs[1], ops);
+            int head = ops / 10;
+            Scenarios.log(
+                    "  (p99 of the first %,d calls / of the others: cancel %.2f / %.2f, reschedule %.2f / %.2f ms)",
+                    head,
+                    pct(Arrays.copyOfRange(cancel, 0, head), 99),
+                    pct(Arrays.copyOfRange(cancel, head, ops), 99),
+                    pct(Arrays.copyOfRange(reschedule, 0, head), 99),
+                    pct(Arrays.copyOfRange(reschedule, head, ops), 99));
 
             long lead = Duration.ofDays(60).toMillis();
             Measured promote = measure(() -> ColdMover.inParallel(
@@ -303,16 +311,43 @@ final class ColdTierBench {
             infra.loadShards(keys, SHARDS, Messages.bodies(dues, infra.config.messageBytes(), 0), dues);
             long peak = 0;
             long deadline = t + LAG_SECONDS * 1_000L + 60_000;
+            // where the entries are each second from 10 s before T: cold / hot (in K:i) / received, and the due ones
+            StringBuilder timeline = new StringBuilder("  timeline (s from T: cold/hot/received of due):");
+            long nextSample = t - 10_000;
             while (received.get() < n && System.currentTimeMillis() < deadline && relay.isAlive()) {
-                if (System.currentTimeMillis() < t) {
+                long nowMs = System.currentTimeMillis();
+                if (nowMs < t || nowMs >= nextSample) {
                     long cold = 0;
+                    long hot = 0;
                     for (int shard = 0; shard < SHARDS; shard++) {
                         cold += store.count(keys, shard).entries();
+                        if (nowMs >= nextSample) {
+                            try (var c = factory.getConnection()) {
+                                Long size =
+                                        c.zSetCommands().zCard(keys.shard(shard).getBytes(StandardCharsets.UTF_8));
+                                hot += size == null ? 0 : size;
+                            }
+                        }
                     }
-                    peak = Math.max(peak, cold);
+                    if (nowMs < t) {
+                        peak = Math.max(peak, cold);
+                    }
+                    if (nowMs >= nextSample) {
+                        long dueSoFar = Math.max(0, Math.min(n, (nowMs - t) * LAG_RATE / 1_000));
+                        timeline.append(String.format(
+                                Locale.ROOT,
+                                " %+d:%d/%d/%d of %d",
+                                (nowMs - t) / 1000,
+                                cold,
+                                hot,
+                                received.get(),
+                                dueSoFar));
+                        nextSample += 1_000;
+                    }
                 }
                 Thread.sleep(200);
             }
+            Scenarios.log("%s", timeline);
             Thread.sleep(1_000); // a duplicate would come right after its first copy
             int got = received.get();
             long[] lag = new long[got];

@@ -5,8 +5,9 @@
 -- ARGV:
 --   ARGV[1] cold-after, ms: entries due after Redis TIME + this are listed
 --   ARGV[2] at most this many entries
--- Returns {now ms, n, member, due, payload or '', has payload '1'/'0', ...}, earliest first. Entries whose member is
--- also in flight or dead are left out: their payload is shared with that delivery, so they stay hot.
+-- Returns {now ms, n, member, due, payload (nil when none: scheduled by message), ...}, earliest first: three values
+-- an entry. Entries whose member is also in flight or dead are left out: their payload is shared with that delivery,
+-- so they stay hot.
 -- Clock: exactly one call of Redis TIME.
 -- Cost: one ZMSCORE (only while something is in flight or dead) and one HMGET per page, not one call per entry.
 local t = redis.call('TIME')
@@ -43,8 +44,8 @@ for _ = 1, 4 do
       local payload = payloads[j]
       out[#out + 1] = members[j]
       out[#out + 1] = page[2 * j]
-      out[#out + 1] = payload or ''
-      out[#out + 1] = payload and '1' or '0'
+      -- false is a nil reply: no payload (an empty payload stays '')
+      out[#out + 1] = payload or false
       n = n + 1
     end
   end
