@@ -2,7 +2,9 @@ package io.delayrelay.bench;
 
 import java.io.BufferedOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +20,7 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
@@ -122,7 +125,9 @@ final class ColdTierBench {
         factory.start();
         ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
         try {
-            ColdStore store = new ColdStore(ByteRedisTemplates.create(factory));
+            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off, docs/cold-tier.md)
+            ColdStore store = new ColdStore(
+                    ByteRedisTemplates.create(factory), Integer.getInteger("bench.cold.slice", ColdStore.SLICE));
             long base = infra.stats().usedMemory();
             Scenarios.log("cold: loading %,d entries by id due in 7-30 days", entries);
             long t0 = System.nanoTime();
@@ -148,13 +153,14 @@ final class ColdTierBench {
                 blocks += c.blocks();
             }
             Scenarios.log(
-                    "  demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry); cold %.1f B/entry,"
-                            + " %,d live in %,d blocks",
+                    "  demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s); cold %.1f"
+                            + " B/entry, %,d live in %,d blocks",
                     demoted,
                     demote.wallMs,
                     demote.rate(demoted),
                     demote.redisUs(demoted),
                     demote.jvmUs(demoted),
+                    demote.ping(),
                     cold,
                     live,
                     blocks);
@@ -196,12 +202,13 @@ final class ColdTierBench {
                     shard -> moved.addAndGet(ColdMover.promoteShard(store, keys, shard, lead, (s, d, c) -> {}))));
             long promoted = moved.get();
             Scenarios.log(
-                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry)",
+                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s)",
                     promoted,
                     promote.wallMs,
                     promote.rate(promoted),
                     promote.redisUs(promoted),
-                    promote.jvmUs(promoted));
+                    promote.jvmUs(promoted),
+                    promote.ping());
             return new Moves(
                     entries,
                     messageBytes / (double) entries,
@@ -229,8 +236,15 @@ final class ColdTierBench {
         }
     }
 
-    /** Wall time, Redis CPU and this JVM's CPU of one step. */
-    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs) {
+    /**
+     * Wall time, Redis CPU and this JVM's CPU of one step; and a PING's round trip on a connection of its own every
+     * ~1 ms during the step (p50, p99, max ms): how long any other client (a worker's pop) waits behind the moves.
+     */
+    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs, double[] pingMs) {
+        String ping() {
+            return String.format(Locale.ROOT, "PING p50 %.2f p99 %.2f max %.2f ms", pingMs[0], pingMs[1], pingMs[2]);
+        }
+
         double rate(long n) {
             return wallMs == 0 ? 0 : n * 1000.0 / wallMs;
         }
@@ -244,13 +258,42 @@ final class ColdTierBench {
         }
     }
 
-    private Measured measure(Runnable step) {
+    private Measured measure(Runnable step) throws Exception {
         RedisStats before = infra.stats();
         long jvm = ProcessCpu.self();
+        AtomicBoolean done = new AtomicBoolean();
+        List<Long> pings = new ArrayList<>();
+        Thread probe = new Thread(
+                () -> {
+                    byte[] pong = new byte[7];
+                    byte[] ping = "PING\r\n".getBytes(StandardCharsets.US_ASCII);
+                    try (Socket socket = new Socket(infra.config.redisHost(), infra.config.redisPort())) {
+                        socket.setTcpNoDelay(true);
+                        OutputStream out = socket.getOutputStream();
+                        InputStream in = socket.getInputStream();
+                        while (!done.get()) {
+                            long t0 = System.nanoTime();
+                            out.write(ping);
+                            out.flush();
+                            in.readNBytes(pong, 0, pong.length);
+                            pings.add(System.nanoTime() - t0);
+                            Thread.sleep(1);
+                        }
+                    } catch (IOException | InterruptedException e) {
+                        // the probe ends with the step
+                    }
+                },
+                "bench-cold-ping");
+        probe.start();
         long t = System.nanoTime();
         step.run();
         long wall = (System.nanoTime() - t) / 1_000_000;
-        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm);
+        done.set(true);
+        probe.join(5_000);
+        long[] p = pings.stream().mapToLong(Long::longValue).toArray();
+        double[] pingMs =
+                p.length == 0 ? new double[] {-1, -1, -1} : new double[] {pct(p, 50), pct(p, 99), pct(p, 100)};
+        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm, pingMs);
     }
 
     Lag lag() throws Exception {

@@ -119,7 +119,7 @@ public class ColdStore {
 
     /**
      * Like {@link #demote(DelayQueueKeys, int, List)} with the fan-out used when none is recorded yet. The member
-     * index parts are computed here ({@link #part}); a shard whose recorded fan-out differs (another instance's first
+     * index parts are computed here ({@code ColdSlice.part}); a shard whose recorded fan-out differs (another instance's first
      * demotion chose another) answers with it and the parts are computed again.
      */
     public Demoted demote(DelayQueueKeys keys, int shard, List<ColdBlock.Entry> entries, int fan) {
