@@ -99,6 +99,9 @@ final class ColdTierBench {
     /** The lag run: entries, the most seen cold at once, arrivals; lag {p50, p99, max} ms. */
     record Lag(int n, long coldPeak, int received, int duplicates, long early, long[] lagMs, String loadAverage) {}
 
+    /** Unreported calls of cancel and of reschedule before the measured ones (the producer's JIT warm-up). */
+    static final int WARM_CALLS = 2_000;
+
     private final Infra infra;
     private final Path relayJar;
     private final Path logs;
@@ -168,6 +171,12 @@ final class ColdTierBench {
             RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
             Random r = new Random(7);
             int ops = Math.min(10_000, entries / 4);
+            // warm-up (not reported): the producer's cancel and reschedule paths compiled, as in a producer that has
+            // run all day; ids never scheduled, so the same scripts run (cold index looked up) and nothing changes
+            for (int i = 0; i < WARM_CALLS; i++) {
+                producer.cancelById(business, "warm-up-" + i);
+                producer.rescheduleById(business, "warm-up-" + i, Instant.now().plus(Duration.ofDays(8)));
+            }
             long[] cancel = new long[ops];
             long[] reschedule = new long[ops];
             for (int i = 0; i < ops; i++) {
@@ -240,9 +249,15 @@ final class ColdTierBench {
      * Wall time, Redis CPU and this JVM's CPU of one step; and a PING's round trip on a connection of its own every
      * ~1 ms during the step (p50, p99, max ms): how long any other client (a worker's pop) waits behind the moves.
      */
-    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs, double[] pingMs) {
+    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs, double[] pingMs, String slowCalls) {
         String ping() {
-            return String.format(Locale.ROOT, "PING p50 %.2f p99 %.2f max %.2f ms", pingMs[0], pingMs[1], pingMs[2]);
+            return String.format(
+                    Locale.ROOT,
+                    "PING p50 %.2f p99 %.2f max %.2f ms; script calls over 1 ms%s",
+                    pingMs[0],
+                    pingMs[1],
+                    pingMs[2],
+                    slowCalls);
         }
 
         double rate(long n) {
@@ -285,6 +300,13 @@ final class ColdTierBench {
                 },
                 "bench-cold-ping");
         probe.start();
+        boolean slowlog = infra.config.privateRedis();
+        if (slowlog) {
+            // the private instance only: every call over 1 ms is logged, to see how long one move holds Redis
+            infra.redis().configSet("slowlog-log-slower-than", "1000");
+            infra.redis().configSet("slowlog-max-len", "100000");
+            infra.redis().slowlogReset();
+        }
         long t = System.nanoTime();
         step.run();
         long wall = (System.nanoTime() - t) / 1_000_000;
@@ -293,7 +315,40 @@ final class ColdTierBench {
         long[] p = pings.stream().mapToLong(Long::longValue).toArray();
         double[] pingMs =
                 p.length == 0 ? new double[] {-1, -1, -1} : new double[] {pct(p, 50), pct(p, 99), pct(p, 100)};
-        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm, pingMs);
+        String slow = slowlog ? slowCalls() : " (not measured: shared Redis)";
+        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm, pingMs, slow);
+    }
+
+    /** The slow log's script calls by script (told apart by their number of keys): count, over 5 ms, longest. */
+    private String slowCalls() {
+        Map<String, long[]> by = new java.util.TreeMap<>();
+        for (Object o : infra.redis().slowlogGet(100_000)) {
+            List<?> entry = (List<?>) o;
+            long micros = (Long) entry.get(2);
+            List<?> args = (List<?>) entry.get(3);
+            String name = "other";
+            if (args.size() > 2
+                    && new String((byte[]) args.get(0), StandardCharsets.UTF_8).equalsIgnoreCase("evalsha")) {
+                name = switch (new String((byte[]) args.get(2), StandardCharsets.UTF_8)) {
+                    case "4" -> "pick";
+                    case "7" -> "demote";
+                    case "3" -> "due";
+                    case "5" -> "promote";
+                    default -> "script-" + new String((byte[]) args.get(2), StandardCharsets.UTF_8) + "-keys";
+                };
+            }
+            long[] v = by.computeIfAbsent(name, k -> new long[3]);
+            v[0]++;
+            if (micros > 5_000) {
+                v[1]++;
+            }
+            v[2] = Math.max(v[2], micros);
+        }
+        infra.redis().configSet("slowlog-log-slower-than", "10000");
+        StringBuilder b = new StringBuilder();
+        by.forEach((name, v) -> b.append(
+                String.format(Locale.ROOT, " %s %d (%d over 5 ms, max %.1f ms)", name, v[0], v[1], v[2] / 1000.0)));
+        return b.length() == 0 ? " none" : ":" + b;
     }
 
     Lag lag() throws Exception {
@@ -354,6 +409,11 @@ final class ColdTierBench {
             infra.loadShards(keys, SHARDS, Messages.bodies(dues, infra.config.messageBytes(), 0), dues);
             long peak = 0;
             long deadline = t + LAG_SECONDS * 1_000L + 60_000;
+            if (infra.config.privateRedis()) {
+                infra.redis().configSet("slowlog-log-slower-than", "1000");
+                infra.redis().configSet("slowlog-max-len", "100000");
+                infra.redis().slowlogReset();
+            }
             // where the entries are each second from 10 s before T: cold / hot (in K:i) / received, and the due ones
             StringBuilder timeline = new StringBuilder("  timeline (s from T: cold/hot/received of due):");
             long nextSample = t - 10_000;
@@ -391,6 +451,9 @@ final class ColdTierBench {
                 Thread.sleep(200);
             }
             Scenarios.log("%s", timeline);
+            if (infra.config.privateRedis()) {
+                Scenarios.log("  calls over 1 ms during the lag run (the relay's mover and workers)%s", slowCalls());
+            }
             Thread.sleep(1_000); // a duplicate would come right after its first copy
             int got = received.get();
             long[] lag = new long[got];
@@ -554,7 +617,7 @@ final class ColdTierBench {
                     "%,d entries by id (realistic JSON orders, mean %.1f B), due in 7-30 days, %d shards, cold-after"
                             + " 1 d; loaded in %,d ms. Moves run by the mover's code, %d shards at once; CPU = Redis"
                             + " used_cpu_user+sys and this JVM's CPU over the move, per entry. Cancel/reschedule:"
-                            + " relay-api on cold entries, %,d each. Load average after: %s.%n%n",
+                            + " relay-api on cold entries, %,d each, after 2,000 unreported calls of each on ids never scheduled (JIT warm-up). Load average after: %s.%n%n",
                     m.n(),
                     m.messageBytes(),
                     SHARDS,
