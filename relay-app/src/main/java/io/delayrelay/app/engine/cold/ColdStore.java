@@ -1,7 +1,10 @@
 package io.delayrelay.app.engine.cold;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
@@ -53,6 +56,9 @@ public class ColdStore {
      */
     public static final int SLICE = 250;
 
+    /** Entries listed per {@code cold-pick.lua} call (the listing is the longest script per entry: no hashing saved). */
+    public static final int PICK_PAGE = 500;
+
     private final RedisTemplate<byte[], byte[]> redis;
 
     private final int sliceMax;
@@ -70,20 +76,35 @@ public class ColdStore {
     /** Entries of a shard listed for demotion, and the Redis time they were listed at. */
     public record Pick(long nowMs, List<ColdBlock.Entry> entries) {}
 
-    /** Up to {@code limit} entries of the shard due later than Redis time + {@code coldAfterMs}, earliest first. */
+    /**
+     * Up to {@code limit} entries of the shard due later than Redis time + {@code coldAfterMs}, earliest first, listed
+     * in calls of at most {@link #PICK_PAGE} entries (each page from where the previous one ended; a member listed
+     * twice, the range having changed between two pages, is kept once). The time is the first call's.
+     */
     public Pick pick(DelayQueueKeys keys, int shard, long coldAfterMs, int limit) {
-        List<?> reply = redis.execute(
-                PICK,
-                keys(keys.shard(shard), keys.payloads(shard), keys.inflight(shard), keys.dead(shard)),
-                num(coldAfterMs),
-                num(limit));
-        long now = asLong(reply.get(0));
-        int n = (int) asLong(reply.get(1));
-        List<ColdBlock.Entry> entries = new ArrayList<>(n);
-        for (int i = 0, at = 2; i < n; i++, at += 3) {
-            byte[] member = (byte[]) reply.get(at);
-            long due = parseLong((byte[]) reply.get(at + 1));
-            entries.add(new ColdBlock.Entry(member, due, (byte[]) reply.get(at + 2)));
+        List<byte[]> keyList = keys(keys.shard(shard), keys.payloads(shard), keys.inflight(shard), keys.dead(shard));
+        long now = -1;
+        long offset = 0;
+        List<ColdBlock.Entry> entries = new ArrayList<>(limit);
+        Set<ByteBuffer> seen = new HashSet<>();
+        while (entries.size() < limit) {
+            int want = Math.min(PICK_PAGE, limit - entries.size());
+            List<?> reply = redis.execute(PICK, keyList, num(coldAfterMs), num(want), num(offset));
+            if (now < 0) {
+                now = asLong(reply.get(0));
+            }
+            int n = (int) asLong(reply.get(1));
+            for (int i = 0, at = 3; i < n; i++, at += 3) {
+                byte[] member = (byte[]) reply.get(at);
+                if (seen.add(ByteBuffer.wrap(member))) {
+                    long due = parseLong((byte[]) reply.get(at + 1));
+                    entries.add(new ColdBlock.Entry(member, due, (byte[]) reply.get(at + 2)));
+                }
+            }
+            offset = asLong(reply.get(2));
+            if (offset < 0 || n == 0) {
+                break;
+            }
         }
         return new Pick(now, entries);
     }
