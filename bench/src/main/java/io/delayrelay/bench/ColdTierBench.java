@@ -2,7 +2,9 @@ package io.delayrelay.bench;
 
 import java.io.BufferedOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +20,7 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
@@ -96,6 +99,9 @@ final class ColdTierBench {
     /** The lag run: entries, the most seen cold at once, arrivals; lag {p50, p99, max} ms. */
     record Lag(int n, long coldPeak, int received, int duplicates, long early, long[] lagMs, String loadAverage) {}
 
+    /** Unreported calls of cancel and of reschedule before the measured ones (the producer's JIT warm-up). */
+    static final int WARM_CALLS = 2_000;
+
     private final Infra infra;
     private final Path relayJar;
     private final Path logs;
@@ -122,7 +128,9 @@ final class ColdTierBench {
         factory.start();
         ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
         try {
-            ColdStore store = new ColdStore(ByteRedisTemplates.create(factory));
+            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off, docs/cold-tier.md)
+            ColdStore store = new ColdStore(
+                    ByteRedisTemplates.create(factory), Integer.getInteger("bench.cold.slice", ColdStore.SLICE));
             long base = infra.stats().usedMemory();
             Scenarios.log("cold: loading %,d entries by id due in 7-30 days", entries);
             long t0 = System.nanoTime();
@@ -148,13 +156,14 @@ final class ColdTierBench {
                 blocks += c.blocks();
             }
             Scenarios.log(
-                    "  demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry); cold %.1f B/entry,"
-                            + " %,d live in %,d blocks",
+                    "  demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s); cold %.1f"
+                            + " B/entry, %,d live in %,d blocks",
                     demoted,
                     demote.wallMs,
                     demote.rate(demoted),
                     demote.redisUs(demoted),
                     demote.jvmUs(demoted),
+                    demote.ping(),
                     cold,
                     live,
                     blocks);
@@ -162,6 +171,12 @@ final class ColdTierBench {
             RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
             Random r = new Random(7);
             int ops = Math.min(10_000, entries / 4);
+            // warm-up (not reported): the producer's cancel and reschedule paths compiled, as in a producer that has
+            // run all day; ids never scheduled, so the same scripts run (cold index looked up) and nothing changes
+            for (int i = 0; i < WARM_CALLS; i++) {
+                producer.cancelById(business, "warm-up-" + i);
+                producer.rescheduleById(business, "warm-up-" + i, Instant.now().plus(Duration.ofDays(8)));
+            }
             long[] cancel = new long[ops];
             long[] reschedule = new long[ops];
             for (int i = 0; i < ops; i++) {
@@ -180,6 +195,14 @@ final class ColdTierBench {
             Scenarios.log(
                     "  cold cancel p50 %.2f p99 %.2f ms; reschedule p50 %.2f p99 %.2f ms (%,d each)",
                     cancelMs[0], cancelMs[1], rescheduleMs[0], rescheduleMs[1], ops);
+            int head = ops / 10;
+            Scenarios.log(
+                    "  (p99 of the first %,d calls / of the others: cancel %.2f / %.2f, reschedule %.2f / %.2f ms)",
+                    head,
+                    pct(Arrays.copyOfRange(cancel, 0, head), 99),
+                    pct(Arrays.copyOfRange(cancel, head, ops), 99),
+                    pct(Arrays.copyOfRange(reschedule, 0, head), 99),
+                    pct(Arrays.copyOfRange(reschedule, head, ops), 99));
 
             long lead = Duration.ofDays(60).toMillis();
             Measured promote = measure(() -> ColdMover.inParallel(
@@ -188,12 +211,13 @@ final class ColdTierBench {
                     shard -> moved.addAndGet(ColdMover.promoteShard(store, keys, shard, lead, (s, d, c) -> {}))));
             long promoted = moved.get();
             Scenarios.log(
-                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry)",
+                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s)",
                     promoted,
                     promote.wallMs,
                     promote.rate(promoted),
                     promote.redisUs(promoted),
-                    promote.jvmUs(promoted));
+                    promote.jvmUs(promoted),
+                    promote.ping());
             return new Moves(
                     entries,
                     messageBytes / (double) entries,
@@ -221,8 +245,21 @@ final class ColdTierBench {
         }
     }
 
-    /** Wall time, Redis CPU and this JVM's CPU of one step. */
-    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs) {
+    /**
+     * Wall time, Redis CPU and this JVM's CPU of one step; and a PING's round trip on a connection of its own every
+     * ~1 ms during the step (p50, p99, max ms): how long any other client (a worker's pop) waits behind the moves.
+     */
+    private record Measured(long wallMs, double redisCpuS, long jvmCpuNs, double[] pingMs, String slowCalls) {
+        String ping() {
+            return String.format(
+                    Locale.ROOT,
+                    "PING p50 %.2f p99 %.2f max %.2f ms; script calls over 1 ms%s",
+                    pingMs[0],
+                    pingMs[1],
+                    pingMs[2],
+                    slowCalls);
+        }
+
         double rate(long n) {
             return wallMs == 0 ? 0 : n * 1000.0 / wallMs;
         }
@@ -236,13 +273,84 @@ final class ColdTierBench {
         }
     }
 
-    private Measured measure(Runnable step) {
+    private Measured measure(Runnable step) throws Exception {
         RedisStats before = infra.stats();
         long jvm = ProcessCpu.self();
+        AtomicBoolean done = new AtomicBoolean();
+        List<Long> pings = new ArrayList<>();
+        Thread probe = new Thread(
+                () -> {
+                    byte[] pong = new byte[7];
+                    byte[] ping = "PING\r\n".getBytes(StandardCharsets.US_ASCII);
+                    try (Socket socket = new Socket(infra.config.redisHost(), infra.config.redisPort())) {
+                        socket.setTcpNoDelay(true);
+                        OutputStream out = socket.getOutputStream();
+                        InputStream in = socket.getInputStream();
+                        while (!done.get()) {
+                            long t0 = System.nanoTime();
+                            out.write(ping);
+                            out.flush();
+                            in.readNBytes(pong, 0, pong.length);
+                            pings.add(System.nanoTime() - t0);
+                            Thread.sleep(1);
+                        }
+                    } catch (IOException | InterruptedException e) {
+                        // the probe ends with the step
+                    }
+                },
+                "bench-cold-ping");
+        probe.start();
+        boolean slowlog = infra.config.privateRedis();
+        if (slowlog) {
+            // the private instance only: every call over 1 ms is logged, to see how long one move holds Redis
+            infra.redis().configSet("slowlog-log-slower-than", "1000");
+            infra.redis().configSet("slowlog-max-len", "100000");
+            infra.redis().slowlogReset();
+        }
         long t = System.nanoTime();
         step.run();
         long wall = (System.nanoTime() - t) / 1_000_000;
-        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm);
+        done.set(true);
+        probe.join(5_000);
+        long[] p = pings.stream().mapToLong(Long::longValue).toArray();
+        double[] pingMs =
+                p.length == 0 ? new double[] {-1, -1, -1} : new double[] {pct(p, 50), pct(p, 99), pct(p, 100)};
+        String slow = slowlog ? slowCalls() : " (not measured: shared Redis)";
+        return new Measured(wall, infra.stats().since(before).cpuSeconds(), ProcessCpu.self() - jvm, pingMs, slow);
+    }
+
+    /** The slow log's script calls by script (told apart by their number of keys): count, over 5 ms, longest. */
+    private String slowCalls() {
+        Map<String, long[]> by = new java.util.TreeMap<>();
+        for (Object o : infra.redis().slowlogGet(100_000)) {
+            List<?> entry = (List<?>) o;
+            long micros = (Long) entry.get(2);
+            List<?> args = (List<?>) entry.get(3);
+            String name = args.isEmpty() ? "other" : new String((byte[]) args.get(0), StandardCharsets.UTF_8);
+            if (args.size() > 2
+                    && new String((byte[]) args.get(0), StandardCharsets.UTF_8).equalsIgnoreCase("evalsha")) {
+                name = switch (new String((byte[]) args.get(2), StandardCharsets.UTF_8)) {
+                    case "4" -> "pick";
+                    case "7" -> "demote";
+                    case "3" -> "due";
+                    case "5" -> "promote";
+                    default -> "cold-count, pops and acks";
+                };
+            }
+            long[] v = by.computeIfAbsent(name, k -> new long[3]);
+            v[0]++;
+            if (micros > 5_000) {
+                v[1]++;
+            }
+            v[2] = Math.max(v[2], micros);
+        }
+        // the log's entries are Redis memory: emptied before the next figure of used_memory
+        infra.redis().slowlogReset();
+        infra.redis().configSet("slowlog-log-slower-than", "10000");
+        StringBuilder b = new StringBuilder();
+        by.forEach((name, v) -> b.append(
+                String.format(Locale.ROOT, " %s %d (%d over 5 ms, max %.1f ms)", name, v[0], v[1], v[2] / 1000.0)));
+        return b.length() == 0 ? " none" : ":" + b;
     }
 
     Lag lag() throws Exception {
@@ -303,15 +411,50 @@ final class ColdTierBench {
             infra.loadShards(keys, SHARDS, Messages.bodies(dues, infra.config.messageBytes(), 0), dues);
             long peak = 0;
             long deadline = t + LAG_SECONDS * 1_000L + 60_000;
+            if (infra.config.privateRedis()) {
+                infra.redis().configSet("slowlog-log-slower-than", "1000");
+                infra.redis().configSet("slowlog-max-len", "100000");
+                infra.redis().slowlogReset();
+            }
+            // where the entries are each second from 10 s before T: cold / hot (in K:i) / received, and the due ones
+            StringBuilder timeline = new StringBuilder("  timeline (s from T: cold/hot/received of due):");
+            long nextSample = t - 10_000;
             while (received.get() < n && System.currentTimeMillis() < deadline && relay.isAlive()) {
-                if (System.currentTimeMillis() < t) {
+                long nowMs = System.currentTimeMillis();
+                if (nowMs < t || nowMs >= nextSample) {
                     long cold = 0;
+                    long hot = 0;
                     for (int shard = 0; shard < SHARDS; shard++) {
                         cold += store.count(keys, shard).entries();
+                        if (nowMs >= nextSample) {
+                            try (var c = factory.getConnection()) {
+                                Long size =
+                                        c.zSetCommands().zCard(keys.shard(shard).getBytes(StandardCharsets.UTF_8));
+                                hot += size == null ? 0 : size;
+                            }
+                        }
                     }
-                    peak = Math.max(peak, cold);
+                    if (nowMs < t) {
+                        peak = Math.max(peak, cold);
+                    }
+                    if (nowMs >= nextSample) {
+                        long dueSoFar = Math.max(0, Math.min(n, (nowMs - t) * LAG_RATE / 1_000));
+                        timeline.append(String.format(
+                                Locale.ROOT,
+                                " %+d:%d/%d/%d of %d",
+                                (nowMs - t) / 1000,
+                                cold,
+                                hot,
+                                received.get(),
+                                dueSoFar));
+                        nextSample += 1_000;
+                    }
                 }
                 Thread.sleep(200);
+            }
+            Scenarios.log("%s", timeline);
+            if (infra.config.privateRedis()) {
+                Scenarios.log("  calls over 1 ms during the lag run (the relay's mover and workers)%s", slowCalls());
             }
             Thread.sleep(1_000); // a duplicate would come right after its first copy
             int got = received.get();
@@ -476,7 +619,7 @@ final class ColdTierBench {
                     "%,d entries by id (realistic JSON orders, mean %.1f B), due in 7-30 days, %d shards, cold-after"
                             + " 1 d; loaded in %,d ms. Moves run by the mover's code, %d shards at once; CPU = Redis"
                             + " used_cpu_user+sys and this JVM's CPU over the move, per entry. Cancel/reschedule:"
-                            + " relay-api on cold entries, %,d each. Load average after: %s.%n%n",
+                            + " relay-api on cold entries, %,d each, after 2,000 unreported calls of each on ids never scheduled (JIT warm-up). Load average after: %s.%n%n",
                     m.n(),
                     m.messageBytes(),
                     SHARDS,

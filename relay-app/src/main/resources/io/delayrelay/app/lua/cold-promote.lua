@@ -4,45 +4,58 @@
 -- new copy is hot) is skipped; one rescheduled (reschedule.lua wrote "<block>:<due>" into the index) comes back at
 -- its new due time. A block already promoted (by another relay, or by this one before a kill) is not in
 -- {K:i}:cold-blocks any more: nothing is done. docs/cold-tier.md has the argument.
+-- A block's entries may come in slices (calls of a bounded size, so that no call holds Redis for long): each slice
+-- brings its live entries back and unindexes them; the last one (ARGV[5] = '1') deletes the block. A relay killed
+-- between slices leaves the block with the later slices' entries still live in it: the next promotion of the block
+-- skips the entries already back (the index no longer points at the block) and brings the others.
 -- KEYS (all of shard i, one Redis Cluster slot):
 --   KEYS[1] K:i   KEYS[2] {K:i}:payloads   KEYS[3] {K:i}:cold   KEYS[4] {K:i}:cold-blocks   KEYS[5] {K:i}:cold-meta
 --   The member index {K:i}:cold-ix:<n> is built from KEYS[5]'s prefix: the same slot.
 -- ARGV:
 --   ARGV[1] block id   ARGV[2] wake channel K:wake   ARGV[3] shard index i
---   ARGV[4..] per entry of the block (the relay decoded it): member, due ms, payload ('' when none), has payload
--- Returns {entries brought back, entries skipped} or {-1, 0} when the block was gone.
+--   ARGV[4] index fan-out the relay computed the parts with (cold-due.lua returns the recorded one); a different
+--           recorded one: nothing is done
+--   ARGV[5] '1' when this slice is the block's last (the block is deleted after it), '0' otherwise
+--   ARGV[6] parts: 4 bytes per index part, in the order of the members: part n (2 bytes, big-endian), members (2)
+--   ARGV[7] flags: one byte per entry, '1' it has a payload, '0' none
+--   ARGV[8 .. 7+n] members of the block (the relay decoded it), grouped by part as ARGV[6] says; ARGV[8+n .. 7+2n]
+--   their due ms; ARGV[8+2n .. 7+3n] their payloads ('' when none); n = #ARGV[7]
+-- Returns {entries brought back, entries skipped}, {-1, 0} when the block was gone, or {-2, recorded fan} when
+-- ARGV[4] is not the recorded fan-out (the relay computes the parts again).
 -- Clock: none.
--- Cost: one HMGET and one HDEL per index part, and one ZMSCORE, ZADD and HSET for all the block's entries.
+-- Cost: one HMGET and one HDEL per index part, and one ZMSCORE, ZADD and HSET for all the slice's entries; no
+-- hashing in Lua (the relay computed the parts).
 local id = ARGV[1]
 if redis.call('HEXISTS', KEYS[4], id) == 0 then
   redis.call('ZREM', KEYS[3], id)
   return {-1, 0}
 end
-local prefix = string.sub(KEYS[5], 1, -10)
-local fan = tonumber(redis.call('HMGET', KEYS[5], 'fan')[1])
--- one command for many members, in slices that stay within Lua's stack (slices of 1000: pairs stay whole)
+local fan = redis.call('HMGET', KEYS[5], 'fan')[1]
+if fan ~= ARGV[4] then
+  return {-2, tonumber(fan) or 0}
+end
+local flags, parts = ARGV[7], ARGV[6]
+local n = #flags
+local m0, d0, p0 = 7, 7 + n, 7 + 2 * n
+local byte, one = string.byte, 49 -- '1'
+local prefix = string.sub(KEYS[5], 1, -10) .. 'cold-ix:'
+-- one command for a table of arguments, in slices that stay within Lua's stack
 local function many(command, key, args)
-  local reply = {}
   for i = 1, #args, 1000 do
-    local part = redis.call(command, key, unpack(args, i, math.min(#args, i + 999)))
-    if type(part) == 'table' then
-      for _, v in ipairs(part) do reply[#reply + 1] = v end
-    end
+    redis.call(command, key, unpack(args, i, math.min(#args, i + 999)))
+  end
+end
+-- one command for ARGV[from..to], in slices
+local function range(command, key, from, to)
+  if to - from < 1000 then
+    return redis.call(command, key, unpack(ARGV, from, to))
+  end
+  local reply = {}
+  for i = from, to, 1000 do
+    local part = redis.call(command, key, unpack(ARGV, i, math.min(to, i + 999)))
+    for _, v in ipairs(part) do reply[#reply + 1] = v end
   end
   return reply
-end
-local members, partOf, parts = {}, {}, {}
-for k = 4, #ARGV, 4 do
-  local member = ARGV[k]
-  local part = prefix .. 'cold-ix:' .. (tonumber(string.sub(redis.sha1hex(member), 1, 6), 16) % fan)
-  members[#members + 1] = member
-  partOf[#members] = part
-  local list = parts[part]
-  if not list then
-    list = {}
-    parts[part] = list
-  end
-  list[#list + 1] = #members
 end
 -- Redis Cluster, the slot in migration: an index part not on this node (moved already, or not created yet) fails a
 -- script at its first access and keeps what it wrote before (on the source), or reads as empty (on the target, sent
@@ -50,37 +63,50 @@ end
 -- "non local key") unless all are here, before anything is written (a block promoted there unread
 -- would be deleted with its entries); the mover retries next period.
 local touched = {}
-for part in pairs(parts) do touched[#touched + 1] = part end
+for q = 1, #parts, 4 do
+  local a, b = byte(parts, q, q + 1)
+  touched[#touched + 1] = prefix .. (a * 256 + b)
+end
 many('EXISTS', KEYS[1], touched)
 -- where the index points each member: its block id, or "<block id>:<due ms>" after a reschedule
-local at = {}
-for part, list in pairs(parts) do
-  local fields = {}
-  for _, j in ipairs(list) do fields[#fields + 1] = members[j] end
-  local reply = many('HMGET', part, fields)
-  for i, j in ipairs(list) do at[j] = reply[i] end
+local at, keyOf, lastOf = {}, {}, {}
+local j = 1
+for q = 1, #parts, 4 do
+  local a, b, c, d = byte(parts, q, q + 3)
+  local last = j + c * 256 + d - 1
+  local key = prefix .. (a * 256 + b)
+  local reply = range('HMGET', key, m0 + j, m0 + last)
+  for k = j, last do at[k] = reply[k - j + 1] end
+  keyOf[#keyOf + 1] = key
+  lastOf[#lastOf + 1] = last
+  j = last + 1
 end
-local hot = many('ZMSCORE', KEYS[1], members)
-local unindex, zadd, hset = {}, {}, {}
-local back, skipped, earliest, first = 0, 0, nil, nil
-for j, member in ipairs(members) do
-  local blockOf, moved = string.match(at[j] or '', '^(%d+):?(%d*)$')
-  if blockOf == id then
-    local part = partOf[j]
-    unindex[part] = unindex[part] or {}
-    table.insert(unindex[part], member)
+local hot = n > 0 and range('ZMSCORE', KEYS[1], m0 + 1, m0 + n) or {}
+local zadd, hset = {}, {}
+local live, back, skipped, earliest, first = {}, 0, 0, nil, nil
+for k = 1, n do
+  local pointer, due = at[k], nil
+  if pointer == id then
+    -- the usual case (strings are interned: one pointer comparison)
+    due = ARGV[d0 + k]
+  elseif pointer then
+    local blockOf, moved = string.match(pointer, '^(%d+):?(%d*)$')
+    if blockOf == id then due = moved ~= '' and moved or ARGV[d0 + k] end
+  end
+  if due then
+    live[k] = true
     -- a hot copy is newer (the contract scripts keep one live copy; this is defence in depth)
-    if not hot[j] then
-      local k = 4 * j
-      local due = moved ~= '' and moved or ARGV[k + 1]
+    if not hot[k] then
+      local member = ARGV[m0 + k]
       zadd[#zadd + 1] = due
       zadd[#zadd + 1] = member
-      if ARGV[k + 3] == '1' then
+      if byte(flags, k) == one then
         hset[#hset + 1] = member
-        hset[#hset + 1] = ARGV[k + 2]
+        hset[#hset + 1] = ARGV[p0 + k]
       end
       back = back + 1
-      if not earliest or tonumber(due) < earliest then earliest, first = tonumber(due), member end
+      local d = tonumber(due)
+      if not earliest or d < earliest then earliest, first = d, member end
     else
       skipped = skipped + 1
     end
@@ -88,13 +114,21 @@ for j, member in ipairs(members) do
     skipped = skipped + 1
   end
 end
-for part, fields in pairs(unindex) do
-  many('HDEL', part, fields)
+j = 1
+for q, key in ipairs(keyOf) do
+  local last, fields = lastOf[q], {}
+  for k = j, last do
+    if live[k] then fields[#fields + 1] = ARGV[m0 + k] end
+  end
+  if #fields > 0 then many('HDEL', key, fields) end
+  j = last + 1
 end
 if #zadd > 0 then many('ZADD', KEYS[1], zadd) end
 if #hset > 0 then many('HSET', KEYS[2], hset) end
-redis.call('HDEL', KEYS[4], id)
-redis.call('ZREM', KEYS[3], id)
+if ARGV[5] == '1' then
+  redis.call('HDEL', KEYS[4], id)
+  redis.call('ZREM', KEYS[3], id)
+end
 if first then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)
   if head[1] == first then

@@ -89,7 +89,8 @@ final class ContractWorld {
                     new DeadSetTrimmer(null, template, RelayEvents.NOOP, Duration.ofHours(1)),
                     new OperatorPauseStore(template),
                     new BacklogReader(template),
-                    new ColdStore(template));
+                    // slices of 2 entries: the model's small blocks still move in several script calls each
+                    new ColdStore(template, 2));
         }
     }
 

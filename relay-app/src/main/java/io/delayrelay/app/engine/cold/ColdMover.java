@@ -19,6 +19,7 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.support.DaemonThreads;
+import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.support.PeriodicTask;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -162,7 +163,13 @@ public final class ColdMover extends PeriodicTask {
                     // the relay stops: the move in progress was one script, done or not done
                     return;
                 }
-                log.warn("business={} shard={}: cold tier move failed: {}", spec.name(), shard, e.toString());
+                // the root says why (TRYAGAIN on a cluster slot in migration, ...): Spring's wrapper says only
+                // "Error in execution"; the mover tries again next period
+                log.warn(
+                        "business={} shard={}: cold tier move failed, tried again next period: {}",
+                        spec.name(),
+                        shard,
+                        Exceptions.rootMessage(e));
                 emit(e2 -> e2.error(spec, shard, e));
             }
         });
