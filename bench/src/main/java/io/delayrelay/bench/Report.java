@@ -213,6 +213,37 @@ final class Report {
         coldLag = lag;
     }
 
+    /** Issue 27's figures as target rows, so that --runs lines the cold runs up too. */
+    private void coldTargets() {
+        if (coldMoves != null) {
+            ColdTierBench.Moves m = coldMoves;
+            target("cold tier: Redis bytes per cold entry", f1(m.coldBytes()), "<= 60", m.coldBytes() <= 60);
+            target(
+                    "cold tier: demotion, entries/s",
+                    String.format(Locale.ROOT, "%,.0f", m.demoteRate()),
+                    ">= 50,000",
+                    m.demoteRate() >= 50_000);
+            target(
+                    "cold tier: promotion, entries/s",
+                    String.format(Locale.ROOT, "%,.0f", m.promoteRate()),
+                    ">= 50,000",
+                    m.promoteRate() >= 50_000);
+            target(
+                    "cold tier: cancel / reschedule of a cold entry, p99 ms",
+                    String.format(Locale.ROOT, "%.2f / %.2f", m.cancelMs()[1], m.rescheduleMs()[1]),
+                    "<= 5",
+                    m.cancelMs()[1] <= 5 && m.rescheduleMs()[1] <= 5);
+        }
+        if (coldLag != null) {
+            ColdTierBench.Lag l = coldLag;
+            target(
+                    "cold tier: lag of promoted entries at 2k/s, p99 ms (early, lost)",
+                    String.format(Locale.ROOT, "%d (%d, %d)", l.lagMs()[1], l.early(), l.n() - l.received()),
+                    "<= 15, early 0, lost 0",
+                    l.lagMs()[1] <= 15 && l.early() == 0 && l.received() == l.n());
+        }
+    }
+
     /** The RELAY_* environment variables of this run (Spring's relaxed binding makes them relay settings). */
     static String relayEnvironment() {
         return System.getenv().entrySet().stream()
@@ -262,6 +293,7 @@ final class Report {
         renderShape(b);
         Storm.render(b, storm, stormPerfTests);
         ColdTierBench.render(b, coldMoves, coldLag);
+        coldTargets();
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");
