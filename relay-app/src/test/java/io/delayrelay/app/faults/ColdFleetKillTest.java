@@ -158,7 +158,7 @@ class ColdFleetKillTest {
     }
 
     private static long coldCount(ColdStore cold, DelayQueueKeys keys) {
-        return ColdRedisRestartTest.coldEntries(cold, keys, SHARDS);
+        return ColdPlaces.coldEntries(cold, keys, SHARDS);
     }
 
     /** No id is hot (scheduled or in flight) and cold at once, each shard read in one call. */

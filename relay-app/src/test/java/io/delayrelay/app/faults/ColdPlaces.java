@@ -1,13 +1,19 @@
 package io.delayrelay.app.faults;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.cold.ColdStore;
+import io.delayrelay.app.support.PrivateRedis;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.ReturnType;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Where each member of a business's shards lives, for the cold tier's fault tests: hot ({@code K:i} or in flight) or
@@ -36,9 +42,45 @@ final class ColdPlaces {
             all.addAll(cold);
             return all;
         }
+
+        /** Checks no member is hot and cold at once and none is indexed in a block not stored; {@code what}: the copy. */
+        Where assertEachInOnePlace(String what) {
+            assertThat(both()).as("%s: entries hot and cold at once", what).isEmpty();
+            assertThat(orphans())
+                    .as("%s: entries indexed in a block that is not stored", what)
+                    .isEmpty();
+            return this;
+        }
     }
 
     private ColdPlaces() {}
+
+    /** Live cold entries of a business's first {@code shards} shards ({@code cold-count.lua} per shard). */
+    static long coldEntries(ColdStore cold, DelayQueueKeys keys, int shards) {
+        long n = 0;
+        for (int s = 0; s < shards; s++) {
+            n += cold.count(keys, s).entries();
+        }
+        return n;
+    }
+
+    /**
+     * Reads shards 0..shards-1 of a (re)started server once it answers: LOADING until it has replayed its AOF
+     * ({@code atMost} for that); {@code name} names the server in a timeout.
+     */
+    static Where readOnceLoaded(String name, PrivateRedis redis, DelayQueueKeys keys, int shards, Duration atMost) {
+        return await(name + " loaded")
+                .ignoreExceptions()
+                .pollInterval(Duration.ofMillis(20))
+                .atMost(atMost)
+                .until(
+                        () -> {
+                            try (RedisConnection c = redis.connection()) {
+                                return read(c, keys, shards);
+                            }
+                        },
+                        w -> true);
+    }
 
     /**
      * Reads shards 0..shards-1 of the keys. {@code hotCount}/{@code coldCount} count members with repeats (a member

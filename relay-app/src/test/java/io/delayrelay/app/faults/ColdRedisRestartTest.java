@@ -1,12 +1,10 @@
 package io.delayrelay.app.faults;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -18,12 +16,10 @@ import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
-import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
-import org.springframework.util.FileSystemUtils;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -65,42 +61,14 @@ class ColdRedisRestartTest {
 
     @Test
     void coldEntriesSurviveARedisKillDuringPromotionOncePerEntryNeverEarly() throws Exception {
-        Path dir = Path.of(
-                        "target",
-                        "cold-redis-restart-" + ProcessHandle.current().pid())
-                .toAbsolutePath();
-        FileSystemUtils.deleteRecursively(dir);
-        Files.createDirectories(dir);
-        redis = PrivateRedis.builder()
-                .port(Integer.getInteger("cold.redis-restart.port", 0))
-                .dir(dir)
-                .args("--appendonly", "yes", "--appendfsync", "always")
-                .start();
+        Path dir = ColdFaults.freshDirectory("cold-redis-restart");
+        redis = ColdFaults.aofServer(Integer.getInteger("cold.redis-restart.port", 0), dir, "--appendfsync", "always");
 
         String business = kit.business("coldrestart");
         String exchange = kit.exchange("coldrestart");
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         Deliveries.Inbox inbox = new Deliveries.Inbox(kit.consume(kit.queue(exchange, "due")));
-        Map<String, Object> props = new LinkedHashMap<>();
-        props.put("spring.data.redis.host", "127.0.0.1");
-        props.put("spring.data.redis.port", redis.port());
-        props.put("spring.rabbitmq.host", TestServices.rabbit().host());
-        props.put("spring.rabbitmq.port", TestServices.rabbit().port());
-        props.put("spring.main.banner-mode", "off");
-        props.put("relay.reaper-interval", "500ms");
-        RelayTestKit.business(
-                props,
-                business,
-                exchange,
-                "due",
-                "shards",
-                SHARDS,
-                "threads",
-                2,
-                "max-idle",
-                "200ms",
-                "cold-after",
-                "10s");
+        Map<String, Object> props = ColdFaults.relayProperties(kit, redis, business, exchange, SHARDS);
         kit.startRelay(props);
 
         ColdStore cold = new ColdStore(ByteRedisTemplates.create(redis.factory()));
@@ -141,22 +109,9 @@ class ColdRedisRestartTest {
         redis.restart();
 
         // the first read Redis answers once it has replayed the AOF (LOADING until then)
-        ColdPlaces.Where after = await().ignoreExceptions()
-                .pollInterval(Duration.ofMillis(20))
-                .atMost(Duration.ofSeconds(30))
-                .until(
-                        () -> {
-                            try (RedisConnection c = redis.connection()) {
-                                return ColdPlaces.read(c, keys, SHARDS);
-                            }
-                        },
-                        w -> true);
-        assertThat(after.both())
-                .as("entries hot and cold at once after the AOF replay")
-                .isEmpty();
-        assertThat(after.orphans())
-                .as("entries indexed in a block that is not stored")
-                .isEmpty();
+        ColdPlaces.Where after = ColdPlaces.readOnceLoaded(
+                        "the restarted server", redis, keys, SHARDS, Duration.ofSeconds(30))
+                .assertEachInOnePlace("after the AOF replay");
         assertThat(after.all())
                 .as(
                         "live entries after the AOF replay (hot %d, cold %d)",
@@ -176,16 +131,7 @@ class ColdRedisRestartTest {
     }
 
     private static long coldCount(ColdStore cold, DelayQueueKeys keys) {
-        return coldEntries(cold, keys, SHARDS);
-    }
-
-    /** Live cold entries of a business's first {@code shards} shards ({@code cold-count.lua} per shard). */
-    static long coldEntries(ColdStore cold, DelayQueueKeys keys, int shards) {
-        long n = 0;
-        for (int s = 0; s < shards; s++) {
-            n += cold.count(keys, s).entries();
-        }
-        return n;
+        return ColdPlaces.coldEntries(cold, keys, SHARDS);
     }
 
     private long hot(DelayQueueKeys keys) {
