@@ -48,6 +48,12 @@ final class BatchSettler {
     private static final int SETTLE_THREADS = 2;
     /** How long after the publish timeout a batch's outcome may still come before the batch counts as failed. */
     static final Duration OUTCOME_GRACE = Duration.ofSeconds(5);
+    /**
+     * Two waves of a pop-ahead's batch go out at least this far apart (Redis time): what falls due in between waits
+     * for the next wave, at most this long, so a steady rate costs one publish and one confirm per tick instead of one
+     * per due millisecond. Never earlier than its due time.
+     */
+    static final long WAVE_TICK_MS = 4;
 
     private final ShardStore store;
     private final BatchPublisher publisher;
@@ -111,6 +117,25 @@ final class BatchSettler {
         return reachedBroker(published);
     }
 
+    /**
+     * Charges a pop of several shards to {@code reservation} (entries and bytes, per shard) and counts it in flight;
+     * the returned action frees both once it is settled.
+     */
+    private Runnable charge(List<Part> parts, InFlightBudget.Reservation reservation) {
+        int n = 0;
+        long size = 0;
+        int[] shards = new int[parts.size()];
+        for (int i = 0; i < parts.size(); i++) {
+            shards[i] = parts.get(i).shard();
+            for (PopResult.Entry e : parts.get(i).popped().entries()) {
+                n++;
+                size += e.member().length + (e.payload() == null ? 0 : e.payload().length);
+            }
+        }
+        reservation.charge(shards, n, size);
+        return batchStarted(reservation);
+    }
+
     /** Counts a batch in flight; the returned action frees its reservation and the count once it is settled. */
     private Runnable batchStarted(InFlightBudget.Reservation reservation) {
         synchronized (monitor) {
@@ -148,21 +173,10 @@ final class BatchSettler {
         if (parts.size() == 1) {
             return deliver(spec, parts.get(0).shard(), parts.get(0).popped(), reservation);
         }
-        int n = 0;
-        long size = 0;
-        int[] shards = new int[parts.size()];
-        for (int i = 0; i < parts.size(); i++) {
-            shards[i] = parts.get(i).shard();
-            for (PopResult.Entry e : parts.get(i).popped().entries()) {
-                n++;
-                size += e.member().length + (e.payload() == null ? 0 : e.payload().length);
-            }
-        }
-        reservation.charge(shards, n, size);
-        Runnable finish = batchStarted(reservation);
+        Runnable finish = charge(parts, reservation);
         CompletableFuture<List<PublishOutcome>> published;
         try {
-            List<DueMessage> batch = new ArrayList<>(n);
+            List<DueMessage> batch = new ArrayList<>();
             List<List<DueMessage>> perShard = new ArrayList<>(parts.size());
             for (Part part : parts) {
                 List<DueMessage> messages = DueBatch.of(spec, part.shard(), part.popped(), events);
@@ -191,32 +205,21 @@ final class BatchSettler {
     /**
      * Like {@link #deliverMany}, for a pop-ahead (pop.lua's lead): the entries are published in due order, each once
      * {@code gate} says its due time has come (the worker waits for it here, on its own clock), everything due by
-     * then in one publish; one wait, one publish per distinct due time at most, none when the entries are already
-     * due (a drain). Once every publish has its outcomes, the pop is settled as one (confirmed entries acked by the
+     * then in one publish; one wait and one publish per {@link #WAVE_TICK_MS} at most, none when the entries are
+     * already due (a drain). Once every publish has its outcomes, the pop is settled as one (confirmed entries acked by the
      * next pop). An interrupt during a wait (a stop whose drain deadline passed) ends it: what was published is
      * settled, the rest is left to its lease (never published early, never released before its due time) and the
      * interrupt is rethrown. Returns whether any of it reached the broker.
      */
     boolean deliverAhead(BusinessSpec spec, List<Part> parts, InFlightBudget.Reservation reservation, DueGate gate)
             throws InterruptedException {
-        int n = 0;
-        long size = 0;
-        int[] shards = new int[parts.size()];
-        for (int i = 0; i < parts.size(); i++) {
-            shards[i] = parts.get(i).shard();
-            for (PopResult.Entry e : parts.get(i).popped().entries()) {
-                n++;
-                size += e.member().length + (e.payload() == null ? 0 : e.payload().length);
-            }
-        }
-        reservation.charge(shards, n, size);
-        Runnable finish = batchStarted(reservation);
+        Runnable finish = charge(parts, reservation);
         boolean reached = false;
         InterruptedException interrupted = null;
         try {
             List<List<DueMessage>> perShard = new ArrayList<>(parts.size());
             // every message as {part, index}, in due order (stable: a shard's entries keep the pop's order)
-            List<int[]> order = new ArrayList<>(n);
+            List<int[]> order = new ArrayList<>();
             for (int i = 0; i < parts.size(); i++) {
                 List<DueMessage> messages =
                         DueBatch.of(spec, parts.get(i).shard(), parts.get(i).popped(), events);
@@ -234,14 +237,20 @@ final class BatchSettler {
             long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
             List<CompletableFuture<?>> waves = new ArrayList<>();
             int k = 0;
+            long lastWaveMs = Long.MIN_VALUE;
             while (k < order.size()) {
+                long waveAt = dueAt(perShard, order.get(k));
+                if (lastWaveMs != Long.MIN_VALUE) {
+                    waveAt = Math.max(waveAt, lastWaveMs + WAVE_TICK_MS);
+                }
                 try {
-                    gate.await(dueAt(perShard, order.get(k)));
+                    gate.await(waveAt);
                 } catch (InterruptedException e) {
                     interrupted = e;
                     break;
                 }
                 long now = gate.nowMs();
+                lastWaveMs = now;
                 int end = k + 1;
                 while (end < order.size() && dueAt(perShard, order.get(end)) <= now) {
                     end++;

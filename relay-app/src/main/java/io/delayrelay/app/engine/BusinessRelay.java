@@ -25,7 +25,7 @@ public final class BusinessRelay implements ShardWakeups {
 
     private final ShardStore store;
     private final WakeSignal signal = new WakeSignal();
-    private final ShardSchedule schedule = new ShardSchedule();
+    private final ShardSchedule schedule;
     private final BusinessState state;
     private final BatchSettler settler;
     private final WorkerPool workers;
@@ -61,6 +61,7 @@ public final class BusinessRelay implements ShardWakeups {
         this.events = events;
         this.clock = clock;
         this.division = division;
+        this.schedule = new ShardSchedule(clock::nowMs);
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.governor = new RateGovernor(store, events);
@@ -242,6 +243,14 @@ public final class BusinessRelay implements ShardWakeups {
     public boolean popsWithin(int shard, long ms) {
         long window = Math.max(ms, state.spec().round().toMillis());
         return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + window;
+    }
+
+    @Override
+    public void pollEvery(int shard, long everyMs) {
+        schedule.pollEvery(shard, everyMs);
+        if (everyMs > 0) {
+            signal.wake(shard, clock.nowMs() + everyMs);
+        }
     }
 
     @Override

@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntConsumer;
 import java.util.function.IntPredicate;
+import java.util.function.LongSupplier;
 
 import io.delayrelay.app.engine.wake.ShardWakeups;
 
@@ -21,7 +22,11 @@ import io.delayrelay.app.engine.wake.ShardWakeups;
  * Knowledge can be stale (another instance popped, a producer wrote while notifications were lost or off): a sweep
  * ({@link #markAllDue}) marks every shard due, so that each is popped once and reports again. Sweeps run at start (a
  * new shard starts due), after every (re)subscription to notifications, after pause, reload or quarantine changes,
- * and every safety sweep (notifications on) or max-idle (polling).
+ * and every safety sweep (notifications on) or max-idle (polling). A shard too busy to be heard (the keyspace source
+ * unsubscribed it) is polled: its pops' reports are capped at its poll interval ({@link #pollEvery}).
+ * <p>
+ * Longer than 300 lines because the claims (one shard, the earliest, every due one) and the reports of a pop must
+ * agree on one representation of what is known, and its races are documented where they are handled.
  */
 final class ShardSchedule {
 
@@ -35,6 +40,11 @@ final class ShardSchedule {
     private static final long DUE_NOW = 0;
 
     private volatile AtomicLongArray next = new AtomicLongArray(0);
+    /**
+     * Per shard, 0 or the interval (ms) at which it is popped whatever its pops report: a shard whose keyspace
+     * notifications are not heard because it is written so often ({@link #pollEvery}).
+     */
+    private volatile AtomicLongArray pollEveryMs = new AtomicLongArray(0);
     /** Per shard, how often {@link #lower} ran: a pop's report must not undo a lowering that came after the pop. */
     private volatile AtomicLongArray lowerings = new AtomicLongArray(0);
     /** The shard {@link #claimEarliestDue} claimed last: its next search starts after it. */
@@ -44,14 +54,25 @@ final class ShardSchedule {
     private final AtomicLong lastSweepNanos = new AtomicLong(System.nanoTime());
     /** Runs between the two reads of a report (tests put an announcement there; a no-op otherwise). */
     private final IntConsumer raceProbe;
+    /** Redis time (epoch ms), for the polled shards' next look. */
+    private final LongSupplier nowMs;
 
     ShardSchedule() {
-        this(shard -> {});
+        this(shard -> {}, System::currentTimeMillis);
+    }
+
+    ShardSchedule(LongSupplier nowMs) {
+        this(shard -> {}, nowMs);
     }
 
     /** {@code raceProbe}: called with the shard between the two reads of {@link #record(int, long, long)}. */
     ShardSchedule(IntConsumer raceProbe) {
+        this(raceProbe, System::currentTimeMillis);
+    }
+
+    private ShardSchedule(IntConsumer raceProbe, LongSupplier nowMs) {
         this.raceProbe = raceProbe;
+        this.nowMs = nowMs;
     }
 
     /** Makes room for {@code width} shards; new shards start as "unknown" (due now), so they are looked at. */
@@ -62,11 +83,14 @@ final class ShardSchedule {
         }
         AtomicLongArray resized = new AtomicLongArray(width);
         AtomicLongArray counts = new AtomicLongArray(width);
+        AtomicLongArray polls = new AtomicLongArray(width);
         for (int i = 0; i < Math.min(width, current.length()); i++) {
             resized.set(i, current.get(i));
             counts.set(i, lowerings.get(i));
+            polls.set(i, pollEveryMs.get(i));
         }
         lowerings = counts;
+        pollEveryMs = polls;
         next = resized;
     }
 
@@ -74,8 +98,37 @@ final class ShardSchedule {
     void record(int shard, long nextDueMs) {
         AtomicLongArray current = next;
         if (shard < current.length()) {
-            current.set(shard, nextDueMs < 0 ? NONE : nextDueMs);
+            current.set(shard, polledBy(shard, nextDueMs < 0 ? NONE : nextDueMs));
         }
+    }
+
+    /**
+     * From now on {@code shard} is popped at least every {@code everyMs} whatever its pops report (0: no longer),
+     * starting within {@code everyMs}: the keyspace source stops hearing a shard written this often, so an entry
+     * written due earlier than what the last pop reported is found by the next of these pops instead.
+     */
+    void pollEvery(int shard, long everyMs) {
+        AtomicLongArray polls = pollEveryMs;
+        if (shard < 0 || shard >= polls.length()) {
+            return;
+        }
+        polls.set(shard, Math.max(0, everyMs));
+        if (everyMs > 0) {
+            lower(shard, nowMs.getAsLong() + everyMs);
+        }
+    }
+
+    /** The interval at which {@code shard} is popped whatever its pops report, 0 when it is not (tests, views). */
+    long pollEveryMs(int shard) {
+        AtomicLongArray polls = pollEveryMs;
+        return shard >= 0 && shard < polls.length() ? polls.get(shard) : 0;
+    }
+
+    /** A pop's report of the shard's next due time, no later than its next poll when it is polled. */
+    private long polledBy(int shard, long dueMs) {
+        AtomicLongArray polls = pollEveryMs;
+        long every = shard < polls.length() ? polls.get(shard) : 0;
+        return every > 0 ? Math.min(dueMs, nowMs.getAsLong() + every) : dueMs;
     }
 
     /** The shard's known due time: {@link #NONE} when nothing is known, or while a worker has it claimed. */
@@ -99,7 +152,7 @@ final class ShardSchedule {
         if (shard >= current.length()) {
             return;
         }
-        long value = nextDueMs < 0 ? NONE : nextDueMs;
+        long value = polledBy(shard, nextDueMs < 0 ? NONE : nextDueMs);
         // lower() counts before it lowers. The value is read first, then the count: a lowering visible in the value
         // read is then visible in the count checked after it (so the report only lowers); one that comes after
         // both reads changes the value, and the compare-and-set fails. The shard was claimed (NONE) when the pop

@@ -151,6 +151,44 @@ class ShardScheduleTest {
         assertThat(schedule.earliest()).isEqualTo(new ShardSchedule.Earliest(0, NOW + 300));
     }
 
+    @Test
+    void aPolledShardIsLookedAtWithinItsIntervalWhateverItsPopsReportAndNoLongerOnceHeardAgain() {
+        long[] now = {NOW};
+        ShardSchedule polled = new ShardSchedule(() -> now[0]);
+        polled.ensureWidth(2);
+        polled.record(0, NOW + 60_000);
+        polled.record(1, NOW + 60_000);
+        polled.pollEvery(0, 10);
+        assertThat(polled.earliest())
+                .as("due within the interval from now")
+                .isEqualTo(new ShardSchedule.Earliest(0, NOW + 10));
+        assertThat(polled.pollEveryMs(0)).isEqualTo(10);
+
+        // a pop at NOW + 10 reports the next entry a minute ahead: the shard is looked at again 10 ms later
+        now[0] = NOW + 10;
+        assertThat(polled.claimDue(now[0], s -> false)).isEqualTo(0);
+        polled.record(0, NOW + 60_000, polled.stamp(0));
+        assertThat(polled.knownDue(0)).isEqualTo(NOW + 20);
+        // an emptied shard too (-1: nothing left), and a report earlier than the interval is kept as it is
+        polled.record(0, -1);
+        assertThat(polled.knownDue(0)).isEqualTo(NOW + 20);
+        polled.record(0, NOW + 13);
+        assertThat(polled.knownDue(0)).isEqualTo(NOW + 13);
+        assertThat(polled.knownDue(1)).as("the other shard is not polled").isEqualTo(NOW + 60_000);
+
+        // heard again: its pops' reports count as they are
+        polled.pollEvery(0, 0);
+        polled.record(0, NOW + 60_000);
+        assertThat(polled.knownDue(0)).isEqualTo(NOW + 60_000);
+        assertThat(polled.pollEveryMs(0)).isZero();
+
+        // the interval survives a change of width
+        polled.pollEvery(1, 10);
+        polled.ensureWidth(3);
+        polled.record(1, NOW + 60_000);
+        assertThat(polled.knownDue(1)).isEqualTo(now[0] + 10);
+    }
+
     private List<Integer> claimAll() {
         List<Integer> claimed = new ArrayList<>();
         for (int shard; (shard = schedule.claimDue(NOW, s -> false)) >= 0; ) {

@@ -12,6 +12,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -91,6 +92,19 @@ public final class KeyspaceWakeSource {
      * relay notices and polls instead.
      */
     static final Duration CHECK_INTERVAL = Duration.ofMillis(500);
+    /**
+     * A shard heard this often (notifications per second, averaged over each of {@link #BUSY_CHECKS} checks in a row,
+     * {@link #CHECK_INTERVAL} apart) is polled instead: its channel is unsubscribed and the workers pop it every {@link #BUSY_POLL} whatever its pops report.
+     * A notification costs the relay a wake-up of its Redis event loop and Redis a write to this connection; at this
+     * rate the polls (most of which a due entry would have caused anyway) cost less.
+     */
+    static final int BUSY_PER_SECOND = 100;
+    /** Checks in a row a shard must be that busy: a burst of writes is heard (peeks are cheap for a burst). */
+    static final int BUSY_CHECKS = 2;
+    /** How often a busy shard (see {@link #BUSY_PER_SECOND}) is popped: the most a write that is due at once waits. */
+    static final Duration BUSY_POLL = Duration.ofMillis(10);
+    /** How long a busy shard stays polled before it is heard again for one check, to see whether it still is. */
+    static final Duration BUSY_RECHECK = Duration.ofSeconds(5);
     /** Checks between two reloads of a cluster's topology (to hear masters added since). */
     private static final int TOPOLOGY_EVERY_CHECKS = 20;
 
@@ -118,7 +132,27 @@ public final class KeyspaceWakeSource {
      * One business: its channels' common prefix (before the shard number), its peeks and the shards whose channels
      * are subscribed ({@code heard}, guarded by the source's lock).
      */
-    private record Subscription(ShardWakeups wakeups, byte[] channelPrefix, ShardPeeks peeks, BitSet heard) {
+    private record Subscription(
+            ShardWakeups wakeups,
+            byte[] channelPrefix,
+            ShardPeeks peeks,
+            BitSet heard,
+            AtomicIntegerArray notified,
+            int[] busyChecks,
+            BitSet busy,
+            long[] busySinceNanos) {
+
+        Subscription(ShardWakeups wakeups, byte[] channelPrefix, ShardPeeks peeks) {
+            this(
+                    wakeups,
+                    channelPrefix,
+                    peeks,
+                    new BitSet(),
+                    new AtomicIntegerArray(MAX_SHARDS),
+                    new int[MAX_SHARDS],
+                    new BitSet(),
+                    new long[MAX_SHARDS]);
+        }
 
         byte[][] channels(BitSet shards) {
             byte[][] channels = new byte[shards.cardinality()][];
@@ -207,6 +241,9 @@ public final class KeyspaceWakeSource {
      */
     private void recheck() {
         try {
+            // busy shards are polled instead of heard (and heard again now and then, to see whether they still are)
+            long nowNanos = System.nanoTime();
+            subscriptions.forEach(s -> weighBusy(s, nowNanos));
             // a share also changes without a renewal (after a whole seat TTL without one, every shard) and with the
             // shard count: this is the bound on how late the channels follow it
             subscriptions.forEach(this::heedShare);
@@ -355,8 +392,8 @@ public final class KeyspaceWakeSource {
                 System::nanoTime);
         String prefix = keys.shard(0);
         prefix = prefix.substring(0, prefix.length() - 1);
-        Subscription s = new Subscription(
-                wakeups, DelayQueueKeys.bytes("__keyspace@" + database() + "__:" + prefix), peeks, new BitSet());
+        Subscription s =
+                new Subscription(wakeups, DelayQueueKeys.bytes("__keyspace@" + database() + "__:" + prefix), peeks);
         subscriptions.add(s);
         heedShare(s);
     }
@@ -378,8 +415,17 @@ public final class KeyspaceWakeSource {
         if (pubSub == null || !subscriptions.contains(s)) {
             return;
         }
-        BitSet wanted = s.wakeups().ownedShards();
-        wanted.clear(MAX_SHARDS, Math.max(MAX_SHARDS, wanted.length()));
+        BitSet owned = s.wakeups().ownedShards();
+        owned.clear(MAX_SHARDS, Math.max(MAX_SHARDS, owned.length()));
+        // a busy shard that is no longer this instance's is no longer polled here either
+        BitSet released = (BitSet) s.busy().clone();
+        released.andNot(owned);
+        for (int shard = released.nextSetBit(0); shard >= 0; shard = released.nextSetBit(shard + 1)) {
+            s.busy().clear(shard);
+            s.wakeups().pollEvery(shard, 0);
+        }
+        BitSet wanted = (BitSet) owned.clone();
+        wanted.andNot(s.busy());
         BitSet added = (BitSet) wanted.clone();
         added.andNot(s.heard());
         BitSet dropped = (BitSet) s.heard().clone();
@@ -391,7 +437,50 @@ public final class KeyspaceWakeSource {
         if (!added.isEmpty()) {
             subscribe(s.channels(added));
             s.heard().or(added);
+            // heard again (its subscription is confirmed): popped as its pops report, and swept once (subscribed)
+            for (int shard = added.nextSetBit(0); shard >= 0; shard = added.nextSetBit(shard + 1)) {
+                s.wakeups().pollEvery(shard, 0);
+            }
         }
+    }
+
+    /**
+     * Marks the heard shards notified at least {@link #BUSY_PER_SECOND} times a second in each of the last
+     * {@link #BUSY_CHECKS} checks busy (the
+     * workers poll them from now on, before their channels are unsubscribed by {@link #heedShare}), and the shards
+     * busy for {@link #BUSY_RECHECK} heard again for a check, to see whether they still are.
+     */
+    private synchronized void weighBusy(Subscription s, long nowNanos) {
+        if (!active) {
+            return;
+        }
+        long busyAt = BUSY_PER_SECOND * CHECK_INTERVAL.toMillis() / 1000;
+        for (int shard = s.heard().nextSetBit(0); shard >= 0; shard = s.heard().nextSetBit(shard + 1)) {
+            boolean busyNow = s.notified().getAndSet(shard, 0) >= busyAt;
+            s.busyChecks()[shard] = busyNow ? s.busyChecks()[shard] + 1 : 0;
+            if (s.busyChecks()[shard] >= BUSY_CHECKS) {
+                s.busyChecks()[shard] = 0;
+                s.busy().set(shard);
+                s.busySinceNanos()[shard] = nowNanos;
+                s.wakeups().pollEvery(shard, BUSY_POLL.toMillis());
+            }
+        }
+        for (int shard = s.busy().nextSetBit(0); shard >= 0; shard = s.busy().nextSetBit(shard + 1)) {
+            if (nowNanos - s.busySinceNanos()[shard] >= BUSY_RECHECK.toNanos()) {
+                s.busy().clear(shard);
+                s.notified().set(shard, 0);
+            }
+        }
+    }
+
+    /** The shards of {@code wakeups} polled instead of heard because they are busy (tests). */
+    synchronized BitSet busy(ShardWakeups wakeups) {
+        for (Subscription s : subscriptions) {
+            if (s.wakeups() == wakeups) {
+                return (BitSet) s.busy().clone();
+            }
+        }
+        return new BitSet();
     }
 
     /** Stops hearing the shard keys of the business behind {@code wakeups}. */
@@ -474,13 +563,15 @@ public final class KeyspaceWakeSource {
 
         @Override
         public void message(byte[] channel, byte[] event) {
-            if (!Arrays.equals(ZADD, event) && !Arrays.equals(ZINCR, event)) {
-                return;
-            }
+            boolean write = Arrays.equals(ZADD, event) || Arrays.equals(ZINCR, event);
             for (Subscription s : subscriptions) {
                 int shard = shardOf(channel, s.channelPrefix(), s.peeks().maxShards());
                 if (shard >= 0) {
-                    s.peeks().notified(shard);
+                    // every notification counts towards busy (each costs a wake-up); only writes are peeked
+                    s.notified().incrementAndGet(shard);
+                    if (write) {
+                        s.peeks().notified(shard);
+                    }
                     return;
                 }
             }

@@ -28,6 +28,13 @@ public interface ShardWakeups {
     boolean popsWithin(int shard, long ms);
 
     /**
+     * The wake-up source stops hearing {@code shard} (its notifications cost more than polling it: it is written that
+     * often) and the workers pop it at least every {@code everyMs} instead, whatever its pops report; 0: it is heard
+     * again, and popped as its pops report.
+     */
+    void pollEvery(int shard, long everyMs);
+
+    /**
      * The shards of the business's scan width this instance pops now (its share in the fleet's division): the keyspace
      * notifications of these, and only these, are heard, so the fleet's decode cost does not grow with its size.
      */

@@ -1,0 +1,147 @@
+package io.delayrelay.app;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A shard written more than 100 times a second is polled every 10 ms instead of heard: its keyspace channel is
+ * unsubscribed (each notification costs the relay a wake-up and Redis a write), an entry written there due at once
+ * is still picked up within milliseconds, and once the writes stop the shard is heard again within the recheck
+ * interval (5 s). max-idle and the safety sweep are 10 minutes, so only a notification or the busy poll can make an
+ * entry written after the start-up sweep arrive. The test turns notify-keyspace-events Kz on in the shared Redis for
+ * its run and puts back what it found.
+ */
+class KeyspaceBusyShardTest {
+
+    static final int SHARDS = 4;
+    /** A write due now to a polled shard arrives within this on a loaded 2-core box (the poll is every 10 ms). */
+    static final Duration PICK_UP = Duration.ofSeconds(1);
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private String notifyBefore;
+
+    @BeforeEach
+    void keyspaceNotificationsOn() {
+        try (RedisConnection c = kit.redis()) {
+            notifyBefore =
+                    c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events", "");
+            c.serverCommands().setConfig("notify-keyspace-events", "Kz");
+        }
+    }
+
+    @AfterEach
+    void cleanUp() {
+        if (notifyBefore != null) {
+            try (RedisConnection c = kit.redis()) {
+                c.serverCommands().setConfig("notify-keyspace-events", notifyBefore);
+            }
+        }
+        kit.close();
+    }
+
+    @Test
+    void aBusyShardIsPolledInsteadOfHeardAndHeardAgainOnceItCalmsDown() throws Exception {
+        String business = kit.business("kbusy");
+        String exchange = kit.exchange("kbusy");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        Map<String, Object> p = RelayTestKit.business(
+                kit.baseProperties(), business, exchange, "due", "shards", SHARDS, "max-idle", "10m");
+        p.put("relay.wake.safety-sweep", "10m");
+        kit.startRelay(p);
+        await("every shard heard")
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> subscribers(keys, 0) == 1 && subscribers(keys, 1) == 1);
+
+        // shard 0 written ~400 times a second, entries due in an hour (nothing to deliver)
+        AtomicBoolean writing = new AtomicBoolean(true);
+        AtomicLong written = new AtomicLong();
+        Thread writer = new Thread(() -> {
+            byte[] key = keys.shard(0).getBytes(StandardCharsets.UTF_8);
+            try (RedisConnection c = kit.redis()) {
+                double due = System.currentTimeMillis() + 3_600_000.0;
+                while (writing.get()) {
+                    c.zSetCommands()
+                            .zAdd(key, due, ("far-" + written.incrementAndGet()).getBytes(StandardCharsets.UTF_8));
+                    LockSupport.parkNanos(2_500_000);
+                }
+            }
+        });
+        writer.start();
+        try {
+            await("shard 0 polled: its channel unsubscribed")
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> subscribers(keys, 0) == 0);
+            assertThat(subscribers(keys, 1)).as("a quiet shard is still heard").isEqualTo(1);
+
+            String busy = zaddDueNow(keys, 0, "due now on the busy shard");
+            List<Received> first = RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
+            assertThat(first).extracting(Received::text).containsExactly(busy);
+            assertPickedUpWithinBound(first);
+            assertThat(subscribers(keys, 0)).as("still polled while it is busy").isZero();
+        } finally {
+            writing.set(false);
+            writer.join();
+        }
+        assertThat(written.get()).as("writes that made it busy").isGreaterThan(200);
+
+        // calm again: heard within the recheck interval (5 s) plus a check
+        await("shard 0 heard again").atMost(Duration.ofSeconds(8)).until(() -> subscribers(keys, 0) == 1);
+        String calm = zaddDueNow(keys, 0, "due now once heard again");
+        List<Received> second = RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(second).extracting(Received::text).containsExactly(calm);
+        assertPickedUpWithinBound(second);
+        try (RedisConnection c = kit.redis()) {
+            assertThat(c.zSetCommands().zCard(keys.shard(0).getBytes(StandardCharsets.UTF_8)))
+                    .as("the far-future entries are all still scheduled")
+                    .isEqualTo(written.get());
+        }
+    }
+
+    private String zaddDueNow(DelayQueueKeys keys, int shard, String text) {
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands()
+                    .zAdd(
+                            keys.shard(shard).getBytes(StandardCharsets.UTF_8),
+                            c.serverCommands().time(),
+                            text.getBytes(StandardCharsets.UTF_8));
+        }
+        return text;
+    }
+
+    private static void assertPickedUpWithinBound(List<Received> all) {
+        for (Received r : all) {
+            assertThat(r.header("x-delay-relayed-at") - r.header("x-delay-due-at"))
+                    .as("due -> relayed of %s", r.text())
+                    .isBetween(0L, PICK_UP.toMillis());
+        }
+    }
+
+    /** PUBSUB NUMSUB of a shard's keyspace channel (db 0, the shared Redis). */
+    private long subscribers(DelayQueueKeys keys, int shard) {
+        String channel = "__keyspace@0__:" + keys.shard(shard);
+        try (StatefulRedisConnection<String, String> c =
+                ((RedisClient) kit.redisFactory().getNativeClient()).connect()) {
+            return c.sync().pubsubNumsub(channel).get(channel);
+        }
+    }
+}
