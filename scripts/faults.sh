@@ -38,9 +38,12 @@ same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesT
     a new master while the relay moves and a producer cancels         (ColdMigratingSlotTest,
                                                                        ColdClusterReshardTest)
  13 cold tier: CLUSTER FAILOVER there and back during moves          (ColdClusterFailoverTest)
+ 14 pop-ahead (lead 250 ms): kill -9 of an exec-jar relay holding
+    entries popped ahead: none lost, none early, duplicates only of
+    what it held                                                      (LeadKillNineTest)
 
 Needs the local Redis (6379) and RabbitMQ (5672; scripts/services.sh up), redis-server, rabbitmqctl and
-rabbitmq-server. It never stops the shared servers. Takes about 13-17 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the
+rabbitmq-server. It never stops the shared servers. Takes about 14-18 minutes on 2 cores. Per-run relay logs: relay-app/target/faults/*.log, the
 cluster nodes' logs: relay-app/target/faults/rabbit-cluster/.
 USAGE
 }
