@@ -10,10 +10,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.support.KeyspaceNotifications;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -37,24 +36,16 @@ class KeyspaceBusyShardTest {
     static final Duration PICK_UP = Duration.ofSeconds(1);
 
     private final RelayTestKit kit = new RelayTestKit();
-    private String notifyBefore;
+    private final KeyspaceNotifications notifications = new KeyspaceNotifications(kit);
 
     @BeforeEach
     void keyspaceNotificationsOn() {
-        try (RedisConnection c = kit.redis()) {
-            notifyBefore =
-                    c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events", "");
-            c.serverCommands().setConfig("notify-keyspace-events", "Kz");
-        }
+        notifications.on();
     }
 
     @AfterEach
     void cleanUp() {
-        if (notifyBefore != null) {
-            try (RedisConnection c = kit.redis()) {
-                c.serverCommands().setConfig("notify-keyspace-events", notifyBefore);
-            }
-        }
+        notifications.restore();
         kit.close();
     }
 
@@ -118,30 +109,14 @@ class KeyspaceBusyShardTest {
     }
 
     private String zaddDueNow(DelayQueueKeys keys, int shard, String text) {
-        try (RedisConnection c = kit.redis()) {
-            c.zSetCommands()
-                    .zAdd(
-                            keys.shard(shard).getBytes(StandardCharsets.UTF_8),
-                            c.serverCommands().time(),
-                            text.getBytes(StandardCharsets.UTF_8));
-        }
-        return text;
+        return notifications.zaddDueNow(keys, shard, text);
     }
 
     private static void assertPickedUpWithinBound(List<Received> all) {
-        for (Received r : all) {
-            assertThat(r.header("x-delay-relayed-at") - r.header("x-delay-due-at"))
-                    .as("due -> relayed of %s", r.text())
-                    .isBetween(0L, PICK_UP.toMillis());
-        }
+        KeyspaceNotifications.assertPickedUpWithin(all, PICK_UP);
     }
 
-    /** PUBSUB NUMSUB of a shard's keyspace channel (db 0, the shared Redis). */
     private long subscribers(DelayQueueKeys keys, int shard) {
-        String channel = "__keyspace@0__:" + keys.shard(shard);
-        try (StatefulRedisConnection<String, String> c =
-                ((RedisClient) kit.redisFactory().getNativeClient()).connect()) {
-            return c.sync().pubsubNumsub(channel).get(channel);
-        }
+        return notifications.subscribers(keys, SHARDS).get(shard);
     }
 }

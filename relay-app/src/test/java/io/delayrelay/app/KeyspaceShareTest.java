@@ -1,10 +1,8 @@
 package io.delayrelay.app;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -12,15 +10,13 @@ import java.util.concurrent.BlockingQueue;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.support.KeyspaceNotifications;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.data.redis.connection.RedisConnection;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -40,26 +36,16 @@ class KeyspaceShareTest {
     static final Duration PICK_UP = Duration.ofSeconds(2);
 
     private final RelayTestKit kit = new RelayTestKit();
-
-    /** The shared Redis's notify-keyspace-events before the test (put back after it). */
-    private String notifyBefore;
+    private final KeyspaceNotifications notifications = new KeyspaceNotifications(kit);
 
     @BeforeEach
     void keyspaceNotificationsOn() {
-        try (RedisConnection c = kit.redis()) {
-            notifyBefore =
-                    c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events", "");
-            c.serverCommands().setConfig("notify-keyspace-events", "Kz");
-        }
+        notifications.on();
     }
 
     @AfterEach
     void cleanUp() {
-        if (notifyBefore != null) {
-            try (RedisConnection c = kit.redis()) {
-                c.serverCommands().setConfig("notify-keyspace-events", notifyBefore);
-            }
-        }
+        notifications.restore();
         kit.close();
     }
 
@@ -117,40 +103,15 @@ class KeyspaceShareTest {
         return p;
     }
 
-    /** Writes a plain ZADD (no relay-api wake-up) due now; returns its text. */
     private String zaddDueNow(DelayQueueKeys keys, int shard, String text) {
-        try (RedisConnection c = kit.redis()) {
-            c.zSetCommands()
-                    .zAdd(
-                            keys.shard(shard).getBytes(StandardCharsets.UTF_8),
-                            c.serverCommands().time(),
-                            text.getBytes(StandardCharsets.UTF_8));
-        }
-        return text;
+        return notifications.zaddDueNow(keys, shard, text);
     }
 
     private static void assertPickedUpWithinBound(List<Received> all) {
-        for (Received r : all) {
-            assertThat(r.header("x-delay-relayed-at") - r.header("x-delay-due-at"))
-                    .as("due -> relayed of %s", r.text())
-                    .isBetween(0L, PICK_UP.toMillis());
-        }
+        KeyspaceNotifications.assertPickedUpWithin(all, PICK_UP);
     }
 
-    /** PUBSUB NUMSUB of every shard's keyspace channel (db 0, the shared Redis). */
     private Map<Integer, Long> subscribers(DelayQueueKeys keys) {
-        String[] channels = new String[SHARDS];
-        for (int shard = 0; shard < SHARDS; shard++) {
-            channels[shard] = "__keyspace@0__:" + keys.shard(shard);
-        }
-        Map<Integer, Long> counts = new HashMap<>();
-        try (StatefulRedisConnection<String, String> c =
-                ((RedisClient) kit.redisFactory().getNativeClient()).connect()) {
-            Map<String, Long> numsub = c.sync().pubsubNumsub(channels);
-            for (int shard = 0; shard < SHARDS; shard++) {
-                counts.put(shard, numsub.get(channels[shard]));
-            }
-        }
-        return counts;
+        return notifications.subscribers(keys, SHARDS);
     }
 }
