@@ -2,6 +2,7 @@ package io.delayrelay.app.config;
 
 import java.util.List;
 import java.util.Map;
+import javax.net.ssl.SSLSocketFactory;
 
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.BatchPublisher;
@@ -11,6 +12,7 @@ import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.engine.amqp.AmqpBatchPublisher;
+import io.delayrelay.app.engine.amqp.CoalescingSocketFactory;
 import io.delayrelay.app.engine.cold.ColdMover;
 import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
@@ -19,6 +21,7 @@ import io.lettuce.core.metrics.CommandLatencyRecorder;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.amqp.autoconfigure.ConnectionFactoryCustomizer;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -54,6 +57,22 @@ public class RelayAutoConfiguration {
     @ConditionalOnMissingBean(name = "relayLettuceLatencyRecorderOff")
     public ClientResourcesBuilderCustomizer relayLettuceLatencyRecorderOff() {
         return builder -> builder.commandLatencyRecorder(CommandLatencyRecorder.disabled());
+    }
+
+    /**
+     * The broker connection's plain sockets let a worker send a batch's publishes in one socket write
+     * ({@link CoalescingSocketFactory}); amqp-client writes each publish on its own. TLS connections keep their socket
+     * factory. {@code relay.coalesce-writes=false} turns it off.
+     */
+    @Bean
+    @ConditionalOnMissingBean(name = "relayRabbitCoalescedWrites")
+    @ConditionalOnProperty(prefix = "relay", name = "coalesce-writes", matchIfMissing = true)
+    public ConnectionFactoryCustomizer relayRabbitCoalescedWrites() {
+        return factory -> {
+            if (!factory.isSSL() && !(factory.getSocketFactory() instanceof SSLSocketFactory)) {
+                factory.setSocketFactory(new CoalescingSocketFactory());
+            }
+        };
     }
 
     @Bean

@@ -60,6 +60,12 @@ public class RelayProperties {
     /** Whether start-up fails when a business's exchange does not exist (and it does not declare it). */
     private boolean verifyExchanges = true;
 
+    /**
+     * Whether a worker's batch of publishes goes to the broker in one socket write (one per 64 KB) instead of one
+     * per message; plain connections only (TLS keeps its own sockets).
+     */
+    private boolean coalesceWrites = true;
+
     /** How workers learn of new entries besides the relay-api's wake-ups: {@code relay.wake.*}. */
     private Wake wake = new Wake();
 
@@ -147,6 +153,14 @@ public class RelayProperties {
 
     public void setStartRetry(Duration startRetry) {
         this.startRetry = startRetry;
+    }
+
+    public boolean isCoalesceWrites() {
+        return coalesceWrites;
+    }
+
+    public void setCoalesceWrites(boolean coalesceWrites) {
+        this.coalesceWrites = coalesceWrites;
     }
 
     public boolean isVerifyExchanges() {

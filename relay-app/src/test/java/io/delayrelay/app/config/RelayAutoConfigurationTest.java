@@ -8,6 +8,7 @@ import io.delayrelay.app.engine.PublishOutcome;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.engine.amqp.CoalescingSocketFactory;
 import io.delayrelay.app.metrics.BacklogSampler;
 import io.delayrelay.app.metrics.MicrometerRelayEvents;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
@@ -19,6 +20,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
+import org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
@@ -151,5 +153,50 @@ class RelayAutoConfigurationTest {
             assertThat(context).hasSingleBean(RedisConnectionFactory.class);
             assertThat(context).hasSingleBean(ConnectionFactory.class);
         });
+    }
+
+    /**
+     * The broker connection Spring Boot builds gets the relay's coalescing sockets; {@code relay.coalesce-writes=false}
+     * keeps amqp-client's own, and a TLS connection keeps its TLS socket factory.
+     */
+    @Test
+    void theBrokerConnectionSendsABatchInOneWriteUnlessTurnedOffOrTls() throws Exception {
+        ApplicationContextRunner boot = new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(RabbitAutoConfiguration.class, RelayAutoConfiguration.class))
+                .withUserConfiguration(RedisOnly.class)
+                .withPropertyValues(
+                        "spring.rabbitmq.host=" + TestServices.rabbit().host(),
+                        "spring.rabbitmq.port=" + TestServices.rabbit().port());
+        boot.run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context.getBean(CachingConnectionFactory.class)
+                            .getRabbitConnectionFactory()
+                            .getSocketFactory())
+                    .isInstanceOf(CoalescingSocketFactory.class);
+        });
+        boot.withPropertyValues("relay.coalesce-writes=false").run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context).doesNotHaveBean("relayRabbitCoalescedWrites");
+            // amqp-client's own default (none set: it uses SocketFactory.getDefault())
+            assertThat(context.getBean(CachingConnectionFactory.class)
+                            .getRabbitConnectionFactory()
+                            .getSocketFactory())
+                    .isNull();
+        });
+
+        com.rabbitmq.client.ConnectionFactory tls = new com.rabbitmq.client.ConnectionFactory();
+        tls.useSslProtocol();
+        javax.net.SocketFactory before = tls.getSocketFactory();
+        new RelayAutoConfiguration().relayRabbitCoalescedWrites().customize(tls);
+        assertThat(tls.getSocketFactory()).isSameAs(before).isInstanceOf(javax.net.ssl.SSLSocketFactory.class);
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class RedisOnly {
+        @Bean
+        LettuceConnectionFactory redisConnectionFactory() {
+            TestServices.Endpoint redis = TestServices.redis();
+            return new LettuceConnectionFactory(new RedisStandaloneConfiguration(redis.host(), redis.port()));
+        }
     }
 }

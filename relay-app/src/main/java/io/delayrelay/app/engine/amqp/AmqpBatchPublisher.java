@@ -79,68 +79,75 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         PublishChannel channel = null;
         int early = 0;
         PublishTracing.PublishSpan[] spans = null;
-        for (int i = 0; i < batch.size(); i++) {
-            DueMessage message = batch.get(i);
-            AmqpMessageBuilder.Built built;
-            try {
-                built = messages.build(spec, message);
-            } catch (AmqpMessageBuilder.InvalidMessageException e) {
-                pending.complete(
-                        i,
-                        PublishOutcome.rejected(
-                                PublishOutcome.Cause.INVALID_MESSAGE, "cannot be published: " + e.getMessage()));
-                continue;
-            } catch (RuntimeException e) {
-                pending.complete(
-                        i,
-                        PublishOutcome.failed(
-                                PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
-                                "building the message failed: " + Exceptions.rootMessage(e)));
-                continue;
-            }
-            if (built.early(message)) {
-                early++;
-            }
-            if (tracing != PublishTracing.NONE && !message.headers().isEmpty()) {
-                PublishTracing.PublishSpan span = startSpan(spec, message, built.routingKey());
-                if (span != null) {
-                    spans = spans == null ? new PublishTracing.PublishSpan[batch.size()] : spans;
-                    spans[i] = span;
+        // the batch's frames go out together when the loop ends (one socket write per 64 KB), not one per message
+        CoalescingSocketFactory.Wave wave = CoalescingSocketFactory.wave();
+        try {
+            for (int i = 0; i < batch.size(); i++) {
+                DueMessage message = batch.get(i);
+                AmqpMessageBuilder.Built built;
+                try {
+                    built = messages.build(spec, message);
+                } catch (AmqpMessageBuilder.InvalidMessageException e) {
+                    pending.complete(
+                            i,
+                            PublishOutcome.rejected(
+                                    PublishOutcome.Cause.INVALID_MESSAGE, "cannot be published: " + e.getMessage()));
+                    continue;
+                } catch (RuntimeException e) {
+                    pending.complete(
+                            i,
+                            PublishOutcome.failed(
+                                    PublishOutcome.Cause.MESSAGE_BUILD_FAILED,
+                                    "building the message failed: " + Exceptions.rootMessage(e)));
+                    continue;
+                }
+                if (built.early(message)) {
+                    early++;
+                }
+                if (tracing != PublishTracing.NONE && !message.headers().isEmpty()) {
+                    PublishTracing.PublishSpan span = startSpan(spec, message, built.routingKey());
+                    if (span != null) {
+                        spans = spans == null ? new PublishTracing.PublishSpan[batch.size()] : spans;
+                        spans[i] = span;
+                    }
+                }
+                PublishOutcome closed = channel == null ? null : channel.closedOutcome();
+                if (closed != null && closed.cause() != PublishOutcome.Cause.CHANNEL_CLOSED) {
+                    // The broker closed the channel over this batch (missing exchange, refused write): a new channel
+                    // would fare no better, so the rest of the batch shares that outcome.
+                    for (int j = i; j < batch.size(); j++) {
+                        pending.complete(j, closed);
+                    }
+                    break;
+                }
+                try {
+                    if (channel == null || !channel.usable()) {
+                        channel = channel(timeoutMs);
+                    }
+                    channel.publish(
+                            spec.exchange(), built.routingKey(), built.properties(), built.body(), pending, i, wave);
+                } catch (IllegalArgumentException e) {
+                    // amqp-client refused this message before writing a frame (e.g. headers over the frame size):
+                    // it never will take it; the channel retired itself if its numbering moved.
+                    pending.complete(
+                            i,
+                            PublishOutcome.rejected(
+                                    PublishOutcome.Cause.INVALID_MESSAGE,
+                                    "cannot be published: " + Exceptions.rootMessage(e)));
+                } catch (IOException | AlreadyClosedException | AmqpException e) {
+                    PublishOutcome closedNow = channel == null ? null : channel.closedOutcome();
+                    PublishOutcome rest = closedNow != null && closedNow.cause() != PublishOutcome.Cause.CHANNEL_CLOSED
+                            ? closedNow
+                            : PublishOutcome.notSent(
+                                    PublishOutcome.Cause.SEND_FAILED, "send failed: " + Exceptions.rootMessage(e));
+                    for (int j = i; j < batch.size(); j++) {
+                        pending.complete(j, rest);
+                    }
+                    break;
                 }
             }
-            PublishOutcome closed = channel == null ? null : channel.closedOutcome();
-            if (closed != null && closed.cause() != PublishOutcome.Cause.CHANNEL_CLOSED) {
-                // The broker closed the channel over this batch (missing exchange, refused write): a new channel
-                // would fare no better, so the rest of the batch shares that outcome.
-                for (int j = i; j < batch.size(); j++) {
-                    pending.complete(j, closed);
-                }
-                break;
-            }
-            try {
-                if (channel == null || !channel.usable()) {
-                    channel = channel(timeoutMs);
-                }
-                channel.publish(spec.exchange(), built.routingKey(), built.properties(), built.body(), pending, i);
-            } catch (IllegalArgumentException e) {
-                // amqp-client refused this message before writing a frame (e.g. headers over the frame size):
-                // it never will take it; the channel retired itself if its numbering moved.
-                pending.complete(
-                        i,
-                        PublishOutcome.rejected(
-                                PublishOutcome.Cause.INVALID_MESSAGE,
-                                "cannot be published: " + Exceptions.rootMessage(e)));
-            } catch (IOException | AlreadyClosedException | AmqpException e) {
-                PublishOutcome closedNow = channel == null ? null : channel.closedOutcome();
-                PublishOutcome rest = closedNow != null && closedNow.cause() != PublishOutcome.Cause.CHANNEL_CLOSED
-                        ? closedNow
-                        : PublishOutcome.notSent(
-                                PublishOutcome.Cause.SEND_FAILED, "send failed: " + Exceptions.rootMessage(e));
-                for (int j = i; j < batch.size(); j++) {
-                    pending.complete(j, rest);
-                }
-                break;
-            }
+        } finally {
+            wave.close();
         }
         if (early > 0) {
             reportEarly(spec, batch.get(0).shard(), early);

@@ -74,7 +74,8 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
 
     /**
      * Publishes one persistent, mandatory message and books its confirm as message {@code index} of {@code batch}.
-     * Throws what {@code basicPublish} throws; the booking is withdrawn then.
+     * Throws what {@code basicPublish} throws; the booking is withdrawn then. Its frames are held until {@code wave}
+     * ends when the connection's sockets come from {@link CoalescingSocketFactory}.
      */
     void publish(
             String exchange,
@@ -82,12 +83,13 @@ final class PublishChannel implements ConfirmListener, ReturnListener, ShutdownL
             AMQP.BasicProperties properties,
             byte[] body,
             PendingBatch batch,
-            int index)
+            int index,
+            CoalescingSocketFactory.Wave wave)
             throws IOException {
         long sequence = channel.getNextPublishSeqNo();
         bookings.put(sequence, new Booking(batch, index, properties.getMessageId()));
         try {
-            channel.basicPublish(exchange, routingKey, true, properties, body);
+            wave.defer(() -> channel.basicPublish(exchange, routingKey, true, properties, body));
         } catch (IOException | RuntimeException e) {
             bookings.remove(sequence);
             if (channel.getNextPublishSeqNo() != sequence && channel.isOpen()) {
