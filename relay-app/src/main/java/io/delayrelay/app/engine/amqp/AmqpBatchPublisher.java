@@ -1,13 +1,16 @@
 package io.delayrelay.app.engine.amqp;
 
 import java.io.IOException;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.rabbitmq.client.AlreadyClosedException;
 import io.delayrelay.app.engine.BatchPublisher;
@@ -40,11 +43,19 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     private final AmqpMessageBuilder messages;
     private final Map<Thread, PublishChannel> channels = new ConcurrentHashMap<>();
     /**
-     * One thread for every batch's confirm timeout, cancelled when the batch is confirmed. (Not
-     * CompletableFuture.delayedExecutor: on a machine with fewer than 3 cores its default executor starts a new
-     * thread for every task, here one per batch.)
+     * How often the batches awaiting confirms are looked at for their publish timeout, while any is awaiting: a timeout
+     * fires up to this much after it is due. (One timer task per batch, scheduled and cancelled, woke the timer thread
+     * for almost every batch: a confirm usually comes within milliseconds, so each new task was the queue's first.)
      */
+    static final long CONFIRM_SWEEP_MS = 50;
+
+    /** The sweep of the batches awaiting confirms; not CompletableFuture.delayedExecutor (a thread per task below 3 cores). */
     private final ScheduledThreadPoolExecutor confirmTimeouts = confirmTimeouts();
+
+    private record Awaiting(PendingBatch pending, long deadlineNanos, PublishChannel channel) {}
+
+    private final ConcurrentLinkedQueue<Awaiting> awaiting = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean sweeping = new AtomicBoolean();
 
     private final RelayEvents events;
     private final PublishTracing tracing;
@@ -156,22 +167,52 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             endSpans(spec, spans, pending);
         }
         if (!pending.isDone()) {
-            PublishChannel used = channel;
-            ScheduledFuture<?> timeout = confirmTimeouts.schedule(
-                    () -> {
-                        if (!pending.isDone()) {
-                            pending.completeRest(
-                                    PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
-                            if (used != null) {
-                                used.forget(pending);
-                            }
-                        }
-                    },
-                    timeoutMs,
-                    TimeUnit.MILLISECONDS);
-            pending.future().whenComplete((outcomes, error) -> timeout.cancel(false));
+            awaitConfirms(pending, timeoutMs, channel);
         }
         return pending.future();
+    }
+
+    /** Watches a published batch until its confirms are in, failing the rest at its publish timeout. */
+    private void awaitConfirms(PendingBatch pending, long timeoutMs, PublishChannel channel) {
+        awaiting.add(new Awaiting(pending, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs), channel));
+        if (sweeping.compareAndSet(false, true)) {
+            scheduleSweep();
+        }
+    }
+
+    private void scheduleSweep() {
+        try {
+            confirmTimeouts.schedule(this::sweepConfirms, CONFIRM_SWEEP_MS, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // shut down: the channels close and settle what they hold
+            sweeping.set(false);
+        }
+    }
+
+    private void sweepConfirms() {
+        long now = System.nanoTime();
+        for (Iterator<Awaiting> it = awaiting.iterator(); it.hasNext(); ) {
+            Awaiting batch = it.next();
+            if (batch.pending().isDone()) {
+                it.remove();
+            } else if (now - batch.deadlineNanos() >= 0) {
+                it.remove();
+                batch.pending()
+                        .completeRest(PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
+                if (batch.channel() != null) {
+                    batch.channel().forget(batch.pending());
+                }
+            }
+        }
+        if (!awaiting.isEmpty()) {
+            scheduleSweep();
+            return;
+        }
+        sweeping.set(false);
+        // a batch added between the emptiness check and the flag's reset found the flag still set
+        if (!awaiting.isEmpty() && sweeping.compareAndSet(false, true)) {
+            scheduleSweep();
+        }
     }
 
     private PublishTracing.PublishSpan startSpan(BusinessSpec spec, DueMessage message, String routingKey) {
