@@ -38,8 +38,9 @@ public final class BusinessRelay implements ShardWakeups {
     /** Whether the division's gauges were set once. */
     private boolean reported;
     /**
-     * Guards a shard's poll interval and the polled count reported after it (not this relay's monitor: the wake-up
-     * source calls {@link #pollEvery} under its own lock, and a seat renewal holds this one while it calls the source).
+     * Guards a shard's poll interval and the polled count reported after it, so the last count reported is the one in
+     * force. Not this relay's monitor: a seat renewal holds that across its Redis calls, and the wake-up source calls
+     * {@link #pollEvery} under its own lock on its check thread, which must not wait for Redis.
      */
     private final Object polledLock = new Object();
     /** The polled-shard count last reported (the gauge starts at 0). */

@@ -213,9 +213,10 @@ class FleetWakeIT {
                 .extracting(Received::text)
                 .containsExactlyInAnyOrder("due now on a's busy shard", "due now on b's busy shard");
         assertPickedUpWithinBound(dueNow);
+        // busy takes two checks (500 ms apart) of at least 50 notifications each, on each shard
         assertThat(written.get())
                 .as("far-future writes that made the shards busy")
-                .isGreaterThan(600);
+                .isGreaterThanOrEqualTo(200);
 
         // quiet again: heard within the recheck interval (5 s) plus a check
         await("both busy shards heard again")
