@@ -10,12 +10,15 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.KeyspaceNotifications;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -25,7 +28,8 @@ import static org.awaitility.Awaitility.await;
  * A shard written more than 100 times a second is polled every 10 ms instead of heard: its keyspace channel is
  * unsubscribed (each notification costs the relay a wake-up and Redis a write), an entry written there due at once
  * is still picked up within milliseconds, and once the writes stop the shard is heard again within the recheck
- * interval (5 s). max-idle and the safety sweep are 10 minutes, so only a notification or the busy poll can make an
+ * interval (5 s). The {@code delay.relay.shards.polled} gauge reads 1 while it is polled and 0 once it is heard
+ * again. max-idle and the safety sweep are 10 minutes, so only a notification or the busy poll can make an
  * entry written after the start-up sweep arrive. The test turns notify-keyspace-events Kz on in the shared Redis for
  * its run and puts back what it found.
  */
@@ -58,10 +62,14 @@ class KeyspaceBusyShardTest {
         Map<String, Object> p = RelayTestKit.business(
                 kit.baseProperties(), business, exchange, "due", "shards", SHARDS, "max-idle", "10m");
         p.put("relay.wake.safety-sweep", "10m");
-        kit.startRelay(p);
+        ConfigurableApplicationContext relay = kit.startRelay(p);
+        MeterRegistry meters = relay.getBean(MeterRegistry.class);
         await("every shard heard")
                 .atMost(Duration.ofSeconds(5))
                 .until(() -> subscribers(keys, 0) == 1 && subscribers(keys, 1) == 1);
+        assertThat(polled(meters, business))
+                .as("no shard polled while all are quiet")
+                .isEqualTo(0.0);
 
         // shard 0 written ~400 times a second, entries due in an hour (nothing to deliver)
         AtomicBoolean writing = new AtomicBoolean(true);
@@ -83,12 +91,19 @@ class KeyspaceBusyShardTest {
                     .atMost(Duration.ofSeconds(5))
                     .until(() -> subscribers(keys, 0) == 0);
             assertThat(subscribers(keys, 1)).as("a quiet shard is still heard").isEqualTo(1);
+            // polled (the gauge set) before its channel is unsubscribed: exactly 1 by now
+            assertThat(polled(meters, business))
+                    .as("shards polled: the busy one")
+                    .isEqualTo(1.0);
 
             String busy = zaddDueNow(keys, 0, "due now on the busy shard");
             List<Received> first = RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
             assertThat(first).extracting(Received::text).containsExactly(busy);
             assertPickedUpWithinBound(first);
             assertThat(subscribers(keys, 0)).as("still polled while it is busy").isZero();
+            assertThat(polled(meters, business))
+                    .as("shards polled while it is busy")
+                    .isEqualTo(1.0);
         } finally {
             writing.set(false);
             writer.join();
@@ -97,6 +112,10 @@ class KeyspaceBusyShardTest {
 
         // calm again: heard within the recheck interval (5 s) plus a check
         await("shard 0 heard again").atMost(Duration.ofSeconds(8)).until(() -> subscribers(keys, 0) == 1);
+        // its channel is subscribed just before its poll interval is cleared: the gauge follows within a moment
+        await("no shard polled once it is heard again")
+                .atMost(Duration.ofSeconds(1))
+                .untilAsserted(() -> assertThat(polled(meters, business)).isEqualTo(0.0));
         String calm = zaddDueNow(keys, 0, "due now once heard again");
         List<Received> second = RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300));
         assertThat(second).extracting(Received::text).containsExactly(calm);
@@ -106,6 +125,14 @@ class KeyspaceBusyShardTest {
                     .as("the far-future entries are all still scheduled")
                     .isEqualTo(written.get());
         }
+    }
+
+    /** The business's polled-shards gauge ({@code delay_relay_shards_polled}). */
+    private static double polled(MeterRegistry meters, String business) {
+        return meters.get(RelayMeterNames.SHARDS_POLLED)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .gauge()
+                .value();
     }
 
     private String zaddDueNow(DelayQueueKeys keys, int shard, String text) {

@@ -37,6 +37,14 @@ public final class BusinessRelay implements ShardWakeups {
     private int seatFailures;
     /** Whether the division's gauges were set once. */
     private boolean reported;
+    /**
+     * Guards a shard's poll interval and the polled count reported after it, so the last count reported is the one in
+     * force. Not this relay's monitor: a seat renewal holds that across its Redis calls, and the wake-up source calls
+     * {@link #pollEvery} under its own lock on its check thread, which must not wait for Redis.
+     */
+    private final Object polledLock = new Object();
+    /** The polled-shard count last reported (the gauge starts at 0). */
+    private int reportedPolled;
 
     /** A business relay that pops every shard (no division across the fleet). */
     BusinessRelay(
@@ -247,9 +255,22 @@ public final class BusinessRelay implements ShardWakeups {
 
     @Override
     public void pollEvery(int shard, long everyMs) {
-        schedule.pollEvery(shard, everyMs);
+        synchronized (polledLock) {
+            schedule.pollEvery(shard, everyMs);
+            reportPolled();
+        }
         if (everyMs > 0) {
             signal.wake(shard, clock.nowMs() + everyMs);
+        }
+    }
+
+    /** Reports how many shards are polled now (the gauge); under {@link #polledLock}, so the last count wins. */
+    private void reportPolled() {
+        int polled = schedule.polledCount();
+        if (polled != reportedPolled) {
+            reportedPolled = polled;
+            BusinessSpec spec = state.spec();
+            events.emit(spec, -1, e -> e.shardsPolled(spec, polled));
         }
     }
 
@@ -352,7 +373,11 @@ public final class BusinessRelay implements ShardWakeups {
 
     /** Workers follow a new scan width or pause at once, even those asleep, and look at every shard again. */
     private void stateChanged() {
-        schedule.ensureWidth(state.scanWidth());
+        synchronized (polledLock) {
+            schedule.ensureWidth(state.scanWidth());
+            // fewer shards: those polled beyond the new width are no longer
+            reportPolled();
+        }
         sweepAll();
     }
 }

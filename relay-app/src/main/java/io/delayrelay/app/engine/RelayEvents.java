@@ -74,6 +74,13 @@ public interface RelayEvents {
     default void divisionChanged(BusinessSpec spec, int owned, int seats) {}
 
     /**
+     * How many of this instance's shards of the business are polled now instead of heard: written so often (at least
+     * 100 keyspace notifications a second) that the wake-up source unsubscribed their channels and the workers pop
+     * them every few ms; 0 once every shard is heard again (or handed over to another instance).
+     */
+    default void shardsPolled(BusinessSpec spec, int polled) {}
+
+    /**
      * The cold tier moved entries of a shard: {@code direction} {@code demoted} (hot to cold), {@code promoted} (cold
      * back to hot) or {@code skipped} (found cancelled or scheduled again at promotion).
      */

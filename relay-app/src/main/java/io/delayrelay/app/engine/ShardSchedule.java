@@ -124,6 +124,18 @@ final class ShardSchedule {
         return shard >= 0 && shard < polls.length() ? polls.get(shard) : 0;
     }
 
+    /** How many shards are popped whatever their pops report ({@link #pollEvery} above 0). */
+    int polledCount() {
+        AtomicLongArray polls = pollEveryMs;
+        int polled = 0;
+        for (int i = 0; i < polls.length(); i++) {
+            if (polls.get(i) > 0) {
+                polled++;
+            }
+        }
+        return polled;
+    }
+
     /** A pop's report of the shard's next due time, no later than its next poll when it is polled. */
     private long polledBy(int shard, long dueMs) {
         AtomicLongArray polls = pollEveryMs;

@@ -162,6 +162,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void shardsPolled(BusinessSpec spec, int polled) {
+        meters(spec).shardsPolled.set(polled);
+    }
+
+    @Override
     public void relayed(BusinessSpec spec, int shard, List<DueMessage> messages, long confirmedAtMs) {
         try {
             BusinessMeters meters = meters(spec);
@@ -326,6 +331,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong shards = new AtomicLong();
         final AtomicLong threads = new AtomicLong();
         final AtomicLong shardsOwned = new AtomicLong();
+        final AtomicLong shardsPolled = new AtomicLong();
         final AtomicLong seats = new AtomicLong();
         final AtomicLong cold = new AtomicLong();
         final AtomicLong paused = new AtomicLong();
@@ -442,6 +448,12 @@ public class MicrometerRelayEvents implements RelayEvents {
                     RelayMeterNames.SHARDS_OWNED,
                     shardsOwned,
                     "Shards this instance pops in the fleet's division");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.SHARDS_POLLED,
+                    shardsPolled,
+                    "Shards of this instance's share polled instead of heard because they are busy");
             gauge(
                     registry,
                     business,

@@ -66,6 +66,12 @@ public final class RelayMeterNames {
      * {@code delay_relay_cold_entries}; summed over the fleet it is the business's cold count.
      */
     public static final String COLD_ENTRIES = "delay.relay.cold.entries";
+    /**
+     * Gauge: shards of this instance's share polled instead of heard because they are busy (at least 100 keyspace
+     * notifications a second: their channels are unsubscribed and the workers pop them every 10 ms). Prometheus
+     * {@code delay_relay_shards_polled}; always 0 with {@code relay.wake.keyspace-events: off}.
+     */
+    public static final String SHARDS_POLLED = "delay.relay.shards.polled";
     /** Gauge: live seats in the business's division, as this instance last saw. Prometheus {@code delay_relay_seats}. */
     public static final String SEATS = "delay.relay.seats";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
