@@ -8,6 +8,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 
+import io.delayrelay.app.trigger.BusinessSpec;
+
 /**
  * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench/results/.
  *
@@ -308,15 +310,12 @@ public final class Bench {
                     break;
                 }
             }
-            Scenarios.Drain relayAll =
-                    s.drain(new RelayContender(infra, "relay", x, Map.of()), "defaults: 2 threads, batch 500", 0, cap);
+            // The label states the relay's defaults (parseSettings reads threads and batch from it).
+            String defaults =
+                    "defaults: " + BusinessSpec.DEFAULT_THREADS + " threads, batch " + BusinessSpec.DEFAULT_BATCH_SIZE;
+            Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 0, cap);
             report.relayDefault(
-                    relayAll,
-                    s.drain(
-                            new RelayContender(infra, "relay", x, Map.of()),
-                            "defaults: 2 threads, batch 500",
-                            1_000,
-                            cap));
+                    relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 1_000, cap));
             Scenarios.Drain best = relayAll;
             for (int[] tb : config.sweep()) {
                 Scenarios.Drain d = s.drain(

@@ -84,7 +84,7 @@ public record BusinessSpec(
     public static final int DEFAULT_SHARDS = 16;
     public static final int DEFAULT_THREADS = 2;
     public static final String DEFAULT_EXCHANGE_TYPE = "direct";
-    public static final int DEFAULT_BATCH_SIZE = 500;
+    public static final int DEFAULT_BATCH_SIZE = 1000;
     public static final long DEFAULT_BATCH_BYTES = 16L * 1024 * 1024;
     public static final Duration DEFAULT_MAX_IDLE = Duration.ofMillis(100);
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);

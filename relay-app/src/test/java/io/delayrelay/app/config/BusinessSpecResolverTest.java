@@ -50,7 +50,7 @@ class BusinessSpecResolverTest {
                         "orders.rk",
                         "direct",
                         false,
-                        500,
+                        1000,
                         DataSize.ofMegabytes(16).toBytes(),
                         Duration.ofMillis(100),
                         Duration.ofSeconds(30),
