@@ -70,14 +70,7 @@ class FleetWakeIT {
         BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
         RelayProcess a = start("a", business, exchange);
         RelayProcess b = start("b", business, exchange);
-        for (RelayProcess relay : List.of(a, b)) {
-            await().atMost(START).pollInterval(Duration.ofMillis(250)).until(() -> {
-                if (!relay.isAlive()) {
-                    throw new AssertionError("relay exited:\n" + relay.output());
-                }
-                return relay.started() && relay.output().contains("keyspace notifications on");
-            });
-        }
+        awaitListening(a, b);
 
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         long first = redis.nowMs() + 1_500;
@@ -123,14 +116,7 @@ class FleetWakeIT {
         RelayProcess b = startWeb("b", business, exchange, managementB);
         OpsClient opsA = new OpsClient(managementA, null);
         OpsClient opsB = new OpsClient(managementB, null);
-        for (RelayProcess relay : List.of(a, b)) {
-            await().atMost(START).pollInterval(Duration.ofMillis(250)).until(() -> {
-                if (!relay.isAlive()) {
-                    throw new AssertionError("relay exited:\n" + relay.output());
-                }
-                return relay.started() && relay.output().contains("keyspace notifications on");
-            });
-        }
+        awaitListening(a, b);
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
 
         // the division settled: two shards each, every channel heard by exactly its owner
@@ -369,5 +355,17 @@ class FleetWakeIT {
 
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Waits until every relay started and hears keyspace notifications; fails with its output if one exited. */
+    private static void awaitListening(RelayProcess... relays) {
+        for (RelayProcess relay : relays) {
+            await().atMost(START).pollInterval(Duration.ofMillis(250)).until(() -> {
+                if (!relay.isAlive()) {
+                    throw new AssertionError("relay exited:\n" + relay.output());
+                }
+                return relay.started() && relay.output().contains("keyspace notifications on");
+            });
+        }
     }
 }

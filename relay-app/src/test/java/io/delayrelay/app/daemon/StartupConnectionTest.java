@@ -11,6 +11,7 @@ import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.TcpProxy;
 import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -57,11 +57,11 @@ class CoalescedWritesTest {
         BlockingQueue<Received> inbox = kit.consume(kit.queue(exchange, "rk"));
         BusinessSpec spec = spec(exchange);
         // the first batch opens the worker's channel (its writes go out at once); the second is measured
-        assertThat(publisher.publish(spec, batch("warm", 1)).get(10, TimeUnit.SECONDS))
+        assertThat(publisher.publish(spec, batch("coalesce", "warm", 1)).get(10, TimeUnit.SECONDS))
                 .containsExactly(PublishOutcome.CONFIRMED);
 
         long before = sockets.writes();
-        CompletableFuture<List<PublishOutcome>> outcomes = publisher.publish(spec, batch("m", BATCH));
+        CompletableFuture<List<PublishOutcome>> outcomes = publisher.publish(spec, batch("coalesce", "m", BATCH));
         long batchWrites = sockets.writes() - before;
 
         assertThat(outcomes.get(10, TimeUnit.SECONDS)).hasSize(BATCH).containsOnly(PublishOutcome.CONFIRMED);
@@ -193,11 +193,12 @@ class CoalescedWritesTest {
                 .build();
     }
 
-    private static List<DueMessage> batch(String prefix, int n) {
+    /** {@code n} due messages of {@code business}, shard 0, each body its member: "{@code prefix}-i". */
+    static List<DueMessage> batch(String business, String prefix, int n) {
         List<DueMessage> batch = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             byte[] member = (prefix + "-" + i).getBytes(StandardCharsets.UTF_8);
-            batch.add(new DueMessage("coalesce", 0, member, member, false, 1_000L, 1_000L, 1, "id-" + prefix + i));
+            batch.add(new DueMessage(business, 0, member, member, false, 1_000L, 1_000L, 1, "id-" + prefix + i));
         }
         return batch;
     }

@@ -1,4 +1,4 @@
-package io.delayrelay.app.daemon;
+package io.delayrelay.app.support;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,23 +11,43 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A loopback TCP forwarder that a test can cut (every connection closed, new ones refused) and restore: a network
- * outage between the relay and one server, without stopping the shared server.
+ * outage between the relay and one server, without stopping the shared server. It can also freeze (no byte passes
+ * either way, the connections stay open: a peer that stopped answering) and thaw.
  */
-final class TcpProxy implements AutoCloseable {
+public final class TcpProxy implements AutoCloseable {
 
     private final int port;
+    private final String targetHost;
     private final int target;
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private volatile ServerSocket server;
+    private volatile boolean frozen;
 
-    TcpProxy(int port, int target) throws IOException {
+    /** Forwards 127.0.0.1:{@code port} to 127.0.0.1:{@code target}. */
+    public TcpProxy(int port, int target) throws IOException {
+        this(port, "127.0.0.1", target);
+    }
+
+    /** Forwards 127.0.0.1:{@code port} to {@code targetHost}:{@code target}. */
+    public TcpProxy(int port, String targetHost, int target) throws IOException {
         this.port = port;
+        this.targetHost = targetHost;
         this.target = target;
         restore();
     }
 
+    /** Passes no more bytes either way (read ones are held) until {@link #thaw}; the connections stay open. */
+    public void freeze() {
+        frozen = true;
+    }
+
+    /** Passes bytes again, what was held first. */
+    public void thaw() {
+        frozen = false;
+    }
+
     /** Accepts connections again. */
-    synchronized void restore() throws IOException {
+    public synchronized void restore() throws IOException {
         ServerSocket socket = new ServerSocket();
         socket.setReuseAddress(true);
         socket.bind(new InetSocketAddress("127.0.0.1", port));
@@ -38,7 +58,7 @@ final class TcpProxy implements AutoCloseable {
     }
 
     /** Closes every connection and refuses new ones. */
-    synchronized void cut() throws IOException {
+    public synchronized void cut() throws IOException {
         server.close();
         for (Socket socket : sockets) {
             socket.close();
@@ -50,7 +70,7 @@ final class TcpProxy implements AutoCloseable {
         while (!socket.isClosed()) {
             try {
                 Socket client = socket.accept();
-                Socket upstream = new Socket("127.0.0.1", target);
+                Socket upstream = new Socket(targetHost, target);
                 sockets.add(client);
                 sockets.add(upstream);
                 pump(client, upstream);
@@ -69,11 +89,16 @@ final class TcpProxy implements AutoCloseable {
                             OutputStream out = to.getOutputStream()) {
                         int n;
                         while ((n = in.read(buffer)) >= 0) {
+                            while (frozen && !from.isClosed()) {
+                                Thread.sleep(10);
+                            }
                             out.write(buffer, 0, n);
                             out.flush();
                         }
                     } catch (IOException e) {
                         // connection closed
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
                     } finally {
                         close(from);
                         close(to);
