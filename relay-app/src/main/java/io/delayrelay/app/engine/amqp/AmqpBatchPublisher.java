@@ -1,16 +1,10 @@
 package io.delayrelay.app.engine.amqp;
 
 import java.io.IOException;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.rabbitmq.client.AlreadyClosedException;
 import io.delayrelay.app.engine.BatchPublisher;
@@ -18,7 +12,6 @@ import io.delayrelay.app.engine.PublishOutcome;
 import io.delayrelay.app.engine.PublishTracing;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEvents;
-import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
@@ -42,20 +35,8 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     private final RabbitTemplate template;
     private final AmqpMessageBuilder messages;
     private final Map<Thread, PublishChannel> channels = new ConcurrentHashMap<>();
-    /**
-     * How often the batches awaiting confirms are looked at for their publish timeout, while any is awaiting: a timeout
-     * fires up to this much after it is due. (One timer task per batch, scheduled and cancelled, woke the timer thread
-     * for almost every batch: a confirm usually comes within milliseconds, so each new task was the queue's first.)
-     */
-    static final long CONFIRM_SWEEP_MS = 50;
-
-    /** The sweep of the batches awaiting confirms; not CompletableFuture.delayedExecutor (a thread per task below 3 cores). */
-    private final ScheduledThreadPoolExecutor confirmTimeouts = confirmTimeouts();
-
-    private record Awaiting(PendingBatch pending, long deadlineNanos, PublishChannel channel) {}
-
-    private final ConcurrentLinkedQueue<Awaiting> awaiting = new ConcurrentLinkedQueue<>();
-    private final AtomicBoolean sweeping = new AtomicBoolean();
+    /** Fails what a batch still awaits at its publish timeout. */
+    private final ConfirmDeadlines deadlines = new ConfirmDeadlines();
 
     private final RelayEvents events;
     private final PublishTracing tracing;
@@ -167,52 +148,9 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
             endSpans(spec, spans, pending);
         }
         if (!pending.isDone()) {
-            awaitConfirms(pending, timeoutMs, channel);
+            deadlines.watch(pending, timeoutMs, channel);
         }
         return pending.future();
-    }
-
-    /** Watches a published batch until its confirms are in, failing the rest at its publish timeout. */
-    private void awaitConfirms(PendingBatch pending, long timeoutMs, PublishChannel channel) {
-        awaiting.add(new Awaiting(pending, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs), channel));
-        if (sweeping.compareAndSet(false, true)) {
-            scheduleSweep();
-        }
-    }
-
-    private void scheduleSweep() {
-        try {
-            confirmTimeouts.schedule(this::sweepConfirms, CONFIRM_SWEEP_MS, TimeUnit.MILLISECONDS);
-        } catch (RejectedExecutionException e) {
-            // shut down: the channels close and settle what they hold
-            sweeping.set(false);
-        }
-    }
-
-    private void sweepConfirms() {
-        long now = System.nanoTime();
-        for (Iterator<Awaiting> it = awaiting.iterator(); it.hasNext(); ) {
-            Awaiting batch = it.next();
-            if (batch.pending().isDone()) {
-                it.remove();
-            } else if (now - batch.deadlineNanos() >= 0) {
-                it.remove();
-                batch.pending()
-                        .completeRest(PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
-                if (batch.channel() != null) {
-                    batch.channel().forget(batch.pending());
-                }
-            }
-        }
-        if (!awaiting.isEmpty()) {
-            scheduleSweep();
-            return;
-        }
-        sweeping.set(false);
-        // a batch added between the emptiness check and the flag's reset found the flag still set
-        if (!awaiting.isEmpty() && sweeping.compareAndSet(false, true)) {
-            scheduleSweep();
-        }
     }
 
     private PublishTracing.PublishSpan startSpan(BusinessSpec spec, DueMessage message, String routingKey) {
@@ -292,16 +230,9 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
         });
     }
 
-    private static ScheduledThreadPoolExecutor confirmTimeouts() {
-        ScheduledThreadPoolExecutor timer =
-                new ScheduledThreadPoolExecutor(1, DaemonThreads.named("relay-confirm-timeouts"));
-        timer.setRemoveOnCancelPolicy(true);
-        return timer;
-    }
-
     @Override
     public void destroy() {
-        confirmTimeouts.shutdownNow();
+        deadlines.close();
         channels.values().forEach(PublishChannel::close);
         channels.clear();
         log.debug("publish channels closed");

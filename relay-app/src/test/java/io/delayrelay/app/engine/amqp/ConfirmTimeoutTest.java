@@ -85,7 +85,7 @@ class ConfirmTimeoutTest {
 
         assertThat(a.get(5, TimeUnit.SECONDS)).hasSize(5).allMatch(ConfirmTimeoutTest::timedOut);
         assertThat(b.get(5, TimeUnit.SECONDS)).hasSize(4).allMatch(ConfirmTimeoutTest::timedOut);
-        long margin = AmqpBatchPublisher.CONFIRM_SWEEP_MS + 400;
+        long margin = ConfirmDeadlines.SWEEP_MS + 400;
         assertThat(Duration.ofNanos(aDone.get() - first).toMillis())
                 .isBetween(TIMEOUT.toMillis(), TIMEOUT.toMillis() + margin);
         assertThat(Duration.ofNanos(bDone.get() - second).toMillis())
