@@ -15,7 +15,8 @@ import io.delayrelay.app.support.DaemonThreads;
  * timer thread fails with {@code CONFIRM_TIMEOUT} what a batch past its deadline still awaits, and forgets the
  * batches that have all their outcomes. A timeout fires up to {@link #SWEEP_MS} after it is due. (One timer task per
  * batch, scheduled and cancelled, woke the timer thread for almost every batch: a confirm usually comes within
- * milliseconds, so each new task was the queue's first.) Nothing runs while no batch is awaiting.
+ * milliseconds, so each new task was the queue's first.) Nothing runs while no batch is awaiting. A publish timeout
+ * shorter than the sweep's period gets a task of its own at its deadline.
  */
 final class ConfirmDeadlines implements AutoCloseable {
 
@@ -33,6 +34,15 @@ final class ConfirmDeadlines implements AutoCloseable {
 
     /** Watches {@code pending}, published on {@code channel}, until its outcomes are in or its timeout passes. */
     void watch(PendingBatch pending, long timeoutMs, PublishChannel channel) {
+        if (timeoutMs < SWEEP_MS) {
+            // shorter than the sweep's period: a task of its own, at its deadline
+            try {
+                timer.schedule(() -> expire(pending, channel), timeoutMs, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException e) {
+                // closed: the channels close and settle what they hold
+            }
+            return;
+        }
         awaiting.add(new Awaiting(pending, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs), channel));
         if (sweeping.compareAndSet(false, true)) {
             schedule();
@@ -56,11 +66,7 @@ final class ConfirmDeadlines implements AutoCloseable {
                 it.remove();
             } else if (now - batch.deadlineNanos() >= 0) {
                 it.remove();
-                batch.pending()
-                        .completeRest(PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
-                if (batch.channel() != null) {
-                    batch.channel().forget(batch.pending());
-                }
+                expire(batch.pending(), batch.channel());
             }
         }
         if (!awaiting.isEmpty()) {
@@ -71,6 +77,17 @@ final class ConfirmDeadlines implements AutoCloseable {
         // a batch watched between the emptiness check and the flag's reset found the flag still set
         if (!awaiting.isEmpty() && sweeping.compareAndSet(false, true)) {
             schedule();
+        }
+    }
+
+    /** Fails with {@code CONFIRM_TIMEOUT} what {@code pending} still awaits. */
+    private static void expire(PendingBatch pending, PublishChannel channel) {
+        if (pending.isDone()) {
+            return;
+        }
+        pending.completeRest(PublishOutcome.failed(PublishOutcome.Cause.CONFIRM_TIMEOUT, "confirm timeout"));
+        if (channel != null) {
+            channel.forget(pending);
         }
     }
 
