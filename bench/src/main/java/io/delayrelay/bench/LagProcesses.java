@@ -132,9 +132,14 @@ final class LagProcesses {
             go.flush();
             long relayCpu0 = cpuMs(relay); // the measured phase starts now
             long[] cpu0 = cpuNanos(producer, consumer);
-            Map<String, Long> threads0 = SteadyCost.threads(relay.pid());
-            RedisStats redis0 = infra.stats();
             long wall0 = System.nanoTime();
+            // Where the CPU goes is read over the steady part of the phase only (see STEADY_FROM_SECONDS)
+            Steady steady = null;
+            if (seconds > STEADY_FROM_SECONDS) {
+                Steady from = steadySnapshot(wall0 + TimeUnit.SECONDS.toNanos(STEADY_FROM_SECONDS), count);
+                Steady to = steadySnapshot(wall0 + TimeUnit.SECONDS.toNanos(seconds), count);
+                steady = to.minus(from);
+            }
             String[] s = summary.get(seconds + 120L, TimeUnit.SECONDS).split(" ");
             int sent = Integer.parseInt(s[1]);
             double achieved = Double.parseDouble(s[3]);
@@ -150,8 +155,6 @@ final class LagProcesses {
             }
             long relayCpuMs = cpuMs(relay) - relayCpu0;
             long[] cpu1 = cpuNanos(producer, consumer);
-            Map<String, Long> threads1 = SteadyCost.threads(relay.pid());
-            RedisStats redis1 = infra.stats();
             long wallNanos = System.nanoTime() - wall0;
             cpu0[3] = 0;
             cpu1[3] = producerCpuNanos;
@@ -180,20 +183,20 @@ final class LagProcesses {
                 }
             }
             Arrays.sort(lags);
-            SteadyCost cost = SteadyCost.of(
-                    label,
-                    rate,
-                    got,
-                    wallNanos / 1e9,
-                    (cpu1[0] - cpu0[0]) / (double) wallNanos,
-                    (cpu1[1] - cpu0[1]) / (double) wallNanos,
-                    (cpu1[2] - cpu0[2]) / (double) wallNanos,
-                    threads0,
-                    threads1,
-                    redis0,
-                    redis1);
-            SteadyCost.ALL.add(cost);
-            cost.log();
+            if (steady != null) {
+                SteadyCost cost = SteadyCost.of(
+                        label,
+                        rate,
+                        steady.received(),
+                        steady.wallNanos() / 1e9,
+                        steady.cpu()[0] / (double) steady.wallNanos(),
+                        steady.cpu()[1] / (double) steady.wallNanos(),
+                        steady.cpu()[2] / (double) steady.wallNanos(),
+                        steady.threads(),
+                        steady.redis());
+                SteadyCost.ALL.add(cost);
+                cost.log();
+            }
             Scenarios.Stages stages = new Scenarios.Stages(
                     joined,
                     Scenarios.Stages.SEPARATE,
@@ -358,6 +361,43 @@ final class LagProcesses {
             }
         }
         Scenarios.log("  note: JIT compilers still busy after %d s; measuring anyway", JIT_IDLE_TIMEOUT_SECONDS);
+    }
+
+    /**
+     * Where the CPU goes is read from this many seconds after the first send until the last send: a message is due
+     * 1-5 s after it was sent, so from here on every due time comes from a full 5 s of sending, and until the last
+     * send the producer writes at the rate too; the relay then relays the run's rate, not its ramp up (the first
+     * second, nothing is due) or its tail (the last 5 s, fewer and fewer), which a whole-phase average mixes in.
+     */
+    static final int STEADY_FROM_SECONDS = 5;
+
+    /** CPU (relay, broker, Redis), relay threads, Redis commands and messages received, read at one moment. */
+    private record Steady(long wallNanos, long[] cpu, Map<String, Long> threads, RedisStats redis, int received) {
+
+        Steady minus(Steady from) {
+            long[] d = new long[cpu.length];
+            for (int i = 0; i < d.length; i++) {
+                d[i] = cpu[i] - from.cpu[i];
+            }
+            Map<String, Long> t = new java.util.HashMap<>();
+            threads.forEach((k, v) -> t.put(k, v - from.threads.getOrDefault(k, 0L)));
+            return new Steady(wallNanos - from.wallNanos, d, t, redis.minusCalls(from.redis), received - from.received);
+        }
+    }
+
+    /** Waits until {@code atNanos} (System.nanoTime), then reads a {@link Steady}. */
+    private Steady steadySnapshot(long atNanos, AtomicInteger received) throws InterruptedException {
+        long wait = atNanos - System.nanoTime();
+        if (wait > 0) {
+            TimeUnit.NANOSECONDS.sleep(wait);
+        }
+        long now = System.nanoTime();
+        long[] cpu = {
+            ProcessCpu.of(relay.pid()),
+            ProcessCpu.broker(),
+            (long) (infra.stats().cpuSeconds() * 1e9)
+        };
+        return new Steady(now, cpu, SteadyCost.threads(relay.pid()), infra.stats(), received.get());
     }
 
     /** Warm-up of a run's fresh producer and consumer JVMs when the relay JVM is already warm. */

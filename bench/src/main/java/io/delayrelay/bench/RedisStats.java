@@ -43,5 +43,17 @@ record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long use
                 usedMemory - before.usedMemory);
     }
 
+    /** The commands called between {@code before} and this snapshot, by name, as a snapshot of its own. */
+    RedisStats minusCalls(RedisStats before) {
+        Map<String, Long> d = new HashMap<>();
+        calls.forEach((k, v) -> d.put(k, v - before.calls.getOrDefault(k, 0L)));
+        return new RedisStats(
+                totalCalls - before.totalCalls,
+                scriptCalls - before.scriptCalls,
+                cpuSeconds - before.cpuSeconds,
+                usedMemory,
+                d);
+    }
+
     record Delta(long totalCalls, long scriptCalls, double cpuSeconds, long memory) {}
 }

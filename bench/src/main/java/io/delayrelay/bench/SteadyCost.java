@@ -15,7 +15,8 @@ import java.util.stream.Stream;
 /**
  * Where the CPU goes at a steady rate (issue 25): the relay JVM's CPU per thread group (read from
  * /proc/&lt;pid&gt;/task), the Redis commands per relayed message by type (INFO commandstats: a script's inner
- * commands count too), and the cores of relay, broker and Redis, over one three-JVM lag run's measured phase.
+ * commands count too), and the cores of relay, broker and Redis, over the steady part of one three-JVM lag run's
+ * measured phase ({@link LagProcesses#STEADY_FROM_SECONDS}).
  */
 record SteadyCost(
         String label,
@@ -75,23 +76,19 @@ record SteadyCost(
             double relayCores,
             double brokerCores,
             double redisCores,
-            Map<String, Long> threads0,
-            Map<String, Long> threads1,
-            RedisStats redis0,
-            RedisStats redis1) {
+            Map<String, Long> threads,
+            RedisStats redis) {
         Map<String, Double> threadCores = new LinkedHashMap<>();
-        threads1.entrySet().stream()
-                .map(e -> Map.entry(e.getKey(), (e.getValue() - threads0.getOrDefault(e.getKey(), 0L)) / 1e9 / seconds))
+        threads.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), e.getValue() / 1e9 / seconds))
                 .filter(e -> e.getValue() >= 0.005)
                 .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
                 .limit(8)
                 .forEach(e -> threadCores.put(e.getKey(), e.getValue()));
         Map<String, Double> commands = new LinkedHashMap<>();
-        redis1.calls().entrySet().stream()
+        redis.calls().entrySet().stream()
                 .filter(e -> !e.getKey().equals("info"))
-                .map(e -> Map.entry(
-                        e.getKey().toUpperCase(Locale.ROOT),
-                        (e.getValue() - redis0.calls().getOrDefault(e.getKey(), 0L)) / (double) Math.max(1, relayed)))
+                .map(e -> Map.entry(e.getKey().toUpperCase(Locale.ROOT), e.getValue() / (double) Math.max(1, relayed)))
                 .filter(e -> e.getValue() >= 0.005)
                 .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
                 .forEach(e -> commands.put(e.getKey(), e.getValue()));
@@ -132,10 +129,14 @@ record SteadyCost(
         if (ALL.isEmpty()) {
             return;
         }
-        b.append("\nWhere the CPU goes at steady rates (three-JVM runs above, measured phase; relay threads in cores, "
-                + "grouped by name; Redis commands per relayed message by type from INFO commandstats, the commands "
-                + "scripts run included, producer writes included: the relay-api producer's schedule.lua is one "
-                + "EVALSHA per message, the plain ZADD producer's write one ZADD):\n\n");
+        b.append(
+                "\nWhere the CPU goes at steady rates (three-JVM runs above, the steady part of the measured phase: from "
+                        + LagProcesses.STEADY_FROM_SECONDS
+                        + " s after the first send, when every due time comes from a full "
+                        + "5 s of sending, to the last send; 'relayed' is what the consumer received in it; relay threads in cores, "
+                        + "grouped by name; Redis commands per relayed message by type from INFO commandstats, the commands "
+                        + "scripts run included, producer writes included: the relay-api producer's schedule.lua is one "
+                        + "EVALSHA per message, the plain ZADD producer's write one ZADD):\n\n");
         b.append("| run | rate | relayed | relay cores | broker cores | Redis cores | relay threads (cores) "
                 + "| Redis commands / relayed msg | by type |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n");
         for (SteadyCost c : ALL) {
