@@ -108,11 +108,16 @@ elseif payload and string.sub(payload, 1, 5) == '\255DR2:' then
   payload = '\255DR2::0:' .. payload
 end
 -- Reads first: a key of the wrong type (written by another program) fails the script before anything is written
--- (Lua writes are not rolled back); the payload hash is checked by its HSET, the first write. (Only commands a
--- producer's ACL already allows: README "Redis: password, ACL user, TLS".)
+-- (Lua writes are not rolled back). Scheduled by id, the first write is the payload's HSET (which checks the payload
+-- hash), so the shard and the attempts hash are read before it. Scheduled by message, the first write is the
+-- attempts mark's HDEL and the second the ZADD, each checking its own key: a failing ZADD leaves only a mark removed
+-- that no scheduled or in-flight member had (the member is not in flight, and the shard is no zset), so those two
+-- reads are skipped. (Only commands a producer's ACL already allows: README "Redis: password, ACL user, TLS".)
 local inFlight = redis.call('ZSCORE', KEYS[3], member)
-redis.call('ZSCORE', KEYS[1], member)
-redis.call('HMGET', KEYS[4], member)
+if payload then
+  redis.call('ZSCORE', KEYS[1], member)
+  redis.call('HMGET', KEYS[4], member)
+end
 local coldIx = coldIndexOf(member)
 -- Redis Cluster, the slot in migration: an index part not on this node fails the script at its first access and keeps
 -- what it wrote before; read it first, so such a call fails before any write (the caller retries).
@@ -121,12 +126,12 @@ local dueText = string.format('%d', due)
 if payload then
   redis.call('HSET', KEYS[2], member, payload)
 end
+if not inFlight then
+  redis.call('HDEL', KEYS[4], member)
+end
 redis.call('ZADD', KEYS[1], dueText, member)
 if coldIx then
   redis.call('HDEL', coldIx, member)
-end
-if not inFlight then
-  redis.call('HDEL', KEYS[4], member)
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0)
 if first[1] == member then

@@ -200,6 +200,29 @@ class ProducerContractTest {
                 .isNull();
     }
 
+    @Test
+    void scheduledByMessageAShardOrAttemptsHashOfTheWrongTypeFailsTheScheduleAndSchedulesNothing() {
+        String message = "remind user 77";
+        int shard = ShardSelector.shardOf(message, 16);
+        try (RedisConnection c = factory.getConnection()) {
+            c.stringCommands().set(b(keys.shard(shard)), b("not a zset"));
+        }
+        assertThatThrownBy(() -> producer.schedule(business, message, Instant.ofEpochMilli(FAR)))
+                .hasStackTraceContaining("WRONGTYPE");
+        try (RedisConnection c = factory.getConnection()) {
+            assertThat(new String(c.stringCommands().get(b(keys.shard(shard))), StandardCharsets.UTF_8))
+                    .as("the foreign value is left as it was")
+                    .isEqualTo("not a zset");
+            c.keyCommands().del(b(keys.shard(shard)));
+            c.stringCommands().set(b(keys.attempts(shard)), b("not a hash"));
+        }
+        // the attempts hash is the first write of a schedule by message: it fails before the ZADD
+        assertThatThrownBy(() -> producer.schedule(business, message, Instant.ofEpochMilli(FAR)))
+                .hasStackTraceContaining("WRONGTYPE");
+        assertThat(score(keys.shard(shard), message)).as("nothing scheduled").isNull();
+        assertThat(liveCopies(message)).isEmpty();
+    }
+
     /** What the relay does on a shard-count change (reshard.lua), written directly. */
     private void reshard(int from, int to) {
         hset(keys.meta(), MetaFields.SHARDS, Integer.toString(to));
