@@ -37,8 +37,14 @@ final class LagProcesses {
     private final BenchConfig config;
     private final Path relayJar;
     private final Path logs;
-    /** Seconds of traffic that warm a fresh relay JVM before its first measured run. */
-    static final int WARM_UP_SECONDS = 30;
+    /**
+     * Seconds of traffic that warm a fresh relay JVM before its first measured run. Its JIT compilers keep working
+     * well after the hot paths are first compiled: the exec jar at 2,000 msg/s (due 1-5 s ahead, lead 20 ms) spent
+     * 0.155 cores compiling in its first 30 s, 0.017-0.031 in each 30 s until 160 s and 0.004-0.008 from 190 s on
+     * (rarely taken branches that trap into the interpreter and are compiled again), so 30 s of warm-up left a third
+     * of the relay's cores in a measured run to the compiler, which a daemon running all day does not pay.
+     */
+    static final int WARM_UP_SECONDS = 180;
 
     private Process relay;
     private String relayBusiness;
@@ -65,7 +71,7 @@ final class LagProcesses {
         List<Process> processes = new ArrayList<>();
         try {
             // One relay JVM for every separate-JVM run, as a daemon runs: started at the first run and warmed up
-            // there with WARM_UP_SECONDS of traffic (a fresh JVM compiles its hot paths for ~15 s on 2 cores).
+            // there with WARM_UP_SECONDS of traffic (a fresh JVM's compilers settle after about 3 minutes, see there).
             boolean fresh = relay == null || !relay.isAlive() || !exchange.equals(relayExchange);
             if (fresh) {
                 stopRelay();
@@ -125,7 +131,7 @@ final class LagProcesses {
                     summary.complete(line);
                 }
             });
-            int warmUp = warm.get(120, TimeUnit.SECONDS);
+            int warmUp = warm.get(WARM_UP_SECONDS + 120L, TimeUnit.SECONDS);
             awaitJitIdle(List.of(relay, producer, consumer));
             OutputStream go = producer.getOutputStream();
             go.write("go\n".getBytes(StandardCharsets.US_ASCII));
