@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -40,7 +41,7 @@ final class LagProcesses {
     /**
      * Seconds of traffic that warm a fresh relay JVM before its first measured run. Its JIT compilers keep working
      * well after the hot paths are first compiled: the exec jar at 2,000 msg/s (due 1-5 s ahead, lead 20 ms) spent
-     * 0.155 cores compiling in its first 30 s, 0.017-0.031 in each 30 s until 160 s and 0.004-0.008 from 190 s on
+     * 0.155 cores compiling in its first 30 s, 0.017-0.039 in each 30 s until 160 s and 0.004-0.011 from 190 s on
      * (rarely taken branches that trap into the interpreter and are compiled again), so 30 s of warm-up left a third
      * of the relay's cores in a measured run to the compiler, which a daemon running all day does not pay.
      */
@@ -385,7 +386,7 @@ final class LagProcesses {
             for (int i = 0; i < d.length; i++) {
                 d[i] = cpu[i] - from.cpu[i];
             }
-            Map<String, Long> t = new java.util.HashMap<>();
+            Map<String, Long> t = new HashMap<>();
             threads.forEach((k, v) -> t.put(k, v - from.threads.getOrDefault(k, 0L)));
             return new Steady(wallNanos - from.wallNanos, d, t, redis.minusCalls(from.redis), received - from.received);
         }
@@ -398,12 +399,9 @@ final class LagProcesses {
             TimeUnit.NANOSECONDS.sleep(wait);
         }
         long now = System.nanoTime();
-        long[] cpu = {
-            ProcessCpu.of(relay.pid()),
-            ProcessCpu.broker(),
-            (long) (infra.stats().cpuSeconds() * 1e9)
-        };
-        return new Steady(now, cpu, SteadyCost.threads(relay.pid()), infra.stats(), received.get());
+        RedisStats redis = infra.stats();
+        long[] cpu = {ProcessCpu.of(relay.pid()), ProcessCpu.broker(), (long) (redis.cpuSeconds() * 1e9)};
+        return new Steady(now, cpu, SteadyCost.threads(relay.pid()), redis, received.get());
     }
 
     /** Warm-up of a run's fresh producer and consumer JVMs when the relay JVM is already warm. */
