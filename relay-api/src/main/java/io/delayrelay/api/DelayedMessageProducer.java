@@ -4,6 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
 
 /**
  * Schedules, cancels and reschedules delayed messages of a business.
@@ -50,6 +53,36 @@ public interface DelayedMessageProducer {
             String business, String id, byte[] message, Duration delay, ScheduleOptions options) {
         throw new UnsupportedOperationException(
                 "per-message options are not supported by " + getClass().getName());
+    }
+
+    /**
+     * Schedules a batch of messages of one business, each exactly as its single call would (by message or by id, at
+     * an instant or after a delay, with options): one Redis round trip for the batch instead of one per message, where
+     * the implementation can (the Redis producer pipelines them; this default sends them one by one). Returns each
+     * request's due time in epoch ms, in the batch's order. Not atomic as a whole: each request is. When some fail,
+     * the others are still scheduled and a {@link ScheduleBatchException} says which failed and with what.
+     */
+    default long[] scheduleAll(String business, List<ScheduleRequest> requests) {
+        Objects.requireNonNull(requests, "requests");
+        for (int i = 0; i < requests.size(); i++) {
+            if (requests.get(i) == null) {
+                throw new IllegalArgumentException("request #" + i + " of the batch is null");
+            }
+        }
+        long[] due = new long[requests.size()];
+        Map<Integer, RuntimeException> failures = new TreeMap<>();
+        for (int i = 0; i < due.length; i++) {
+            try {
+                due[i] = requests.get(i).sendAlone(this, business);
+            } catch (RuntimeException e) {
+                due[i] = -1;
+                failures.put(i, e);
+            }
+        }
+        if (!failures.isEmpty()) {
+            throw new ScheduleBatchException(business, due, failures);
+        }
+        return due;
     }
 
     /** Removes a scheduled message. False when it was not scheduled (never was, already relayed, or in flight). */

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
@@ -41,6 +42,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
             LuaScripts.load("io/delayrelay/api/internal/shard-count.lua", List.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
+    private final PipelinedScripts pipelined;
     private final Function<String, DelayQueueKeys> keysFor;
     private final int defaultShards;
     private final long metaCacheTtlNanos;
@@ -65,6 +67,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
             throw new IllegalArgumentException("relay.producer.default-shards must be >= 1, was " + defaultShards);
         }
         this.redis = ByteRedisTemplates.create(connectionFactory);
+        this.pipelined = new PipelinedScripts(redis, connectionFactory);
         this.defaultShards = defaultShards;
         this.metaCacheTtlNanos = metaCacheTtl.toNanos();
         Objects.requireNonNull(keysFor, "keysFor");
@@ -279,6 +282,19 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
         DelayQueueKeys keys = keysFor.apply(business);
         ShardTopology topology = topology(business, keys);
         int shard = ShardSelector.shardOf(member, topology.shards());
+        Long due = redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard), (Object[])
+                scheduleArguments(keys, shard, member, mode, millis, payload, options));
+        for (int earlier : topology.candidateShards(member)) {
+            if (earlier != shard) {
+                cancelIn(keys, earlier, member);
+            }
+        }
+        return due == null ? -1 : due;
+    }
+
+    /** schedule.lua's ARGV (see contract/schedule.lua). */
+    private static byte[][] scheduleArguments(
+            DelayQueueKeys keys, int shard, byte[] member, byte[] mode, long millis, byte[] payload, byte[][] options) {
         List<byte[]> args = new ArrayList<>(List.of(
                 member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard))));
         if (payload != null) {
@@ -287,13 +303,80 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
                 args.addAll(List.of(options));
             }
         }
-        Long due = redis.execute(ProducerScripts.SCHEDULE, ProducerScripts.keys(keys, shard), args.toArray());
-        for (int earlier : topology.candidateShards(member)) {
-            if (earlier != shard) {
-                cancelIn(keys, earlier, member);
+        return args.toArray(new byte[0][]);
+    }
+
+    /**
+     * Every schedule of the batch is sent before the first reply is awaited (with Lettuce; other clients send them
+     * one by one), then, for the requests whose member may also sit in a shard of an earlier shard count (only while
+     * a reshard's history is kept), the removals of those copies, in one more round trip: new copy first, old ones
+     * after, as {@link #scheduleById}. A request that failed is not followed by removals (its earlier copy stays the
+     * live one).
+     */
+    @Override
+    public long[] scheduleAll(String business, List<ScheduleRequest> requests) {
+        Objects.requireNonNull(requests, "requests");
+        for (int i = 0; i < requests.size(); i++) {
+            if (requests.get(i) == null) {
+                throw new IllegalArgumentException("request #" + i + " of the batch is null");
             }
         }
-        return due == null ? -1 : due;
+        long[] due = new long[requests.size()];
+        if (due.length == 0) {
+            return due;
+        }
+        DelayQueueKeys keys = keysFor.apply(business);
+        ShardTopology topology = topology(business, keys);
+        int[] shards = new int[due.length];
+        List<PipelinedScripts.Call> calls = new ArrayList<>(due.length);
+        for (ScheduleRequest request : requests) {
+            byte[] member = request.member();
+            int shard = ShardSelector.shardOf(member, topology.shards());
+            shards[calls.size()] = shard;
+            byte[] mode = request.dueAt() != null ? ProducerScripts.AT : ProducerScripts.AFTER;
+            long millis = request.dueAt() != null
+                    ? request.dueAt().toEpochMilli()
+                    : request.delay().toMillis();
+            byte[][] options = request.options() == null ? null : optionArguments(request.options());
+            calls.add(new PipelinedScripts.Call(
+                    ProducerScripts.SCHEDULE,
+                    ProducerScripts.keys(keys, shard),
+                    scheduleArguments(keys, shard, member, mode, millis, request.payload(), options)));
+        }
+        Map<Integer, RuntimeException> failures = new TreeMap<>();
+        List<Object> replies = pipelined.run(calls);
+        List<PipelinedScripts.Call> removals = new ArrayList<>();
+        List<Integer> removalOf = new ArrayList<>();
+        for (int i = 0; i < due.length; i++) {
+            Object reply = replies.get(i);
+            if (reply instanceof RuntimeException e) {
+                due[i] = -1;
+                failures.put(i, e);
+                continue;
+            }
+            due[i] = reply == null ? -1 : (Long) reply;
+            byte[] member = requests.get(i).member();
+            for (int earlier : topology.candidateShards(member)) {
+                if (earlier != shards[i]) {
+                    removals.add(new PipelinedScripts.Call(
+                            ProducerScripts.CANCEL, ProducerScripts.keys(keys, earlier), new byte[][] {member}));
+                    removalOf.add(i);
+                }
+            }
+        }
+        if (!removals.isEmpty()) {
+            List<Object> removed = pipelined.run(removals);
+            for (int k = 0; k < removed.size(); k++) {
+                if (removed.get(k) instanceof RuntimeException e) {
+                    // scheduled, but an earlier copy may still be live too: said, as the single call would throw
+                    failures.putIfAbsent(removalOf.get(k), e);
+                }
+            }
+        }
+        if (!failures.isEmpty()) {
+            throw new ScheduleBatchException(business, due, failures);
+        }
+        return due;
     }
 
     /**
