@@ -218,7 +218,7 @@ public final class Bench {
                         report,
                         "lag relay " + rate + "/s",
                         separate,
-                        () -> report.lag(s.lagSeparate(lagProcesses, "relay", false, rate, seconds)));
+                        () -> report.lag(s.lagSeparate(lagProcesses, "relay", "api", rate, seconds)));
             }
             for (int rate : config.zaddLagRates()) {
                 part(
@@ -226,7 +226,16 @@ public final class Bench {
                         "lag relay plain ZADD " + rate + "/s",
                         separate,
                         () -> report.lag(
-                                s.lagSeparate(lagProcesses, "relay, plain ZADD producer", true, rate, seconds)));
+                                s.lagSeparate(lagProcesses, "relay, plain ZADD producer", "zadd", rate, seconds)));
+            }
+            // The relay-api producer sending batches (scheduleAll, one round trip per thread every few ms): what a
+            // producer that pipelines saves Redis, measured in the same run.
+            for (int rate : config.batchLagRates()) {
+                part(
+                        report,
+                        "lag relay relay-api batches " + rate + "/s",
+                        separate,
+                        () -> report.lag(s.lagSeparate(lagProcesses, Report.BATCH_PRODUCER, "batch", rate, seconds)));
             }
             try {
                 lagProcesses.close();

@@ -99,6 +99,11 @@ record BenchConfig(
                 .toArray();
     }
 
+    /** Rates of the relay-api producer sending batches (scheduleAll) in the lag scenario: 2k/s, where it is judged. */
+    int[] batchLagRates() {
+        return IntStream.of(lagRates).filter(r -> r == 2_000).toArray();
+    }
+
     /**
      * Rough duration of the drain scenario, for the progress lines: per relay drain the load (~60k msg/s), the drain
      * (~14k msg/s) and a start; the ceilings (~18k msg/s) and PerfTest (~20k msg/s); seed and Redisson loads (~20k
@@ -148,7 +153,7 @@ record BenchConfig(
             total += 3 * (idleSeconds + 5);
         }
         if (runs("lag")) {
-            total += (lagRates.length + zaddLagRates().length) * separateLagEstimateSeconds()
+            total += (lagRates.length + zaddLagRates().length + batchLagRates().length) * separateLagEstimateSeconds()
                     + (2 + 2 * baselineLagRates.length) * inProcessLagEstimateSeconds();
         }
         if (runs("backlog")) {

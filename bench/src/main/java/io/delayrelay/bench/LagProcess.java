@@ -25,6 +25,7 @@ import com.rabbitmq.client.Envelope;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.api.ScheduleRequest;
 import io.delayrelay.api.ShardSelector;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
@@ -35,8 +36,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * exec jar in a third), so that none of them stalls the others:
  *
  * <pre>
- * LagProcess producer REDIS_HOST REDIS_PORT BUSINESS SHARDS RATE SECONDS api|zadd MESSAGE_BYTES [WARM_SECONDS]
- *   paces RATE msg/s, with the relay-api producer or a bare ZADD into the shard: first a warm-up (WARM_SECONDS,
+ * LagProcess producer REDIS_HOST REDIS_PORT BUSINESS SHARDS RATE SECONDS api|batch|zadd MESSAGE_BYTES [WARM_SECONDS]
+ *   paces RATE msg/s, with the relay-api producer (batch: its scheduleAll, each sending thread's messages of the
+ *   last BATCH_LINGER_MS in one call) or a bare ZADD into the shard: first a warm-up (WARM_SECONDS,
  *   default a few seconds, due 1-5 s ahead as the measured messages; prints "warm N"), then SECONDS due 1-5 s ahead (System.currentTimeMillis); prints
  *   "sent N achieved R lastDue T errors E" when done.
  * LagProcess consumer RABBIT_HOST RABBIT_PORT QUEUE OUT_FILE
@@ -61,7 +63,7 @@ public final class LagProcess {
                     Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]),
                     Integer.parseInt(args[6]),
-                    args[7].equals("zadd"),
+                    args[7],
                     Integer.parseInt(args[8]),
                     args.length > 9 ? Integer.parseInt(args[9]) : -1);
             case "consumer" -> consume(args[1], Integer.parseInt(args[2]), args[3], Path.of(args[4]));
@@ -82,7 +84,7 @@ public final class LagProcess {
             int shards,
             int rate,
             int seconds,
-            boolean plainZadd,
+            String mode,
             int size,
             int warmSeconds)
             throws Exception {
@@ -91,16 +93,18 @@ public final class LagProcess {
         factory.start();
         RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
-        Sender send = (body, due) -> {
-            if (plainZadd) {
-                int shard = ShardSelector.shardOf(body, shards);
-                try (RedisConnection c = factory.getConnection()) {
-                    c.zSetCommands().zAdd(keys.shard(shard).getBytes(StandardCharsets.UTF_8), due, body);
-                }
-            } else {
-                producer.schedule(business, body, Instant.ofEpochMilli(due));
-            }
-        };
+        Sender send =
+                switch (mode) {
+                    case "zadd" -> (body, due) -> {
+                        int shard = ShardSelector.shardOf(body, shards);
+                        try (RedisConnection c = factory.getConnection()) {
+                            c.zSetCommands().zAdd(keys.shard(shard).getBytes(StandardCharsets.UTF_8), due, body);
+                        }
+                    };
+                    case "api" -> (body, due) -> producer.schedule(business, body, Instant.ofEpochMilli(due));
+                    case "batch" -> new BatchSender(producer, business);
+                    default -> throw new IllegalArgumentException("producer mode " + mode + " (api, batch, zadd)");
+                };
         // Warm-up (not measured): a fresh relay, producer and consumer JVM each compile their hot paths first. The
         // same rate and the same due times as the measured phase (1-5 s ahead): a warm-up of another shape (due at
         // once) left the relay's pop-ahead path to the JIT compiler inside the measured phase. Its last entries fall
@@ -124,6 +128,54 @@ public final class LagProcess {
 
     interface Sender {
         void send(byte[] body, long dueMs) throws Exception;
+
+        /** Sends what the calling thread holds (at the end of its share). */
+        default void flush() throws Exception {}
+    }
+
+    /** How long a sending thread of the batch producer holds its messages before one scheduleAll call. */
+    static final long BATCH_LINGER_MS = 10;
+
+    /**
+     * The relay-api producer with batches: each sending thread collects its messages and sends them in one
+     * {@code scheduleAll} call (one round trip) once the first of them is {@link #BATCH_LINGER_MS} old, as a service
+     * that flushes an outbox every few milliseconds would.
+     */
+    static final class BatchSender implements Sender {
+        private final RedisDelayedMessageProducer producer;
+        private final String business;
+        private final ThreadLocal<List<ScheduleRequest>> held = ThreadLocal.withInitial(ArrayList::new);
+        private final ThreadLocal<long[]> firstAt = ThreadLocal.withInitial(() -> new long[1]);
+
+        BatchSender(RedisDelayedMessageProducer producer, String business) {
+            this.producer = producer;
+            this.business = business;
+        }
+
+        @Override
+        public void send(byte[] body, long dueMs) {
+            List<ScheduleRequest> batch = held.get();
+            long now = System.nanoTime();
+            if (batch.isEmpty()) {
+                firstAt.get()[0] = now;
+            }
+            batch.add(ScheduleRequest.message(body, Instant.ofEpochMilli(dueMs)));
+            if (now - firstAt.get()[0] >= BATCH_LINGER_MS * 1_000_000L) {
+                flush();
+            }
+        }
+
+        @Override
+        public void flush() {
+            List<ScheduleRequest> batch = held.get();
+            if (!batch.isEmpty()) {
+                try {
+                    producer.scheduleAll(business, batch);
+                } finally {
+                    batch.clear();
+                }
+            }
+        }
     }
 
     record Paced(AtomicInteger sent, AtomicLong lastDue, AtomicLong errors, double achieved) {}
@@ -161,6 +213,13 @@ public final class LagProcess {
                                 if (errors.incrementAndGet() == 1) {
                                     System.err.println("producer error: " + e);
                                 }
+                            }
+                        }
+                        try {
+                            send.flush();
+                        } catch (Exception e) {
+                            if (errors.incrementAndGet() == 1) {
+                                System.err.println("producer error: " + e);
                             }
                         }
                     },

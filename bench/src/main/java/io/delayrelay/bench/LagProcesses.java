@@ -59,7 +59,7 @@ final class LagProcesses {
     }
 
     /** One run: relay (1 business, 16 shards, defaults) + producer at {@code rate} + consumer, in three JVMs. */
-    Scenarios.Lag run(String label, String exchange, String queue, boolean plainZadd, int rate, int seconds)
+    Scenarios.Lag run(String label, String exchange, String queue, String producerMode, int rate, int seconds)
             throws Exception {
         Scenarios.log(
                 "lag: %s at %,d msg/s for %d s (relay, producer and consumer in separate JVMs)", label, rate, seconds);
@@ -67,7 +67,7 @@ final class LagProcesses {
             throw new IllegalStateException("no relay exec jar: " + relayJar + " (bench.sh builds and passes it)");
         }
         Files.createDirectories(logs);
-        String tag = (plainZadd ? "zadd" : "api") + "-" + rate;
+        String tag = producerMode + "-" + rate;
         infra.purge(queue);
         List<Process> processes = new ArrayList<>();
         try {
@@ -118,7 +118,7 @@ final class LagProcesses {
                     Integer.toString(config.shards()),
                     Integer.toString(rate),
                     Integer.toString(seconds),
-                    plainZadd ? "zadd" : "api",
+                    producerMode,
                     Integer.toString(config.messageBytes()),
                     Integer.toString(fresh ? WARM_UP_SECONDS : NEXT_WARM_UP_SECONDS));
             processes.add(producer);

@@ -503,8 +503,8 @@ final class Scenarios {
     }
 
     /** The lag scenario with the relay, the producer and the consumer in three JVMs (see {@link LagProcesses}). */
-    Lag lagSeparate(LagProcesses processes, String label, boolean plainZadd, int rate, int seconds) throws Exception {
-        return processes.run(label, exchange, queue, plainZadd, rate, seconds);
+    Lag lagSeparate(LagProcesses processes, String label, String producerMode, int rate, int seconds) throws Exception {
+        return processes.run(label, exchange, queue, producerMode, rate, seconds);
     }
 
     /**

@@ -136,7 +136,8 @@ record SteadyCost(
                         + "5 s of sending, to the last send; 'relayed' is what the consumer received in it; relay threads in cores, "
                         + "grouped by name; Redis commands per relayed message by type from INFO commandstats, the commands "
                         + "scripts run included, producer writes included: the relay-api producer's schedule.lua is one "
-                        + "EVALSHA per message, the plain ZADD producer's write one ZADD):\n\n");
+                        + "EVALSHA per message (sent one round trip each, or pipelined by scheduleAll in the batches "
+                        + "run), the plain ZADD producer's write one ZADD):\n\n");
         b.append("| run | rate | relayed | relay cores | broker cores | Redis cores | relay threads (cores) "
                 + "| Redis commands / relayed msg | by type |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n");
         for (SteadyCost c : ALL) {

@@ -11,7 +11,16 @@ import java.util.function.Function;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.output.IntegerOutput;
+import io.lettuce.core.protocol.AsyncCommand;
+import io.lettuce.core.protocol.Command;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
 import org.springframework.dao.DataAccessException;
 import org.springframework.dao.QueryTimeoutException;
 import org.springframework.data.redis.RedisSystemException;
@@ -98,10 +107,7 @@ final class PipelinedScripts {
         }
 
         private List<Object> run(RedisScriptingAsyncCommands<byte[], byte[]> async, List<Call> window) {
-            List<RedisFuture<Long>> sent = new ArrayList<>(window.size());
-            for (Call call : window) {
-                sent.add(async.evalsha(call.script().getSha1(), ScriptOutputType.INTEGER, keys(call), call.args()));
-            }
+            List<RedisFuture<Long>> sent = send(async, window, false);
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(factory.getTimeout());
             List<Object> results = new ArrayList<>(window.size());
             List<Integer> again = new ArrayList<>();
@@ -114,12 +120,11 @@ final class PipelinedScripts {
             }
             if (!again.isEmpty()) {
                 // Redis lost its script cache (restart, SCRIPT FLUSH): the calls that met NOSCRIPT did nothing
-                List<RedisFuture<Long>> resent = new ArrayList<>(again.size());
+                List<Call> calls = new ArrayList<>(again.size());
                 for (int i : again) {
-                    Call call = window.get(i);
-                    resent.add(async.eval(
-                            call.script().getScriptAsString(), ScriptOutputType.INTEGER, keys(call), call.args()));
+                    calls.add(window.get(i));
                 }
+                List<RedisFuture<Long>> resent = send(async, calls, true);
                 deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(factory.getTimeout());
                 for (int k = 0; k < again.size(); k++) {
                     results.set(again.get(k), await(resent.get(k), deadline));
@@ -132,6 +137,63 @@ final class PipelinedScripts {
                 }
             }
             return results;
+        }
+
+        /**
+         * Sends the calls (EVALSHA, or EVAL with the source): in one write of the connection when it can be reached
+         * (Lettuce's {@code dispatch} of a list; a cluster connection routes each call by its first key's slot),
+         * else one async call each.
+         */
+        private static List<RedisFuture<Long>> send(
+                RedisScriptingAsyncCommands<byte[], byte[]> async, List<Call> calls, boolean withSource) {
+            StatefulConnection<byte[], byte[]> connection = null;
+            if (async instanceof RedisAsyncCommands<byte[], byte[]> standalone) {
+                connection = standalone.getStatefulConnection();
+            } else if (async instanceof RedisAdvancedClusterAsyncCommands<byte[], byte[]> cluster) {
+                connection = cluster.getStatefulConnection();
+            }
+            List<RedisFuture<Long>> futures = new ArrayList<>(calls.size());
+            if (connection == null) {
+                for (Call call : calls) {
+                    futures.add(
+                            withSource
+                                    ? async.eval(
+                                            call.script().getScriptAsString(),
+                                            ScriptOutputType.INTEGER,
+                                            keys(call),
+                                            call.args())
+                                    : async.evalsha(
+                                            call.script().getSha1(),
+                                            ScriptOutputType.INTEGER,
+                                            keys(call),
+                                            call.args()));
+                }
+                return futures;
+            }
+            List<AsyncCommand<byte[], byte[], Long>> commands = new ArrayList<>(calls.size());
+            for (Call call : calls) {
+                CommandArgs<byte[], byte[]> args = new CommandArgs<>(ByteArrayCodec.INSTANCE);
+                if (withSource) {
+                    args.add(call.script().getScriptAsString());
+                } else {
+                    args.add(call.script().getSha1());
+                }
+                args.add(call.keys().size());
+                for (byte[] key : call.keys()) {
+                    args.addKey(key);
+                }
+                for (byte[] value : call.args()) {
+                    args.addValue(value);
+                }
+                AsyncCommand<byte[], byte[], Long> command = new AsyncCommand<>(new Command<>(
+                        withSource ? CommandType.EVAL : CommandType.EVALSHA,
+                        new IntegerOutput<>(ByteArrayCodec.INSTANCE),
+                        args));
+                commands.add(command);
+                futures.add(command);
+            }
+            connection.dispatch(commands);
+            return futures;
         }
 
         private static byte[][] keys(Call call) {

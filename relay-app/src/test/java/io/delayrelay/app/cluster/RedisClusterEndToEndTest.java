@@ -19,6 +19,7 @@ import java.util.stream.Stream;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.api.ScheduleRequest;
 import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
@@ -54,6 +55,10 @@ class RedisClusterEndToEndTest {
     private static String cold;
 
     private static BlockingQueue<Received> coldReceived;
+    /** A business whose producer sends batches (scheduleAll): Lettuce routes each call of a batch to its node. */
+    private static String batch;
+
+    private static BlockingQueue<Received> batchReceived;
 
     @BeforeAll
     static void startClusterAndTwoRelays() {
@@ -70,6 +75,9 @@ class RedisClusterEndToEndTest {
         cold = business("cluster-cold");
         String coldExchange = kit.exchange("cluster-cold");
         coldReceived = kit.consume(kit.queue(coldExchange, "due"));
+        batch = business("cluster-batch");
+        String batchExchange = kit.exchange("cluster-batch");
+        batchReceived = kit.consume(kit.queue(batchExchange, "due"));
         Map<String, Object> props = kit.baseProperties();
         props.remove("spring.data.redis.host");
         props.remove("spring.data.redis.port");
@@ -78,6 +86,7 @@ class RedisClusterEndToEndTest {
         RelayTestKit.business(props, byId, byIdExchange, "due", "shards", SHARDS, "threads", 1);
         RelayTestKit.business(props, dead, deadExchange, "nobody-listens", "shards", SHARDS, "threads", 1);
         RelayTestKit.business(props, cold, coldExchange, "due", "shards", SHARDS, "threads", 1, "cold-after", "10s");
+        RelayTestKit.business(props, batch, batchExchange, "due", "shards", SHARDS, "threads", 1);
         for (int instance = 0; instance < 2; instance++) {
             kit.startRelay(props);
         }
@@ -301,6 +310,38 @@ class RedisClusterEndToEndTest {
                 .scheduledDue(dueByBody)
                 .quiet(Duration.ofSeconds(1))
                 .check(coldReceived, Duration.ofSeconds(60));
+    }
+
+    @Test
+    void aBatchIsScheduledOnEveryMasterAndEachMessageIsDeliveredOnce() throws Exception {
+        RedisDelayedMessageProducer producer = producer();
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(batch);
+        long due = redisNowMs() + 1_000;
+        List<ScheduleRequest> requests = new ArrayList<>();
+        Map<String, Long> dueByBody = new HashMap<>();
+        Map<String, Integer> perMaster = new TreeMap<>();
+        for (int i = 0; i < 600; i++) {
+            String id = "order-" + i;
+            String body = "{\"order\":" + i + "}";
+            requests.add(
+                    ScheduleRequest.byId(id, body.getBytes(StandardCharsets.UTF_8), Instant.ofEpochMilli(due + i)));
+            dueByBody.put(body, due + i);
+            perMaster.merge(cluster.masterOf(keys.shard(ShardSelector.shardOf(id, SHARDS))), 1, Integer::sum);
+        }
+        assertThat(perMaster).as("the batch spans every master").hasSize(3);
+
+        long[] dues = producer.scheduleAll(batch, requests);
+
+        for (int i = 0; i < dues.length; i++) {
+            assertThat(dues[i]).as("due time of #%d", i).isEqualTo(due + i);
+        }
+        Deliveries.expect(dueByBody.keySet())
+                .scheduledDue(dueByBody)
+                .quiet(Duration.ofSeconds(1))
+                .check(batchReceived, Duration.ofSeconds(60));
+        assertThat(cluster.zcardSum(keys, SHARDS, DelayQueueKeys::shard)).isZero();
+        await().atMost(Duration.ofSeconds(5))
+                .until(() -> cluster.zcardSum(keys, SHARDS, DelayQueueKeys::inflight) == 0);
     }
 
     @Test
