@@ -679,6 +679,20 @@ final class Report {
                         "<= 15",
                         l.p99() <= 15);
             }
+            if (l.label().equals(BATCH_PRODUCER) && l.rate() == 5_000) {
+                target(
+                        "relay lag p99 / p999 at 5k/s (relay-api producer, batches), ms (relay's share)",
+                        l.p99() + " / " + l.p999() + " (" + share[1] + " / " + share[2] + ")",
+                        "<= 30 / 60",
+                        l.p99() <= 30 && l.p999() <= 60);
+            }
+            if (l.label().equals(BATCH_PRODUCER) && l.rate() == 2_000) {
+                target(
+                        "relay lag p99 at 2k/s (relay-api producer, batches), ms (relay's share)",
+                        l.p99() + " (" + share[1] + ")",
+                        "<= 15",
+                        l.p99() <= 15);
+            }
             if (l.label().equals("relay, plain ZADD producer") && l.rate() == 1_000) {
                 target(
                         "pick-up p99 of plain ZADD entries at 1k/s: due->published by the relay, ms (due->received)",
