@@ -3,14 +3,24 @@ package io.delayrelay.bench;
 import java.util.HashMap;
 import java.util.Map;
 
-/** One INFO snapshot: command calls (total and EVALSHA/EVAL), CPU seconds and used memory. */
-record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long usedMemory, Map<String, Long> calls) {
+/**
+ * One INFO snapshot: command calls (total and EVALSHA/EVAL), CPU seconds, used memory, and the microseconds Redis
+ * spent running scripts (EVALSHA/EVAL's {@code usec}: the commands they call included).
+ */
+record RedisStats(
+        long totalCalls,
+        long scriptCalls,
+        double cpuSeconds,
+        long usedMemory,
+        Map<String, Long> calls,
+        long scriptMicros) {
 
     static RedisStats parse(String info) {
         long total = 0;
         long scripts = 0;
         double cpu = 0;
         long memory = 0;
+        long scriptMicros = 0;
         Map<String, Long> calls = new HashMap<>();
         for (String line : info.split("\r?\n")) {
             if (line.startsWith("cmdstat_")) {
@@ -24,6 +34,8 @@ record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long use
                 }
                 if (name.equals("evalsha") || name.equals("eval")) {
                     scripts += n;
+                    int u = line.indexOf("usec=") + "usec=".length();
+                    scriptMicros += Long.parseLong(line.substring(u, line.indexOf(',', u)));
                 }
             } else if (line.startsWith("used_cpu_sys:") || line.startsWith("used_cpu_user:")) {
                 cpu += Double.parseDouble(line.substring(line.indexOf(':') + 1).trim());
@@ -31,7 +43,7 @@ record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long use
                 memory = Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
             }
         }
-        return new RedisStats(total, scripts, cpu, memory, calls);
+        return new RedisStats(total, scripts, cpu, memory, calls, scriptMicros);
     }
 
     /** What happened between {@code before} and this snapshot. */
@@ -52,7 +64,8 @@ record RedisStats(long totalCalls, long scriptCalls, double cpuSeconds, long use
                 scriptCalls - before.scriptCalls,
                 cpuSeconds - before.cpuSeconds,
                 usedMemory,
-                d);
+                d,
+                scriptMicros - before.scriptMicros);
     }
 
     record Delta(long totalCalls, long scriptCalls, double cpuSeconds, long memory) {}

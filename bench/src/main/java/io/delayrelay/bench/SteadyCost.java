@@ -27,7 +27,9 @@ record SteadyCost(
         double brokerCores,
         double redisCores,
         Map<String, Double> threadCores,
-        Map<String, Double> commandsPerMessage) {
+        Map<String, Double> commandsPerMessage,
+        double redisMicrosPerMessage,
+        double scriptMicrosPerMessage) {
 
     /** Every run of this bench process, in order. */
     static final List<SteadyCost> ALL = new CopyOnWriteArrayList<>();
@@ -92,8 +94,19 @@ record SteadyCost(
                 .filter(e -> e.getValue() >= 0.005)
                 .sorted((a, b) -> Double.compare(b.getValue(), a.getValue()))
                 .forEach(e -> commands.put(e.getKey(), e.getValue()));
+        double perMessage = 1.0 / Math.max(1, relayed);
         return new SteadyCost(
-                label, rate, relayed, seconds, relayCores, brokerCores, redisCores, threadCores, commands);
+                label,
+                rate,
+                relayed,
+                seconds,
+                relayCores,
+                brokerCores,
+                redisCores,
+                threadCores,
+                commands,
+                redis.cpuSeconds() * 1e6 * perMessage,
+                redis.scriptMicros() * perMessage);
     }
 
     double evalshaPerMessage() {
@@ -108,12 +121,14 @@ record SteadyCost(
 
     void log() {
         Scenarios.log(
-                "  where the CPU goes: relay %.2f cores (%s), broker %.2f, Redis %.2f; Redis commands per relayed message"
-                        + " %.2f (%s)",
+                "  where the CPU goes: relay %.2f cores (%s), broker %.2f, Redis %.2f (%.1f µs per relayed message, %.1f"
+                        + " in scripts); Redis commands per relayed message %.2f (%s)",
                 relayCores,
                 format(threadCores, "%.3f"),
                 brokerCores,
                 redisCores,
+                redisMicrosPerMessage,
+                scriptMicrosPerMessage,
                 commandsPerMessageTotal(),
                 format(commandsPerMessage, "%.3f"));
     }
@@ -137,19 +152,24 @@ record SteadyCost(
                         + "grouped by name; Redis commands per relayed message by type from INFO commandstats, the commands "
                         + "scripts run included, producer writes included: the relay-api producer's schedule.lua is one "
                         + "EVALSHA per message (sent one round trip each, or pipelined by scheduleAll in the batches "
-                        + "run), the plain ZADD producer's write one ZADD):\n\n");
-        b.append("| run | rate | relayed | relay cores | broker cores | Redis cores | relay threads (cores) "
-                + "| Redis commands / relayed msg | by type |\n|---|---:|---:|---:|---:|---:|---|---:|---|\n");
+                        + "run), the plain ZADD producer's write one ZADD; Redis µs per relayed message: its used_cpu over the "
+                        + "window, and in brackets the part spent inside scripts (EVALSHA/EVAL usec, their commands "
+                        + "included); the rest is reading and writing the connections and commands sent on their own):\n\n");
+        b.append("| run | rate | relayed | relay cores | broker cores | Redis cores | Redis µs / msg (in scripts) "
+                + "| relay threads (cores) | Redis commands / relayed msg | by type |\n"
+                + "|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
         for (SteadyCost c : ALL) {
             b.append(String.format(
                     Locale.ROOT,
-                    "| %s | %,d | %,d | %.2f | %.2f | %.2f | %s | %.2f | %s |%n",
+                    "| %s | %,d | %,d | %.2f | %.2f | %.2f | %.1f (%.1f) | %s | %.2f | %s |%n",
                     c.label(),
                     c.rate(),
                     c.relayed(),
                     c.relayCores(),
                     c.brokerCores(),
                     c.redisCores(),
+                    c.redisMicrosPerMessage(),
+                    c.scriptMicrosPerMessage(),
                     format(c.threadCores(), "%.3f"),
                     c.commandsPerMessageTotal(),
                     format(c.commandsPerMessage(), "%.3f")));

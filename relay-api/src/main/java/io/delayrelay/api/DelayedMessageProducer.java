@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.TreeMap;
 
 /**
@@ -63,12 +62,7 @@ public interface DelayedMessageProducer {
      * the others are still scheduled and a {@link ScheduleBatchException} says which failed and with what.
      */
     default long[] scheduleAll(String business, List<ScheduleRequest> requests) {
-        Objects.requireNonNull(requests, "requests");
-        for (int i = 0; i < requests.size(); i++) {
-            if (requests.get(i) == null) {
-                throw new IllegalArgumentException("request #" + i + " of the batch is null");
-            }
-        }
+        ScheduleRequest.checkBatch(requests);
         long[] due = new long[requests.size()];
         Map<Integer, RuntimeException> failures = new TreeMap<>();
         for (int i = 0; i < due.length; i++) {

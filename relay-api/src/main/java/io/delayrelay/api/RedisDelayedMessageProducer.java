@@ -315,12 +315,7 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
      */
     @Override
     public long[] scheduleAll(String business, List<ScheduleRequest> requests) {
-        Objects.requireNonNull(requests, "requests");
-        for (int i = 0; i < requests.size(); i++) {
-            if (requests.get(i) == null) {
-                throw new IllegalArgumentException("request #" + i + " of the batch is null");
-            }
-        }
+        ScheduleRequest.checkBatch(requests);
         long[] due = new long[requests.size()];
         if (due.length == 0) {
             return due;

@@ -3,6 +3,7 @@ package io.delayrelay.api;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -64,6 +65,16 @@ public final class ScheduleRequest {
                     "per-message options need a schedule by id (the message is kept in the payload hash)");
         }
         return new ScheduleRequest(member, payload, dueAt, delay, options);
+    }
+
+    /** Refuses a batch that is null or holds a null request, naming its position, before anything is sent. */
+    static void checkBatch(List<ScheduleRequest> requests) {
+        Objects.requireNonNull(requests, "requests");
+        for (int i = 0; i < requests.size(); i++) {
+            if (requests.get(i) == null) {
+                throw new IllegalArgumentException("request #" + i + " of the batch is null");
+            }
+        }
     }
 
     /** The zset member: the message itself, or the id's UTF-8 bytes. */
