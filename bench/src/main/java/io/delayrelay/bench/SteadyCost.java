@@ -122,7 +122,7 @@ record SteadyCost(
     void log() {
         Scenarios.log(
                 "  where the CPU goes: relay %.2f cores (%s), broker %.2f, Redis %.2f (%.1f µs per relayed message, %.1f"
-                        + " in scripts); Redis commands per relayed message %.2f (%s)",
+                        + " in scripts, wall clock); Redis commands per relayed message %.2f (%s)",
                 relayCores,
                 format(threadCores, "%.3f"),
                 brokerCores,
@@ -153,8 +153,9 @@ record SteadyCost(
                         + "scripts run included, producer writes included: the relay-api producer's schedule.lua is one "
                         + "EVALSHA per message (sent one round trip each, or pipelined by scheduleAll in the batches "
                         + "run), the plain ZADD producer's write one ZADD; Redis µs per relayed message: its used_cpu over the "
-                        + "window, and in brackets the part spent inside scripts (EVALSHA/EVAL usec, their commands "
-                        + "included); the rest is reading and writing the connections and commands sent on their own):\n\n");
+                        + "window, and in brackets the time spent inside scripts (EVALSHA/EVAL usec, their commands "
+                        + "included): Redis times a command on the wall clock, so on a busy machine this counts the "
+                        + "time the OS took Redis off the CPU too and is an upper bound, not CPU):\n\n");
         b.append("| run | rate | relayed | relay cores | broker cores | Redis cores | Redis µs / msg (in scripts) "
                 + "| relay threads (cores) | Redis commands / relayed msg | by type |\n"
                 + "|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
