@@ -26,7 +26,11 @@ public class ScheduleBatchException extends RuntimeException {
         this.failures = Collections.unmodifiableSortedMap(new TreeMap<>(failures));
     }
 
-    /** Each request's due time in epoch ms, in the batch's order; -1 for a request that failed. */
+    /**
+     * Each request's due time in epoch ms, in the batch's order; -1 for a request whose schedule failed. A request
+     * that was scheduled but whose copy under an earlier shard count could not be removed (a reshard's history) is
+     * among the {@link #failures()} with its due time here: it may be delivered twice.
+     */
     public long[] dueTimes() {
         return dueTimes.clone();
     }
