@@ -199,9 +199,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     private boolean connect() {
         String service = "Redis";
         try {
-            try (RedisConnection connection = redisConnectionFactory.getConnection()) {
-                connection.ping();
-            }
+            pingRedis();
             service = "RabbitMQ";
             prepareExchanges();
             service = "Redis";
@@ -213,6 +211,21 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             boolean redis = service.equals("Redis");
             return ServiceFailure.waitOrThrow(
                     e, service, redis ? settings.redisEndpoint() : settings.rabbitEndpoint(), settings.startRetry());
+        }
+    }
+
+    /** One ping; asked again at once when the first failure is {@link ServiceFailure#UNCLEAR}, not waited on. */
+    private void pingRedis() {
+        try (RedisConnection connection = redisConnectionFactory.getConnection()) {
+            connection.ping();
+        } catch (RuntimeException first) {
+            if (ServiceFailure.ofRedis(first) != ServiceFailure.UNCLEAR) {
+                throw first;
+            }
+            log.debug("Redis connection failed without a network error or an answer; asking again at once", first);
+            try (RedisConnection connection = redisConnectionFactory.getConnection()) {
+                connection.ping();
+            }
         }
     }
 

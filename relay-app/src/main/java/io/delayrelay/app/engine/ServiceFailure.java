@@ -28,6 +28,13 @@ enum ServiceFailure {
     UNREACHABLE,
     /** The server answered and said no: wrong password or user, missing ACL permission or vhost. */
     REFUSED,
+    /**
+     * Redis only: the connection failed with neither a network error nor the server's answer in the cause chain.
+     * Lettuce reports a refused AUTH this way when the server's reply and close race its handshake
+     * ({@code IllegalStateException: RedisHandshakeHandler not registered}); the caller asks again at once, and a
+     * second such failure counts as {@link #UNREACHABLE}.
+     */
+    UNCLEAR,
     /** Anything else: left to the caller. */
     OTHER;
 
@@ -59,7 +66,7 @@ enum ServiceFailure {
     static boolean waitOrThrow(RuntimeException failure, String service, String endpoint, Duration retry) {
         boolean redis = service.equals("Redis");
         ServiceFailure kind = redis ? ofRedis(failure) : ofRabbit(failure);
-        if (kind == UNREACHABLE) {
+        if (kind == UNREACHABLE || kind == UNCLEAR) {
             log.warn(
                     "{} at {} is not reachable ({}): not relaying, readiness DOWN; trying again every {} ms",
                     service,
@@ -79,16 +86,17 @@ enum ServiceFailure {
         if (mentions(failure, REDIS_REFUSALS)) {
             return REFUSED;
         }
+        boolean connection = false;
         for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof RedisConnectionFailureException
-                    || t instanceof QueryTimeoutException
-                    || t instanceof io.lettuce.core.RedisConnectionException
+            if (t instanceof QueryTimeoutException
                     || t instanceof io.lettuce.core.RedisCommandTimeoutException
                     || network(t)) {
                 return UNREACHABLE;
             }
+            connection |= t instanceof RedisConnectionFailureException
+                    || t instanceof io.lettuce.core.RedisConnectionException;
         }
-        return OTHER;
+        return connection ? UNCLEAR : OTHER;
     }
 
     static ServiceFailure ofRabbit(Throwable failure) {

@@ -133,6 +133,35 @@ class StartupConnectionTest {
         }
     }
 
+    /**
+     * A connection that fails with neither a network error nor an answer (Lettuce reports a refused AUTH this way
+     * when the server's reply and close race its handshake) is asked again at once, not waited on for the retry
+     * period. The first two connections are hung up on: the operator-pause read's (which keeps its last state) and
+     * the start check's; the relay relays at once with a retry period of 10 minutes.
+     */
+    @Test
+    void aConnectionHungUpOnBeforeAnAnswerIsAskedAgainAtOnce(CapturedOutput output) throws Exception {
+        int port = FreePort.next();
+        String business = kit.business("hungup");
+        String exchange = kit.exchange("hungup");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due");
+        props.put("spring.data.redis.port", port);
+        props.put("relay.start-retry", "10m");
+        try (TcpProxy redis = new TcpProxy(port, TestServices.redis().port())) {
+            redis.dropNext(2);
+            ConfigurableApplicationContext relay = kit.startRelay(props);
+            RelayEngine engine = relay.getBean(RelayEngine.class);
+            await().atMost(Duration.ofSeconds(5)).until(engine::isRunning);
+            kit.producer().scheduleAfter(business, "after a hang-up", Duration.ZERO);
+            assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300)))
+                    .extracting(Received::text)
+                    .containsExactly("after a hang-up");
+            assertThat(output.getOut()).doesNotContain("is not reachable");
+            relay.close();
+        }
+    }
+
     @Test
     void anUnreachableRabbitAtStartKeepsTheRelayUpAndNotReadyUntilItAnswers(CapturedOutput output) throws Exception {
         int port = FreePort.next();

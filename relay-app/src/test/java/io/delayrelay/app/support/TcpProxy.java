@@ -22,6 +22,7 @@ public final class TcpProxy implements AutoCloseable {
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private volatile ServerSocket server;
     private volatile boolean frozen;
+    private final java.util.concurrent.atomic.AtomicInteger toDrop = new java.util.concurrent.atomic.AtomicInteger();
 
     /** Forwards 127.0.0.1:{@code port} to 127.0.0.1:{@code target}. */
     public TcpProxy(int port, int target) throws IOException {
@@ -44,6 +45,11 @@ public final class TcpProxy implements AutoCloseable {
     /** Passes bytes again, what was held first. */
     public void thaw() {
         frozen = false;
+    }
+
+    /** Closes each of the next {@code connections} accepted at once, before a byte passes: a peer that hung up. */
+    public void dropNext(int connections) {
+        toDrop.set(connections);
     }
 
     /** Accepts connections again. */
@@ -70,6 +76,10 @@ public final class TcpProxy implements AutoCloseable {
         while (!socket.isClosed()) {
             try {
                 Socket client = socket.accept();
+                if (toDrop.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                    close(client);
+                    continue;
+                }
                 Socket upstream = new Socket(targetHost, target);
                 sockets.add(client);
                 sockets.add(upstream);
