@@ -35,8 +35,8 @@ Runs in one go, on the local Redis and RabbitMQ:
               with cold-after 20s and 60,000 entries falling due at 2,000/s for 30 s after a round trip through the
               cold tier: lag p50/p99/max and early. Only with --only cold or --full. About 5 minutes at 1 M.
 
-  (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 10 s (baselines at 5k); backlog 1,000,000;
-                  baselines capped at 8 s of draining; the message shape; the storm of 500,000. About 20 minutes on 2 busy cores. (N is not the issue's
+  (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 30 s (baselines at 5k); backlog 1,000,000;
+                  baselines capped at 8 s of draining; the message shape; the storm of 500,000. About 25 minutes on 2 busy cores. (N is not the issue's
                   200,000: with a durable queue and confirms the broker alone takes ~8k msg/s here, so nine
                   drains of 200,000 would take 6+ minutes; use --messages 200000 for that.)
   --full          N = 1,000,000; lag 2k/5k/10k msg/s for 60 s (baselines at 5k, capped at 30 s of draining);
@@ -48,6 +48,8 @@ Runs in one go, on the local Redis and RabbitMQ:
                   <date>[-only-<list>]-runs.md puts every target side by side, one column per run, and says
                   whether every run met it (the issues ask for each of 3 consecutive runs, not the best)
   --cold-entries N   entries of the cold scenario's sizing and moves (default 1,000,000)
+  --lag-seconds N    seconds of sending per lag rate, 10-600 (default 30, 60 with --full); the steady-state
+                  table reads the phase less its first 5 s
   --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm,cold (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
@@ -83,6 +85,9 @@ while [ $# -gt 0 ]; do
             MODE_ARGS+=(--runs "$2"); shift ;;
     --storm-entries) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --storm-entries needs a number" >&2; exit 2; }
                      MODE_ARGS+=(--storm-entries "$2"); shift ;;
+    --lag-seconds) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 10 ] && [ "$2" -le 600 ] \
+                   || { echo "error: --lag-seconds needs a number from 10 to 600, was '${2:-}'" >&2; exit 2; }
+                   MODE_ARGS+=(--lag-seconds "$2"); shift ;;
     --cold-entries) [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] || { echo "error: --cold-entries needs a number" >&2; exit 2; }
                     MODE_ARGS+=(--cold-entries "$2"); shift ;;
     --shared-redis) SHARED=1 ;;

@@ -14,7 +14,7 @@ import io.delayrelay.app.trigger.BusinessSpec;
  * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench/results/.
  *
  * <pre>
- * Bench [--full] [--messages N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
+ * Bench [--full] [--messages N] [--lag-seconds N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
  *       [--runs N]   (N consecutive runs, each its own report, then their targets side by side: {@link RunsTable})
  * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N],
  * cold [--cold-entries N]
@@ -38,6 +38,7 @@ public final class Bench {
         int stormEntries = Storm.DEFAULT_ENTRIES;
         int runs = 1;
         int coldEntries = ColdTierBench.DEFAULT_ENTRIES;
+        int lagSeconds = 0;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--full" -> full = true;
@@ -53,6 +54,7 @@ public final class Bench {
                 case "--storm-entries" -> stormEntries = Integer.parseInt(args[++i]);
                 case "--runs" -> runs = Integer.parseInt(args[++i]);
                 case "--cold-entries" -> coldEntries = Integer.parseInt(args[++i]);
+                case "--lag-seconds" -> lagSeconds = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument: " + args[i]);
             }
         }
@@ -60,7 +62,16 @@ public final class Bench {
             throw new IllegalArgumentException("--runs must be 1..10, was " + runs);
         }
         BenchConfig config = BenchConfig.of(
-                full, messages, host(redis), port(redis), privateRedis, host(rabbit), port(rabbit), out, only);
+                full,
+                messages,
+                host(redis),
+                port(redis),
+                privateRedis,
+                host(rabbit),
+                port(rabbit),
+                out,
+                only,
+                lagSeconds);
         Path logDir = logs != null ? logs : out.resolve("logs");
         List<Report> reports = new ArrayList<>();
         boolean failed = false;

@@ -29,6 +29,12 @@ record BenchConfig(
 
     /** Messages per drain in quick mode: see bench.sh --help for why it is not 200,000. */
     static final int QUICK_MESSAGES = 50_000;
+    /**
+     * Seconds per lag rate in quick mode. The steady window is the phase less its first
+     * {@link LagProcesses#STEADY_FROM_SECONDS} s: at 10 s per rate it was 5 s, shorter than the spread of the relay's
+     * own CPU from one 5 s window to the next at a constant 2,000 msg/s (0.06-0.19 cores in a quiet 2-minute run).
+     */
+    static final int QUICK_LAG_SECONDS = 30;
 
     static BenchConfig of(
             boolean full,
@@ -39,7 +45,11 @@ record BenchConfig(
             String rabbitHost,
             int rabbitPort,
             Path resultsDir,
-            List<String> only) {
+            List<String> only,
+            int lagSeconds) {
+        if (lagSeconds != 0 && (lagSeconds < 10 || lagSeconds > 600)) {
+            throw new IllegalArgumentException("--lag-seconds must be 10..600, was " + lagSeconds);
+        }
         if (full) {
             return new BenchConfig(
                     true,
@@ -59,7 +69,7 @@ record BenchConfig(
                     30_000,
                     300_000,
                     new int[] {2_000, 5_000, 10_000},
-                    60,
+                    lagSeconds > 0 ? lagSeconds : 60,
                     new int[] {5_000},
                     10_000_000,
                     10,
@@ -83,7 +93,7 @@ record BenchConfig(
                 8_000,
                 120_000,
                 new int[] {2_000, 5_000},
-                10,
+                lagSeconds > 0 ? lagSeconds : QUICK_LAG_SECONDS,
                 new int[] {5_000},
                 1_000_000,
                 10,
