@@ -53,7 +53,7 @@ Runs in one go, on the local Redis and RabbitMQ:
   --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm,cold (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
-  --skip-build    reuse the last build of the relay and of the bench
+  --skip-build    reuse the last build of the relay and of the bench (PerfTest's classpath is still resolved if missing)
 
 Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), RABBIT_HOST (127.0.0.1), RABBIT_PORT (5672),
              BENCH_REDIS_PORT (6399, the private instance), BENCH_JAVA_OPTS (-Xmx3g),
@@ -130,11 +130,14 @@ if [ "$BUILD" = 1 ]; then
     echo "error: building the relay or the bench failed (above); fix it, or pass --skip-build" >&2
     exit 1
   }
+fi
+[ -f "$ROOT/bench/target/classpath.txt" ] || { echo "error: the bench is not built; run without --skip-build" >&2; exit 1; }
+# PerfTest's classpath is resolved, not built: also with --skip-build when an earlier build did not resolve it
+if [ "$BUILD" = 1 ] || [ ! -f "$ROOT/bench/target/perf-test-classpath.txt" ]; then
   (cd "$ROOT" && ./mvnw -B -q -f bench/perf-test.xml dependency:build-classpath \
       -Dmdep.outputFile=target/perf-test-classpath.txt) || {
     echo "error: resolving RabbitMQ PerfTest (com.rabbitmq:perf-test) failed (above)" >&2; exit 1; }
 fi
-[ -f "$ROOT/bench/target/classpath.txt" ] || { echo "error: the bench is not built; run without --skip-build" >&2; exit 1; }
 
 PRIVATE_DIR=""
 cleanup() {
