@@ -103,14 +103,9 @@ class StartupConnectionTest {
     @Test
     void anUnreachableRedisAtStartKeepsTheRelayUpAndNotReadyUntilItAnswers(CapturedOutput output) throws Exception {
         int port = FreePort.next();
-        String business = kit.business("noredis");
-        String exchange = kit.exchange("noredis");
-        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due");
-        props.put("spring.data.redis.port", port);
-        props.put("relay.start-retry", "300ms");
+        RedisOnPort setup = redisOnPort("noredis", port, "300ms");
 
-        ConfigurableApplicationContext relay = kit.startRelay(props);
+        ConfigurableApplicationContext relay = kit.startRelay(setup.props());
         ApplicationAvailability availability = relay.getBean(ApplicationAvailability.class);
         RelayEngine engine = relay.getBean(RelayEngine.class);
         await().atMost(Duration.ofSeconds(5))
@@ -125,10 +120,7 @@ class StartupConnectionTest {
             await().atMost(Duration.ofSeconds(5)).until(engine::isRunning);
             await().atMost(Duration.ofSeconds(5))
                     .until(() -> availability.getReadinessState() == ReadinessState.ACCEPTING_TRAFFIC);
-            kit.producer().scheduleAfter(business, "after redis came", Duration.ZERO);
-            assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300)))
-                    .extracting(Received::text)
-                    .containsExactly("after redis came");
+            setup.assertRelays("after redis came");
             relay.close();
         }
     }
@@ -142,21 +134,13 @@ class StartupConnectionTest {
     @Test
     void aConnectionHungUpOnBeforeAnAnswerIsAskedAgainAtOnce(CapturedOutput output) throws Exception {
         int port = FreePort.next();
-        String business = kit.business("hungup");
-        String exchange = kit.exchange("hungup");
-        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
-        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due");
-        props.put("spring.data.redis.port", port);
-        props.put("relay.start-retry", "10m");
+        RedisOnPort setup = redisOnPort("hungup", port, "10m");
         try (TcpProxy redis = new TcpProxy(port, TestServices.redis().port())) {
             redis.dropNext(2);
-            ConfigurableApplicationContext relay = kit.startRelay(props);
+            ConfigurableApplicationContext relay = kit.startRelay(setup.props());
             RelayEngine engine = relay.getBean(RelayEngine.class);
             await().atMost(Duration.ofSeconds(5)).until(engine::isRunning);
-            kit.producer().scheduleAfter(business, "after a hang-up", Duration.ZERO);
-            assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300)))
-                    .extracting(Received::text)
-                    .containsExactly("after a hang-up");
+            setup.assertRelays("after a hang-up");
             assertThat(output.getOut()).doesNotContain("is not reachable");
             relay.close();
         }
@@ -201,5 +185,31 @@ class StartupConnectionTest {
                 .isNotNull();
         assertThat(analysis.getCause()).isInstanceOf(ServiceAccessException.class);
         return analysis;
+    }
+
+    /** A relay of one new business whose Redis is at 127.0.0.1:{@code port}, and the queue of its exchange. */
+    private RedisOnPort redisOnPort(String name, int port, String startRetry) {
+        String business = kit.business(name);
+        String exchange = kit.exchange(name);
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        Map<String, Object> props = RelayTestKit.business(kit.baseProperties(), business, exchange, "due");
+        props.put("spring.data.redis.port", port);
+        props.put("relay.start-retry", startRetry);
+        return new RedisOnPort(business, received, props, kit.producer());
+    }
+
+    private record RedisOnPort(
+            String business,
+            BlockingQueue<Received> received,
+            Map<String, Object> props,
+            io.delayrelay.api.DelayedMessageProducer producer) {
+
+        /** Schedules {@code text} due now (through the shared Redis) and expects exactly it on the queue. */
+        void assertRelays(String text) throws InterruptedException {
+            producer.scheduleAfter(business, text, Duration.ZERO);
+            assertThat(RelayTestKit.collect(received, 1, Duration.ofSeconds(10), Duration.ofMillis(300)))
+                    .extracting(Received::text)
+                    .containsExactly(text);
+        }
     }
 }
