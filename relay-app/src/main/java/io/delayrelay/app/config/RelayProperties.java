@@ -102,6 +102,17 @@ public class RelayProperties {
                             + "m (a seat is renewed every third of it; a stopped instance's shards pass to the others "
                             + "within 4/3 of it)"));
         }
+        Duration giveUpAfter = division.getGiveUpAfter();
+        if (giveUpAfter == null
+                || giveUpAfter.compareTo(Division.MIN_GIVE_UP_AFTER) < 0
+                || giveUpAfter.compareTo(Division.MAX_SEAT_TTL) > 0) {
+            problems.add(ConfigProblem.global(
+                    "relay.division.give-up-after",
+                    giveUpAfter,
+                    "must be between " + Division.MIN_GIVE_UP_AFTER.toMillis() + "ms and "
+                            + Division.MAX_SEAT_TTL.toMinutes()
+                            + "m (publishes unanswered for that long make an instance give its seat up)"));
+        }
         if (!problems.isEmpty()) {
             throw new RelayConfigurationException(problems);
         }
@@ -239,12 +250,19 @@ public class RelayProperties {
 
         static final Duration MIN_SEAT_TTL = Duration.ofMillis(300);
         static final Duration MAX_SEAT_TTL = Duration.ofMinutes(10);
+        static final Duration MIN_GIVE_UP_AFTER = Duration.ofMillis(100);
 
         /** Whether the instances divide the shards (false: every instance pops every shard, as before 0.2). */
         private boolean enabled = true;
 
         /** How long a seat lives without renewal: the hand-over bound is 4/3 of it (renewals every third). */
         private Duration seatTtl = ShardDivision.Settings.DEFAULT_SEAT_TTL;
+
+        /**
+         * How long this instance's publishes may go unanswered by RabbitMQ (or all its workers stay in one pop) before
+         * it gives its seat up, so that the others pop its shards; it takes a seat again once the broker answers.
+         */
+        private Duration giveUpAfter = ShardDivision.Settings.DEFAULT_GIVE_UP_AFTER;
 
         public boolean isEnabled() {
             return enabled;
@@ -262,8 +280,16 @@ public class RelayProperties {
             this.seatTtl = seatTtl;
         }
 
+        public Duration getGiveUpAfter() {
+            return giveUpAfter;
+        }
+
+        public void setGiveUpAfter(Duration giveUpAfter) {
+            this.giveUpAfter = giveUpAfter;
+        }
+
         ShardDivision.Settings toSettings() {
-            return new ShardDivision.Settings(enabled, seatTtl);
+            return new ShardDivision.Settings(enabled, seatTtl, giveUpAfter);
         }
     }
 

@@ -60,6 +60,8 @@ final class BatchSettler {
     private final EventReporter events;
     private final RedisClock clock;
     private final Rescheduled rescheduled;
+    /** Told of every publish and of every broker answer: publishes unanswered too long give the seat up. */
+    private final RelayAbility ability;
     private final ExecutorService pool;
     private final AckCarrier carrier;
     private final Object monitor = new Object();
@@ -71,8 +73,10 @@ final class BatchSettler {
             BatchPublisher publisher,
             EventReporter events,
             RedisClock clock,
-            Rescheduled rescheduled) {
+            Rescheduled rescheduled,
+            RelayAbility ability) {
         this.store = store;
+        this.ability = ability;
         this.rescheduled = rescheduled;
         this.publisher = publisher;
         this.events = events;
@@ -98,6 +102,7 @@ final class BatchSettler {
         CompletableFuture<List<PublishOutcome>> published;
         try {
             List<DueMessage> batch = DueBatch.of(spec, shard, popped, events);
+            ability.publishing();
             published = publisher.publish(spec, batch);
             long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
             published
@@ -183,6 +188,7 @@ final class BatchSettler {
                 perShard.add(messages);
                 batch.addAll(messages);
             }
+            ability.publishing();
             published = publisher.publish(spec, batch);
             long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
             published
@@ -262,6 +268,7 @@ final class BatchSettler {
                 }
                 CompletableFuture<List<PublishOutcome>> published;
                 try {
+                    ability.publishing();
                     published = publisher.publish(spec, wave);
                 } catch (RuntimeException e) {
                     // earlier waves are out: this one is settled as failed (retried after the retry delay, so
@@ -462,6 +469,9 @@ final class BatchSettler {
         PublishOutcome failOutcome = null;
         for (int i = 0; i < batch.size(); i++) {
             PublishOutcome outcome = outcomes.get(i);
+            if (answered(outcome)) {
+                ability.answered();
+            }
             switch (outcome.status()) {
                 case CONFIRMED -> confirmed.add(batch.get(i));
                 case RETURNED -> {
@@ -520,6 +530,22 @@ final class BatchSettler {
             retried(spec, shard, result.requeued());
             events.deadLettered(spec, shard, DeadReason.MAX_ATTEMPTS, outcome.reason(), result.dead());
         }
+    }
+
+    /**
+     * Whether the broker answered this message: confirmed, returned, or refused it itself (nack, no such exchange,
+     * access refused). Not sent, not confirmed in time or a channel lost: no answer. A message the relay could not
+     * build says nothing of the broker either way.
+     */
+    private static boolean answered(PublishOutcome outcome) {
+        return switch (outcome.status()) {
+            case CONFIRMED, RETURNED -> true;
+            case FAILED -> switch (outcome.cause()) {
+                case NACK, EXCHANGE_NOT_FOUND, ACCESS_REFUSED -> true;
+                default -> false;
+            };
+            default -> false;
+        };
     }
 
     /** Entries put back wait at least the retry delay: the workers look at their shard then. */

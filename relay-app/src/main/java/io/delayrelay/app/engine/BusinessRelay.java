@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Set;
 
 import io.delayrelay.app.engine.wake.ShardWakeups;
-import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -33,10 +32,9 @@ public final class BusinessRelay implements ShardWakeups {
     private final RedisClock clock;
     private final RateGovernor governor;
     private final ShardDivision division;
-    /** Renewals of the seat that failed in a row (the first one is logged, and the recovery). */
-    private int seatFailures;
-    /** Whether the division's gauges were set once. */
-    private boolean reported;
+    /** Whether this instance can relay the business now: fed by the workers and the settler, read by the seats. */
+    private final RelayAbility ability = new RelayAbility(System::nanoTime);
+    private final SeatKeeper seats;
     /**
      * Guards a shard's poll interval and the polled count reported after it, so the last count reported is the one in
      * force. Not this relay's monitor: a seat renewal holds that across its Redis calls, and the wake-up source calls
@@ -73,7 +71,9 @@ public final class BusinessRelay implements ShardWakeups {
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.governor = new RateGovernor(store, events);
-        this.settler = new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::announce);
+        this.settler = new BatchSettler(
+                spec.threadNamePrefix(), store, publisher, events, clock, this::retryAt, ability);
+        this.seats = new SeatKeeper(division, ability, store, publisher, state, events, this::sweepGained);
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) -> new ScanWorker(
@@ -87,7 +87,8 @@ public final class BusinessRelay implements ShardWakeups {
                         events,
                         clock,
                         division,
-                        governor));
+                        governor,
+                        ability));
     }
 
     void start() {
@@ -103,12 +104,23 @@ public final class BusinessRelay implements ShardWakeups {
                 spec.keys().sourceKey());
     }
 
-    /** Stops popping; waits up to {@code timeout} for workers and published batches, then leaves them to the lease. */
+    /**
+     * Stops popping; waits up to {@code timeout} for workers and published batches, then leaves them to the lease.
+     * The seat is given up before (see {@link RelayEngine#stop}), or here when it was not.
+     */
     void stop(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         workers.stop(deadline, signal::wakeAll, timeout);
-        leaveSeat();
+        seats.leave();
         settler.shutdown(state.spec().name(), deadline);
+    }
+
+    /** Sweeps (pops once) the shards that became this instance's. */
+    private void sweepGained(List<Integer> gained) {
+        for (int shard : gained) {
+            schedule.lower(shard, 0);
+        }
+        signal.wakeAll();
     }
 
     /**
@@ -242,6 +254,23 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /**
+     * An entry of {@code shard} was put back by this instance for a retry at {@code dueMs}. When the shard is no
+     * longer this instance's (handed over while its batch awaited the broker), its current owner is told on
+     * {@code K:wake}, so the retry is popped at its time, not at the next sweep. Never throws.
+     */
+    private void retryAt(int shard, long dueMs) {
+        if (division.owns(shard)) {
+            announce(shard, dueMs);
+            return;
+        }
+        try {
+            store.announceToFleet(state.spec().keys(), shard, dueMs);
+        } catch (RuntimeException e) {
+            log.debug("business={} shard={}: telling the fleet of a retry failed", state.spec().name(), shard, e);
+        }
+    }
+
+    /**
      * Also true for a shard another instance pops: a peek of it here would be wasted. The window is at least the
      * business's round (the linger, or the lead when popping ahead): a shard known due within it is popped by then
      * anyway (with every shard due by then), and that
@@ -278,9 +307,8 @@ public final class BusinessRelay implements ShardWakeups {
     public BitSet ownedShards() {
         int width = state.scanWidth();
         BitSet owned = new BitSet(width);
-        ShardDivision.Share share = division.effective();
         for (int shard = 0; shard < width; shard++) {
-            if (share.owns(shard)) {
+            if (division.owns(shard)) {
                 owned.set(shard);
             }
         }
@@ -288,72 +316,19 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /**
-     * Renews this instance's seat in the fleet's division of the shards; shards that became this instance's are
-     * swept (popped once) at once. Never throws: a failure is logged (first of a streak) and counted; after a whole
-     * seat TTL of failures the instance pops every shard.
+     * Renews this instance's seat in the fleet's division of the shards, or gives it up while this instance cannot
+     * relay the business ({@link SeatKeeper}); shards that became this instance's are swept at once. Never throws.
      */
-    synchronized void renewSeat() {
-        BusinessSpec spec = state.spec();
-        ShardDivision.Share before = division.effective();
-        List<Integer> gained;
-        try {
-            gained = division.renew(store, spec.keys(), state.scanWidth());
-            if (seatFailures > 0) {
-                log.info(
-                        "business={}: seat in {} renewed again",
-                        spec.name(),
-                        spec.keys().seats());
-            }
-            seatFailures = 0;
-        } catch (RuntimeException e) {
-            events.error(spec, -1, e);
-            if (seatFailures++ == 0) {
-                log.warn(
-                        "business={}: renewing this instance's seat in {} failed ({}); after {} without a renewal "
-                                + "it pops every shard",
-                        spec.name(),
-                        spec.keys().seats(),
-                        Exceptions.rootMessage(e),
-                        division.settings().seatTtl());
-            }
-            gained = division.renewalFailed(before, state.scanWidth());
-        }
-        ShardDivision.Share after = division.effective();
-        if (!after.equals(before) || !reported) {
-            reported = true;
-            int owned = after.count(state.scanWidth());
-            events.emit(spec, -1, e -> e.divisionChanged(spec, owned, after.of()));
-        }
-        if (!after.equals(before)) {
-            log.info(
-                    "business={}: this instance pops {} of {} shards now (seat {}, rank {} of {} live seats){}",
-                    spec.name(),
-                    after.count(state.scanWidth()),
-                    state.scanWidth(),
-                    after.seat(),
-                    after.rank(),
-                    after.of(),
-                    gained.isEmpty() ? "" : "; sweeping the shards it took over: " + gained);
-        }
-        if (!gained.isEmpty()) {
-            for (int shard : gained) {
-                schedule.lower(shard, 0);
-            }
-            signal.wakeAll();
-        }
+    void renewSeat() {
+        seats.renew();
     }
 
-    /** Gives up the seat at stop: the other instances take this one's shards at their next renewal. */
-    private void leaveSeat() {
-        try {
-            division.leave(store, state.spec().keys());
-        } catch (RuntimeException e) {
-            log.warn(
-                    "business={}: giving up the seat failed ({}); it expires after {}",
-                    state.spec().name(),
-                    e.toString(),
-                    division.settings().seatTtl());
-        }
+    /**
+     * Gives up the seat at a graceful stop and returns whether another instance holds one: the workers then relay on
+     * for one renewal period plus a margin, until every other instance has taken its part of this one's shards.
+     */
+    boolean leaveSeat() {
+        return seats.leave();
     }
 
     /** This instance's share of the shards (ops views). */

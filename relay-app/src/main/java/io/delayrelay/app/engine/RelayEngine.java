@@ -64,6 +64,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     /** Renews the seats in the businesses' shard divisions (a thread of its own: a slow housekeeping round must not
      * let a seat expire). */
     private ScheduledExecutorService seats;
+    /** Added to a renewal period in a graceful stop's hand-over: the others' renewal calls and their sweep pops. */
+    static final Duration HAND_OVER_MARGIN = Duration.ofMillis(500);
     /** This instance's name in every business's {@code {K:cursor}:seats}: pid@host and a random suffix. */
     private final String holder = ManagementFactory.getRuntimeMXBean().getName() + "-"
             + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
@@ -364,6 +366,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             seats.shutdownNow();
         }
         long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
+        handOver(deadline);
         for (BusinessRelay relay : relays.values()) {
             relay.stop(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
         }
@@ -374,6 +377,31 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             keyspaceWake.close();
         }
         log.info("delay-relay stopped");
+    }
+
+    /**
+     * A graceful stop's hand-over: every seat is given up first, and when another instance holds a seat the workers
+     * relay on for one renewal period plus {@link #HAND_OVER_MARGIN} (within the shutdown timeout), until every other
+     * instance has renewed and taken its part of this one's shards; so no shard is nobody's meanwhile.
+     */
+    private void handOver(long deadline) {
+        boolean others = false;
+        for (BusinessRelay relay : relays.values()) {
+            others |= relay.leaveSeat();
+        }
+        if (!others || !settings.division().enabled()) {
+            return;
+        }
+        long waitNanos = Math.min(
+                settings.division().renewEvery().plus(HAND_OVER_MARGIN).toNanos(),
+                Math.max(0, deadline - System.nanoTime()) / 2);
+        log.info("seats given up; relaying on for {} ms while the other instances take the shards over",
+                TimeUnit.NANOSECONDS.toMillis(waitNanos));
+        try {
+            TimeUnit.NANOSECONDS.sleep(waitNanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override

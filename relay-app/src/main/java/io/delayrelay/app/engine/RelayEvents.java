@@ -74,6 +74,12 @@ public interface RelayEvents {
     default void divisionChanged(BusinessSpec spec, int owned, int seats) {}
 
     /**
+     * Whether this instance holds a seat in the business's division: false while it gave the seat up because it
+     * cannot relay the business (its own pause, RabbitMQ not answering, wedged workers).
+     */
+    default void seatHeld(BusinessSpec spec, boolean held) {}
+
+    /**
      * How many of this instance's shards of the business are polled now instead of heard: written so often (at least
      * 100 keyspace notifications a second) that the wake-up source unsubscribed their channels and the workers pop
      * them every few ms; 0 once every shard is heard again (or handed over to another instance).

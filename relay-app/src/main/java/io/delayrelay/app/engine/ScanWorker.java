@@ -73,6 +73,8 @@ final class ScanWorker implements Runnable {
     private final LeaseReaper reaper;
     private final RateGovernor governor;
     private final ShardDivision division;
+    /** Told when this worker starts and ends a pop and its publish (a worker stuck in one is wedged). */
+    private final RelayAbility ability;
     /** Shards this worker passes over: quarantined, or another instance's in the fleet's division. */
     private final IntPredicate passedOver;
     /** What this worker has in flight; shards without a batch in flight are preferred. */
@@ -97,7 +99,9 @@ final class ScanWorker implements Runnable {
             EventReporter events,
             RedisClock clock,
             ShardDivision division,
-            RateGovernor governor) {
+            RateGovernor governor,
+            RelayAbility ability) {
+        this.ability = ability;
         this.index = index;
         this.keepRunning = keepRunning;
         this.state = state;
@@ -183,6 +187,7 @@ final class ScanWorker implements Runnable {
                 failed(spec, shard, e);
             }
         } finally {
+            ability.idle(index);
             MDC.remove("shard");
         }
     }
@@ -241,6 +246,7 @@ final class ScanWorker implements Runnable {
             List<PopResult> results;
             long receivedNanos;
             try {
+                ability.busy(index);
                 results = acks.pop(spec, shards, known, spec.batchSize(), leadMs);
                 // (the reply is in hand: DueGate's offset counts from here)
                 receivedNanos = System.nanoTime();
@@ -360,6 +366,7 @@ final class ScanWorker implements Runnable {
     /** Pops the shard, records what the pop says of its next due time, and takes back the expired leases it saw. */
     private PopResult pop(BusinessSpec spec, int shard, int limit) {
         long stamp = schedule.stamp(shard);
+        ability.busy(index);
         PopResult popped = acks.pop(spec, new int[] {shard}, new boolean[] {picker.lastKnownDue()}, limit)
                 .get(0);
         if (popped.redisNowMs() > 0) {
@@ -462,6 +469,7 @@ final class ScanWorker implements Runnable {
 
     /** Like {@link #failed(BusinessSpec, int, Throwable)} for an iteration that popped {@code shards} (one call). */
     private void failed(BusinessSpec spec, int[] shards, Throwable e) {
+        ability.idle(index);
         int shard = shards.length == 1 ? shards[0] : -1;
         events.error(spec, shard, e);
         for (int s : shards) {

@@ -10,49 +10,81 @@ import io.delayrelay.api.DelayQueueKeys;
 
 /**
  * This instance's share of one business's shards in the fleet's division (DESIGN.md: "INCR K:cursor"). Each instance
- * running the business holds a seat drawn with {@code INCR K:cursor} and renews it every third of the seat TTL
+ * that can relay the business holds a seat drawn with {@code INCR K:cursor} and renews it every third of the seat TTL
  * ({@code seat.lua}); the live seats, in INCR order, divide the shards: the instance of rank r among n pops the
  * shards s with s mod n = r, and leaves the others alone (no pop, no peek on their notifications, no sweep). So in the
  * steady state one instance of the fleet pops a given shard, and the fleet's idle cost does not grow with its size.
  * <p>
- * Hand-over: a seat not renewed within the TTL (its instance died, was frozen, or lost Redis) is dropped by the next
- * renewal of another instance, and every instance takes its new share at its own next renewal: a shard whose
- * instance stopped renewing at t is popped by another one by t + TTL + TTL/3 (12 s at the default 9 s TTL; the
- * killed instance's leases take the lease, 30 s, anyway), and at the others' next renewal after a graceful stop (the seat is given up). Newly taken shards are swept (popped once) at once.
+ * <b>A seat means "I relay".</b> An instance that cannot relay the business ({@link RelayAbility}: its own
+ * configuration pauses it, RabbitMQ has not answered its publishes for {@code give-up-after}, its workers are wedged)
+ * gives its seat up ({@link #giveUp}) and pops nothing; the others take its shards at their next renewal. It takes a
+ * seat again (at the end of the order) once it can.
+ * <p>
+ * <b>Hand-over with an overlap.</b> The instances learn of a join, a leave or an expired seat each at its own
+ * renewal, up to a third of the TTL apart. So that no shard is nobody's meanwhile, an instance keeps popping the
+ * shards of every share it held within the last {@link Settings#overlap() overlap} (seat TTL plus one renewal period)
+ * beside those of its current share: by then every other live instance has renewed and adopted the change, or has
+ * gone a whole TTL without a renewal and pops every shard. Pops are atomic: two owners of a shard cost work, never a
+ * duplicate. A graceful stop gives the seat up first and relays on for one renewal period plus a margin before its
+ * workers stop ({@link RelayEngine#stop}), for the same reason.
+ * <p>
+ * Hand-over of a dead instance: its seat, not renewed within the TTL, is dropped by the next renewal of another
+ * instance, and every instance takes its new share at its own next renewal: a shard whose instance stopped renewing at
+ * t is popped by another one by t + TTL + TTL/3 (12 s at the default 9 s TTL; the killed instance's leases take the
+ * lease, 30 s, anyway). Newly taken shards are swept (popped once) at once.
  * <p>
  * An instance that could not renew its seat for a whole TTL pops every shard: it may have been dropped, and a shard
- * no one pops would be worse than a shard popped twice (pops are atomic: two poppers cost work, never a duplicate).
- * With one live seat, or with the division disabled, the instance pops every shard. Thread-safe: renewed on one
- * thread, read by the workers and the wake-up sources.
+ * no one pops would be worse than a shard popped twice. With one live seat, or with the division disabled, the
+ * instance pops every shard. Thread-safe: renewed on one thread, read by the workers and the wake-up sources.
  */
 public final class ShardDivision {
 
     /**
      * {@code relay.division.*}.
      *
-     * @param enabled whether the fleet divides the shards (else every instance pops every shard)
-     * @param seatTtl how long a seat lives without renewal; renewed every third of it
+     * @param enabled     whether the fleet divides the shards (else every instance pops every shard)
+     * @param seatTtl     how long a seat lives without renewal; renewed every third of it
+     * @param giveUpAfter how long publishes may go unanswered (or every worker stay in one pop) before the instance
+     *                    gives its seat up
      */
-    public record Settings(boolean enabled, Duration seatTtl) {
+    public record Settings(boolean enabled, Duration seatTtl, Duration giveUpAfter) {
 
         public static final Duration DEFAULT_SEAT_TTL = Duration.ofSeconds(9);
-        public static final Settings DEFAULT = new Settings(true, DEFAULT_SEAT_TTL);
+        public static final Duration DEFAULT_GIVE_UP_AFTER = Duration.ofSeconds(5);
+        public static final Settings DEFAULT = new Settings(true, DEFAULT_SEAT_TTL, DEFAULT_GIVE_UP_AFTER);
+
+        public Settings(boolean enabled, Duration seatTtl) {
+            this(enabled, seatTtl, DEFAULT_GIVE_UP_AFTER);
+        }
 
         /** How often each instance renews its seat. */
         public Duration renewEvery() {
             return seatTtl.dividedBy(3);
         }
+
+        /**
+         * How long a share is still popped after the instance's renewal replaced it: the seat TTL plus one renewal
+         * period. Every other live instance renews within a renewal period of the change, and one that does not
+         * pops every shard once its own last renewal is a TTL old.
+         */
+        public Duration overlap() {
+            return seatTtl.plus(renewEvery());
+        }
     }
 
     /**
      * This instance's place in the division as last renewed: {@code rank} among {@code of} live seats, {@code seat}
-     * the number drawn from {@code K:cursor}.
+     * the number drawn from {@code K:cursor}. {@link #NONE} (rank -1) owns nothing: the seat was given up.
      */
     public record Share(long seat, int rank, int of) {
 
         static final Share ALL = new Share(0, 0, 1);
+        static final Share NONE = new Share(0, -1, 0);
 
         public boolean owns(int shard) {
+            if (rank < 0) {
+                return false;
+            }
             return of <= 1 || shard % of == rank;
         }
 
@@ -62,12 +94,19 @@ public final class ShardDivision {
         }
     }
 
+    /** A share replaced at {@code untilNanos - overlap}, still popped until {@code untilNanos}. */
+    private record Former(Share share, long untilNanos) {}
+
     private final String holder;
     private final Settings settings;
     private final LongSupplier nanos;
     private volatile Share share = Share.ALL;
     /** When the seat was last renewed (System.nanoTime); 0 before the first renewal. */
     private volatile long renewedNanos;
+    /** Shares replaced within the overlap, still popped (copy on write: read by every worker's pick). */
+    private volatile List<Former> formers = List.of();
+    /** Why the seat was given up, or null while this instance holds one (or may draw one). */
+    private volatile String givenUp;
 
     ShardDivision(String holder, Settings settings, LongSupplier nanos) {
         this.holder = holder;
@@ -75,20 +114,39 @@ public final class ShardDivision {
         this.nanos = nanos;
     }
 
-    /** Whether this instance pops {@code shard}. */
+    /** Whether this instance pops {@code shard}: its share in force, or a former one within the overlap. */
     public boolean owns(int shard) {
-        return effective().owns(shard);
+        if (effective().owns(shard)) {
+            return true;
+        }
+        if (givenUp != null || formers.isEmpty()) {
+            return false;
+        }
+        long now = nanos.getAsLong();
+        for (Former former : formers) {
+            if (former.untilNanos() - now > 0 && former.share().owns(shard)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether this instance leaves some shards to other instances. */
     boolean divides() {
-        return effective().of() > 1;
+        Share effective = effective();
+        return effective.of() > 1 || effective.rank() < 0;
     }
 
-    /** The share in force: every shard when the division is off, not renewed yet, or not renewed for a whole TTL. */
+    /**
+     * The share in force: none while the seat is given up; every shard when the division is off, not renewed yet,
+     * or not renewed for a whole TTL.
+     */
     public Share effective() {
         if (!settings.enabled()) {
             return Share.ALL;
+        }
+        if (givenUp != null) {
+            return Share.NONE;
         }
         long renewed = renewedNanos;
         if (renewed == 0 || nanos.getAsLong() - renewed > settings.seatTtl().toNanos()) {
@@ -102,6 +160,11 @@ public final class ShardDivision {
         return share;
     }
 
+    /** Why this instance gave its seat up, or null while it holds one. */
+    public String givenUp() {
+        return givenUp;
+    }
+
     /** This instance's name in {@code {K:cursor}:seats}. */
     public String holder() {
         return holder;
@@ -112,40 +175,83 @@ public final class ShardDivision {
     }
 
     /**
-     * Renews the seat (drawing one when it has none or it expired) and returns the shards of {@code width} this
-     * instance pops now and did not before (empty when nothing changed). A failure is thrown to the caller; after a
-     * whole TTL without a renewal the instance pops every shard (see the class comment).
+     * Renews the seat (drawing one when it has none, it expired, or it was given up) and returns the shards of
+     * {@code width} this instance pops now and did not before (empty when nothing changed). A failure is thrown to
+     * the caller; after a whole TTL without a renewal the instance pops every shard (see the class comment).
      */
     List<Integer> renew(ShardStore store, DelayQueueKeys keys, int width) {
-        Share before = effective();
+        boolean[] owned = ownership(width);
         ShardStore.Seat seat = store.takeSeat(keys, holder, settings.seatTtl().toMillis());
-        share = new Share(seat.seat(), seat.rank(), seat.of());
-        renewedNanos = nanos.getAsLong();
-        return gained(before, effective(), width);
+        Share next = new Share(seat.seat(), seat.rank(), seat.of());
+        long now = nanos.getAsLong();
+        long renewed = renewedNanos;
+        boolean held = settings.enabled() && givenUp == null && renewed != 0
+                && now - renewed <= settings.seatTtl().toNanos();
+        if (held && !share.equals(next)) {
+            // the share replaced is popped on until every other instance must have adopted the change (a share that
+            // was not in force, after a whole TTL without a renewal or a seat given up, needs no overlap: the others
+            // divided every shard without this instance meanwhile)
+            keepFormer(share, now);
+        }
+        givenUp = null;
+        share = next;
+        renewedNanos = now;
+        return gained(owned, width);
     }
 
     /**
      * The shards newly this instance's when the renewal failed: after a whole TTL without one, every shard (called
      * by the renewing thread when {@link #renew} threw).
      */
-    List<Integer> renewalFailed(Share before, int width) {
-        return gained(before, effective(), width);
+    List<Integer> renewalFailed(boolean[] ownedBefore, int width) {
+        return gained(ownedBefore, width);
     }
 
-    /** Gives the seat up (graceful stop): the other instances take its shards at their next renewal. */
-    void leave(ShardStore store, DelayQueueKeys keys) {
-        if (settings.enabled() && renewedNanos != 0) {
+    /** Which of the shards {@code 0..width-1} this instance pops now (formers included). */
+    boolean[] ownership(int width) {
+        boolean[] owned = new boolean[width];
+        for (int shard = 0; shard < width; shard++) {
+            owned[shard] = owns(shard);
+        }
+        return owned;
+    }
+
+    /**
+     * Gives the seat up because this instance cannot relay the business ({@code reason}): it pops nothing from now
+     * on (formers included), and the others take its shards at their next renewal. Throws when Redis cannot be told;
+     * the seat is given up here all the same (it expires within the TTL).
+     */
+    void giveUp(ShardStore store, DelayQueueKeys keys, String reason) {
+        givenUp = reason;
+        formers = List.of();
+        if (settings.enabled()) {
             store.leaveSeat(keys, holder);
         }
     }
 
-    private static List<Integer> gained(Share before, Share after, int width) {
-        List<Integer> gained = new ArrayList<>();
-        if (before.equals(after)) {
-            return gained;
+    /** Gives the seat up (graceful stop); the share stays in force until the workers stop (see the class comment). */
+    void leave(ShardStore store, DelayQueueKeys keys) {
+        if (settings.enabled() && renewedNanos != 0 && givenUp == null) {
+            store.leaveSeat(keys, holder);
         }
+    }
+
+    private void keepFormer(Share replaced, long now) {
+        List<Former> kept = new ArrayList<>(formers.size() + 1);
+        for (Former former : formers) {
+            if (former.untilNanos() - now > 0) {
+                kept.add(former);
+            }
+        }
+        kept.add(new Former(replaced, now + settings.overlap().toNanos()));
+        formers = List.copyOf(kept);
+    }
+
+    private List<Integer> gained(boolean[] ownedBefore, int width) {
+        List<Integer> gained = new ArrayList<>();
         for (int shard = 0; shard < width; shard++) {
-            if (after.owns(shard) && !before.owns(shard)) {
+            boolean before = shard < ownedBefore.length && ownedBefore[shard];
+            if (!before && owns(shard)) {
                 gained.add(shard);
             }
         }

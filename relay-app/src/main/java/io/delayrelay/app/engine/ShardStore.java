@@ -500,6 +500,15 @@ public class ShardStore {
         redis.execute(SEAT, seatKeys(keys), bytes(holder), num(0), bytes("leave"));
     }
 
+    /**
+     * Tells the fleet on {@code K:wake} that {@code shard} holds an entry due at {@code dueMs} ({@code <shard>:<ms>},
+     * as producers do): a retry put back for a shard this instance no longer pops reaches its current owner.
+     */
+    public void announceToFleet(DelayQueueKeys keys, int shard, long dueMs) {
+        redis.execute((RedisCallback<Long>)
+                c -> c.publish(bytes(keys.wake()), bytes(shard + ":" + dueMs)));
+    }
+
     private static List<byte[]> seatKeys(DelayQueueKeys keys) {
         return List.of(bytes(keys.cursor()), bytes(keys.seats()));
     }

@@ -162,6 +162,11 @@ public class MicrometerRelayEvents implements RelayEvents {
     }
 
     @Override
+    public void seatHeld(BusinessSpec spec, boolean held) {
+        meters(spec).seatHeld.set(held ? 1 : 0);
+    }
+
+    @Override
     public void shardsPolled(BusinessSpec spec, int polled) {
         meters(spec).shardsPolled.set(polled);
     }
@@ -333,6 +338,7 @@ public class MicrometerRelayEvents implements RelayEvents {
         final AtomicLong shardsOwned = new AtomicLong();
         final AtomicLong shardsPolled = new AtomicLong();
         final AtomicLong seats = new AtomicLong();
+        final AtomicLong seatHeld = new AtomicLong(1);
         final AtomicLong cold = new AtomicLong();
         final AtomicLong paused = new AtomicLong();
         /** Monotonic time of the last successful sample's reading; 0: none yet. */
@@ -460,6 +466,12 @@ public class MicrometerRelayEvents implements RelayEvents {
                     RelayMeterNames.SEATS,
                     seats,
                     "Live seats (relay instances) in the business's division of the shards");
+            gauge(
+                    registry,
+                    business,
+                    RelayMeterNames.SEAT_HELD,
+                    seatHeld,
+                    "1 while this instance holds a seat in the division, 0 while it gave it up (cannot relay)");
             gauge(registry, business, RelayMeterNames.THREADS, threads, "Worker threads");
             gauge(
                     registry,

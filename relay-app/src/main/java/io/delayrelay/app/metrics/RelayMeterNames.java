@@ -74,6 +74,12 @@ public final class RelayMeterNames {
     public static final String SHARDS_POLLED = "delay.relay.shards.polled";
     /** Gauge: live seats in the business's division, as this instance last saw. Prometheus {@code delay_relay_seats}. */
     public static final String SEATS = "delay.relay.seats";
+    /**
+     * Gauge: 1 while this instance holds a seat in the business's division, 0 while it gave the seat up because it
+     * cannot relay the business (its own configuration pauses it, RabbitMQ has not answered for give-up-after, its
+     * workers are wedged; the reason is logged and in the ops view). Prometheus {@code delay_relay_seat_held}.
+     */
+    public static final String SEAT_HELD = "delay.relay.seat.held";
     /** Gauge: worker threads. Prometheus {@code delay_relay_threads}. */
     public static final String THREADS = "delay.relay.threads";
     /**

@@ -41,10 +41,26 @@ class ShardDivisionTest {
         return new ShardDivision(holder, new ShardDivision.Settings(true, ttl), nanos::get);
     }
 
+    /** The shards of the share in force (formers within the overlap left out). */
     private static TreeSet<Integer> owned(ShardDivision d) {
         TreeSet<Integer> owned = new TreeSet<>();
-        IntStream.range(0, SHARDS).filter(d::owns).forEach(owned::add);
+        IntStream.range(0, SHARDS).filter(d.effective()::owns).forEach(owned::add);
         return owned;
+    }
+
+    /** The shards the instance pops: its share in force and the formers within the overlap. */
+    private static TreeSet<Integer> popped(ShardDivision d) {
+        TreeSet<Integer> popped = new TreeSet<>();
+        IntStream.range(0, SHARDS).filter(d::owns).forEach(popped::add);
+        return popped;
+    }
+
+    /** Lets every former share's overlap end and renews the divisions given (their shares stay as they were). */
+    private void pastTheOverlap(Duration ttl, ShardDivision... divisions) {
+        nanos.addAndGet(ttl.toNanos() * 2);
+        for (ShardDivision d : divisions) {
+            d.renew(store, keys, SHARDS);
+        }
     }
 
     @Test
@@ -83,7 +99,9 @@ class ShardDivisionTest {
         for (ShardDivision d : List.of(a, b, c, a, b)) {
             d.renew(store, keys, SHARDS);
         }
+        pastTheOverlap(ttl, a, b);
         TreeSet<Integer> aBefore = owned(a);
+        assertThat(popped(a)).as("the overlap over: a pops its share alone").isEqualTo(aBefore);
 
         // c stops renewing (killed or frozen); a and b keep renewing every third of the TTL
         long stoppedAt = System.nanoTime();
@@ -126,6 +144,8 @@ class ShardDivisionTest {
         b.renew(store, keys, SHARDS);
         a.renew(store, keys, SHARDS);
         assertThat(owned(a)).hasSize(8);
+        pastTheOverlap(Duration.ofSeconds(30), a);
+        assertThat(popped(a)).hasSize(8);
 
         b.leave(store, keys);
         List<Integer> gained = a.renew(store, keys, SHARDS);
@@ -176,8 +196,9 @@ class ShardDivisionTest {
         a.renew(store, keys, SHARDS);
         b.renew(store, keys, SHARDS);
         a.renew(store, keys, SHARDS);
-        ShardDivision.Share before = a.effective();
-        assertThat(owned(a)).hasSize(8);
+        pastTheOverlap(ttl, a);
+        boolean[] before = a.ownership(SHARDS);
+        assertThat(popped(a)).hasSize(8);
 
         // another program overwrote the seats key with a string
         del(keys.seats());
@@ -207,6 +228,102 @@ class ShardDivisionTest {
         off.leave(store, keys);
         assertThat(kit.keysOf(keys.sourceKey().substring("delayqueue:".length())))
                 .isEmpty();
+    }
+
+    @Test
+    void atAJoinEveryShardKeepsAPopperWhileTheOthersAdoptTheChangeOneByOne() {
+        // finding 2 of the 2026-11-28 engine review: A renews first after D joined; B and C still divide by 3
+        Duration ttl = Duration.ofSeconds(9);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        ShardDivision c = division("c", ttl);
+        for (ShardDivision d : List.of(a, b, c, a, b)) {
+            d.renew(store, keys, SHARDS);
+        }
+        pastTheOverlap(ttl, a, b, c);
+        ShardDivision d = division("d", ttl);
+        d.renew(store, keys, SHARDS);
+        assertThat(d.share()).isEqualTo(new ShardDivision.Share(4, 3, 4));
+
+        a.renew(store, keys, SHARDS);
+        assertThat(owned(a)).as("a's new share").containsExactly(0, 4, 8, 12);
+        assertThat(popped(a))
+                .as("shards 6 and 9 were a's and go to c and b only at their renewals: a pops them meanwhile")
+                .containsExactly(0, 3, 4, 6, 8, 9, 12, 15);
+        assertThat(union(a, b, c, d)).as("every shard has a popper after a's renewal").hasSize(SHARDS);
+
+        nanos.addAndGet(ttl.toNanos() / 3);
+        b.renew(store, keys, SHARDS);
+        assertThat(union(a, b, c, d)).as("after b's").hasSize(SHARDS);
+        c.renew(store, keys, SHARDS);
+        assertThat(union(a, b, c, d)).as("after c's").hasSize(SHARDS);
+
+        nanos.addAndGet(ttl.plus(ttl.dividedBy(3)).toNanos());
+        for (ShardDivision x : List.of(a, b, c, d)) {
+            x.renew(store, keys, SHARDS);
+        }
+        assertThat(List.of(popped(a), popped(b), popped(c), popped(d)))
+                .as("once the overlap is over, one popper per shard")
+                .containsExactly(
+                        new TreeSet<>(List.of(0, 4, 8, 12)),
+                        new TreeSet<>(List.of(1, 5, 9, 13)),
+                        new TreeSet<>(List.of(2, 6, 10, 14)),
+                        new TreeSet<>(List.of(3, 7, 11, 15)));
+    }
+
+    @Test
+    void aGracefulLeaverPopsOnUntilTheOthersRenewedAndTheOthersKeepTheirFormerShares() {
+        Duration ttl = Duration.ofSeconds(9);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        ShardDivision c = division("c", ttl);
+        for (ShardDivision d : List.of(a, b, c, a, b)) {
+            d.renew(store, keys, SHARDS);
+        }
+        pastTheOverlap(ttl, a, b, c);
+
+        // c stops gracefully: it gives its seat up and relays on (its share stays in force) until its workers stop
+        c.leave(store, keys);
+        assertThat(popped(c)).as("the leaver pops its share until its workers stop").hasSize(5);
+        a.renew(store, keys, SHARDS);
+        assertThat(union(a, b, c)).as("a renewed, b not yet, c still relaying").hasSize(SHARDS);
+        b.renew(store, keys, SHARDS);
+        // c's workers stop (one renewal period plus a margin after its leave)
+        assertThat(union(a, b)).as("both renewed: c's shards are theirs").hasSize(SHARDS);
+    }
+
+    @Test
+    void aSeatGivenUpOwnsNothingUntilTheInstanceRenewsAgainAndThenJoinsAtTheEnd() {
+        Duration ttl = Duration.ofSeconds(9);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        a.renew(store, keys, SHARDS);
+
+        b.giveUp(store, keys, "paused here");
+
+        assertThat(popped(b)).as("given up: pops nothing, formers included").isEmpty();
+        assertThat(b.divides()).isTrue();
+        assertThat(b.givenUp()).isEqualTo("paused here");
+        assertThat(seats()).containsOnlyKeys("a");
+        List<Integer> gained = a.renew(store, keys, SHARDS);
+        assertThat(a.share()).isEqualTo(new ShardDivision.Share(1, 0, 1));
+        assertThat(gained).as("a already popped every shard through its former share 0/1").isEmpty();
+        assertThat(popped(a)).hasSize(SHARDS);
+
+        b.renew(store, keys, SHARDS);
+        assertThat(b.givenUp()).isNull();
+        assertThat(b.share()).as("a new seat, at the end of the order").isEqualTo(new ShardDivision.Share(3, 1, 2));
+        assertThat(owned(b)).containsExactly(1, 3, 5, 7, 9, 11, 13, 15);
+    }
+
+    private static TreeSet<Integer> union(ShardDivision... divisions) {
+        TreeSet<Integer> union = new TreeSet<>();
+        for (ShardDivision d : divisions) {
+            union.addAll(popped(d));
+        }
+        return union;
     }
 
     private Map<String, String> seats() {
