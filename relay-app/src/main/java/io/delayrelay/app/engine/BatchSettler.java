@@ -62,6 +62,7 @@ final class BatchSettler {
     private final Rescheduled rescheduled;
     /** Told of every publish and of every broker answer: publishes unanswered too long give the seat up. */
     private final RelayAbility ability;
+
     private final ExecutorService pool;
     private final AckCarrier carrier;
     private final Object monitor = new Object();

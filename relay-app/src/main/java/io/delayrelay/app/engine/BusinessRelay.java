@@ -34,6 +34,7 @@ public final class BusinessRelay implements ShardWakeups {
     private final ShardDivision division;
     /** Whether this instance can relay the business now: fed by the workers and the settler, read by the seats. */
     private final RelayAbility ability = new RelayAbility(System::nanoTime);
+
     private final SeatKeeper seats;
     /**
      * Guards a shard's poll interval and the polled count reported after it, so the last count reported is the one in
@@ -71,8 +72,8 @@ public final class BusinessRelay implements ShardWakeups {
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
         this.governor = new RateGovernor(store, events);
-        this.settler = new BatchSettler(
-                spec.threadNamePrefix(), store, publisher, events, clock, this::retryAt, ability);
+        this.settler =
+                new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::retryAt, ability);
         this.seats = new SeatKeeper(division, ability, store, publisher, state, events, this::sweepGained);
         this.workers = new WorkerPool(
                 state,
@@ -266,7 +267,11 @@ public final class BusinessRelay implements ShardWakeups {
         try {
             store.announceToFleet(state.spec().keys(), shard, dueMs);
         } catch (RuntimeException e) {
-            log.debug("business={} shard={}: telling the fleet of a retry failed", state.spec().name(), shard, e);
+            log.debug(
+                    "business={} shard={}: telling the fleet of a retry failed",
+                    state.spec().name(),
+                    shard,
+                    e);
         }
     }
 

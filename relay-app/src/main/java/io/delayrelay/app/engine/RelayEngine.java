@@ -395,7 +395,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         long waitNanos = Math.min(
                 settings.division().renewEvery().plus(HAND_OVER_MARGIN).toNanos(),
                 Math.max(0, deadline - System.nanoTime()) / 2);
-        log.info("seats given up; relaying on for {} ms while the other instances take the shards over",
+        log.info(
+                "seats given up; relaying on for {} ms while the other instances take the shards over",
                 TimeUnit.NANOSECONDS.toMillis(waitNanos));
         try {
             TimeUnit.NANOSECONDS.sleep(waitNanos);

@@ -127,7 +127,10 @@ final class SeatKeeper {
         try {
             List<Integer> gained = division.renew(store, spec.keys(), width);
             if (seatFailures > 0) {
-                log.info("business={}: seat in {} renewed again", spec.name(), spec.keys().seats());
+                log.info(
+                        "business={}: seat in {} renewed again",
+                        spec.name(),
+                        spec.keys().seats());
             }
             seatFailures = 0;
             return gained;

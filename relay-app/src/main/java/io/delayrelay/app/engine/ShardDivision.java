@@ -185,7 +185,9 @@ public final class ShardDivision {
         Share next = new Share(seat.seat(), seat.rank(), seat.of());
         long now = nanos.getAsLong();
         long renewed = renewedNanos;
-        boolean held = settings.enabled() && givenUp == null && renewed != 0
+        boolean held = settings.enabled()
+                && givenUp == null
+                && renewed != 0
                 && now - renewed <= settings.seatTtl().toNanos();
         if (held && !share.equals(next)) {
             // the share replaced is popped on until every other instance must have adopted the change (a share that

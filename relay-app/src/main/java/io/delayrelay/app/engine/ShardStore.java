@@ -505,8 +505,7 @@ public class ShardStore {
      * as producers do): a retry put back for a shard this instance no longer pops reaches its current owner.
      */
     public void announceToFleet(DelayQueueKeys keys, int shard, long dueMs) {
-        redis.execute((RedisCallback<Long>)
-                c -> c.publish(bytes(keys.wake()), bytes(shard + ":" + dueMs)));
+        redis.execute((RedisCallback<Long>) c -> c.publish(bytes(keys.wake()), bytes(shard + ":" + dueMs)));
     }
 
     private static List<byte[]> seatKeys(DelayQueueKeys keys) {

@@ -250,7 +250,9 @@ class ShardDivisionTest {
         assertThat(popped(a))
                 .as("shards 6 and 9 were a's and go to c and b only at their renewals: a pops them meanwhile")
                 .containsExactly(0, 3, 4, 6, 8, 9, 12, 15);
-        assertThat(union(a, b, c, d)).as("every shard has a popper after a's renewal").hasSize(SHARDS);
+        assertThat(union(a, b, c, d))
+                .as("every shard has a popper after a's renewal")
+                .hasSize(SHARDS);
 
         nanos.addAndGet(ttl.toNanos() / 3);
         b.renew(store, keys, SHARDS);
@@ -284,7 +286,9 @@ class ShardDivisionTest {
 
         // c stops gracefully: it gives its seat up and relays on (its share stays in force) until its workers stop
         c.leave(store, keys);
-        assertThat(popped(c)).as("the leaver pops its share until its workers stop").hasSize(5);
+        assertThat(popped(c))
+                .as("the leaver pops its share until its workers stop")
+                .hasSize(5);
         a.renew(store, keys, SHARDS);
         assertThat(union(a, b, c)).as("a renewed, b not yet, c still relaying").hasSize(SHARDS);
         b.renew(store, keys, SHARDS);
@@ -309,7 +313,9 @@ class ShardDivisionTest {
         assertThat(seats()).containsOnlyKeys("a");
         List<Integer> gained = a.renew(store, keys, SHARDS);
         assertThat(a.share()).isEqualTo(new ShardDivision.Share(1, 0, 1));
-        assertThat(gained).as("a already popped every shard through its former share 0/1").isEmpty();
+        assertThat(gained)
+                .as("a already popped every shard through its former share 0/1")
+                .isEmpty();
         assertThat(popped(a)).hasSize(SHARDS);
 
         b.renew(store, keys, SHARDS);
