@@ -336,6 +336,32 @@ public final class BusinessRelay implements ShardWakeups {
         return seats.leave();
     }
 
+    /**
+     * This instance's place in the division, for the fleet's heartbeat: "seat 5, rank 1 of 3, shards 1 4 7 10",
+     * "given up: reason", or "every shard" (division off, alone, or not renewed for a whole TTL).
+     */
+    public String seatSummary() {
+        String givenUp = division.givenUp();
+        if (givenUp != null) {
+            return "given up: " + givenUp;
+        }
+        ShardDivision.Share share = division.effective();
+        if (share.of() <= 1) {
+            return "every shard";
+        }
+        StringBuilder text = new StringBuilder()
+                .append("seat ")
+                .append(share.seat())
+                .append(", rank ")
+                .append(share.rank())
+                .append(" of ")
+                .append(share.of())
+                .append(", shards");
+        BitSet owned = ownedShards();
+        owned.stream().forEach(s -> text.append(' ').append(s));
+        return text.toString();
+    }
+
     /** This instance's share of the shards (ops views). */
     public ShardDivision division() {
         return division;

@@ -83,7 +83,9 @@ public class InstanceHeartbeat extends PeriodicTask {
                         .hSet(
                                 bytes(keys.instances()),
                                 bytes(self.id()),
-                                bytes(self.seenAt(now).encode())));
+                                bytes(self.seenAt(now)
+                                        .withSeat(relay.seatSummary())
+                                        .encode())));
                 if (forget) {
                     forgetGone(keys, now);
                 }

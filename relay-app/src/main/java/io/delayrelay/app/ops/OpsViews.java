@@ -51,9 +51,10 @@ final class OpsViews {
 
     /**
      * This instance's share of the shards in the fleet's division: its name in {@code {K:cursor}:seats}, the seat it
-     * drew, its rank among the live seats, and the shards it pops (every one when {@code of} is 1).
+     * drew, its rank among the live seats, and the shards it pops (every one when {@code of} is 1; a share replaced
+     * within the hand-over overlap included); {@code givenUp}: why it gave its seat up (it pops nothing), else null.
      */
-    record DivisionView(String holder, long seat, int rank, int of, List<Integer> shards) {
+    record DivisionView(String holder, long seat, int rank, int of, List<Integer> shards, @Nullable String givenUp) {
         static DivisionView of(ShardDivision division, int width) {
             ShardDivision.Share share = division.effective();
             List<Integer> owned = new ArrayList<>();
@@ -62,7 +63,8 @@ final class OpsViews {
                     owned.add(shard);
                 }
             }
-            return new DivisionView(division.holder(), share.seat(), share.rank(), share.of(), owned);
+            return new DivisionView(
+                    division.holder(), share.seat(), share.rank(), share.of(), owned, division.givenUp());
         }
     }
 
@@ -147,9 +149,9 @@ final class OpsViews {
     record BacklogError(String error) {}
 
     /** A live relay instance. */
-    record InstanceView(String id, String host, String version, long startedAt, long lastSeen) {
+    record InstanceView(String id, String host, String version, long startedAt, long lastSeen, String seat) {
         static InstanceView of(RelayInstance i) {
-            return new InstanceView(i.id(), i.host(), i.version(), i.startedAt(), i.lastSeen());
+            return new InstanceView(i.id(), i.host(), i.version(), i.startedAt(), i.lastSeen(), i.seat());
         }
     }
 

@@ -299,14 +299,15 @@ function renderInstances(businesses) {
   const rows = [];
   businesses.forEach((b) => {
     if (!Array.isArray(b.instances)) {
-      rows.push(el('tr', {}, el('td', {}, b.name), el('td', { colspan: 5, class: 'muted' }, '— (this relay reports no instances)')));
+      rows.push(el('tr', {}, el('td', {}, b.name), el('td', { colspan: 6, class: 'muted' }, '— (this relay reports no instances)')));
       return;
     }
     b.instances.forEach((i) => rows.push(el('tr', {},
       el('td', {}, b.name), el('td', { class: 'member' }, i.id || '—'), el('td', {}, i.host || '—'),
-      el('td', {}, i.version || '—'), el('td', {}, when(i.startedAt)), el('td', {}, when(i.lastSeen)))));
+      el('td', {}, i.version || '—'), el('td', {}, when(i.startedAt)), el('td', {}, when(i.lastSeen)),
+      el('td', { class: (i.seat || '').startsWith('given up') ? 'warn' : '' }, i.seat || '—'))));
   });
-  $('#instances tbody').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 6, class: 'empty' }, 'No instances.'))]));
+  $('#instances tbody').replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 7, class: 'empty' }, 'No instances.'))]));
 }
 
 async function loadOverview() {
