@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.app.engine.RelayEngine;
-import io.delayrelay.app.engine.ShardDivision;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -70,7 +69,8 @@ public class RelayProperties {
     private Wake wake = new Wake();
 
     /** How the instances of the fleet divide each business's shards: {@code relay.division.*}. */
-    private Division division = new Division();
+    @NestedConfigurationProperty
+    private DivisionProperties division = new DivisionProperties();
 
     /** Settings every business inherits. */
     @NestedConfigurationProperty
@@ -90,29 +90,7 @@ public class RelayProperties {
         if (topologyVersion < 0) {
             problems.add(ConfigProblem.global("relay.topology-version", topologyVersion, "must be 0 or more"));
         }
-        Duration seatTtl = division.getSeatTtl();
-        if (seatTtl == null
-                || seatTtl.compareTo(Division.MIN_SEAT_TTL) < 0
-                || seatTtl.compareTo(Division.MAX_SEAT_TTL) > 0) {
-            problems.add(ConfigProblem.global(
-                    "relay.division.seat-ttl",
-                    seatTtl,
-                    "must be between " + Division.MIN_SEAT_TTL.toMillis() + "ms and "
-                            + Division.MAX_SEAT_TTL.toMinutes()
-                            + "m (a seat is renewed every third of it; a stopped instance's shards pass to the others "
-                            + "within 4/3 of it)"));
-        }
-        Duration giveUpAfter = division.getGiveUpAfter();
-        if (giveUpAfter == null
-                || giveUpAfter.compareTo(Division.MIN_GIVE_UP_AFTER) < 0
-                || giveUpAfter.compareTo(Division.MAX_SEAT_TTL) > 0) {
-            problems.add(ConfigProblem.global(
-                    "relay.division.give-up-after",
-                    giveUpAfter,
-                    "must be between " + Division.MIN_GIVE_UP_AFTER.toMillis() + "ms and "
-                            + Division.MAX_SEAT_TTL.toMinutes()
-                            + "m (publishes unanswered for that long make an instance give its seat up)"));
-        }
+        division.validate(problems);
         if (!problems.isEmpty()) {
             throw new RelayConfigurationException(problems);
         }
@@ -233,64 +211,12 @@ public class RelayProperties {
         }
     }
 
-    public Division getDivision() {
+    public DivisionProperties getDivision() {
         return division;
     }
 
-    public void setDivision(Division division) {
+    public void setDivision(DivisionProperties division) {
         this.division = division;
-    }
-
-    /**
-     * {@code relay.division.*}: each instance holds a seat drawn with INCR K:cursor and renewed every third of
-     * seat-ttl; the live seats, in INCR order, divide every business's shards (shard mod seats = rank), so one instance
-     * pops a given shard. A shard of an instance that stopped renewing passes to another within 4/3 of seat-ttl.
-     */
-    public static class Division {
-
-        static final Duration MIN_SEAT_TTL = Duration.ofMillis(300);
-        static final Duration MAX_SEAT_TTL = Duration.ofMinutes(10);
-        static final Duration MIN_GIVE_UP_AFTER = Duration.ofMillis(100);
-
-        /** Whether the instances divide the shards (false: every instance pops every shard, as before 0.2). */
-        private boolean enabled = true;
-
-        /** How long a seat lives without renewal: the hand-over bound is 4/3 of it (renewals every third). */
-        private Duration seatTtl = ShardDivision.Settings.DEFAULT_SEAT_TTL;
-
-        /**
-         * How long this instance's publishes may go unanswered by RabbitMQ (or all its workers stay in one pop) before
-         * it gives its seat up, so that the others pop its shards; it takes a seat again once the broker answers.
-         */
-        private Duration giveUpAfter = ShardDivision.Settings.DEFAULT_GIVE_UP_AFTER;
-
-        public boolean isEnabled() {
-            return enabled;
-        }
-
-        public void setEnabled(boolean enabled) {
-            this.enabled = enabled;
-        }
-
-        public Duration getSeatTtl() {
-            return seatTtl;
-        }
-
-        public void setSeatTtl(Duration seatTtl) {
-            this.seatTtl = seatTtl;
-        }
-
-        public Duration getGiveUpAfter() {
-            return giveUpAfter;
-        }
-
-        public void setGiveUpAfter(Duration giveUpAfter) {
-            this.giveUpAfter = giveUpAfter;
-        }
-
-        ShardDivision.Settings toSettings() {
-            return new ShardDivision.Settings(enabled, seatTtl, giveUpAfter);
-        }
     }
 
     public BusinessSettings getDefaults() {

@@ -131,6 +131,16 @@ public final class ShardDivision {
         return false;
     }
 
+    /**
+     * Whether this instance does {@code shard}'s housekeeping (the cold tier's moves): the shards it pops, or every
+     * shard while its seat is given up. Housekeeping needs Redis only, so a paused or broker-less instance still does
+     * it, and a business paused by configuration on every instance keeps its cold tier; a shard moved by two
+     * instances costs work, never an entry.
+     */
+    public boolean tends(int shard) {
+        return givenUp != null || owns(shard);
+    }
+
     /** Whether this instance leaves some shards to other instances. */
     boolean divides() {
         Share effective = effective();

@@ -253,8 +253,8 @@ class FleetDivisionTest {
         long deadline = System.nanoTime() + OVERLAP.plus(Duration.ofSeconds(20)).toNanos();
         while (true) {
             Map<Integer, Set<String>> poppers = poppersPerShard(business, Duration.ofSeconds(6));
-            boolean single = poppers.size() == SHARDS
-                    && poppers.values().stream().allMatch(who -> who.size() == 1);
+            boolean single =
+                    poppers.size() == SHARDS && poppers.values().stream().allMatch(who -> who.size() == 1);
             if (single || System.nanoTime() > deadline) {
                 return poppers;
             }

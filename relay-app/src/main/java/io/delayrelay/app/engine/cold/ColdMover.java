@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Moves the entries of every business with a {@code cold-after} between its hot shards and its cold tier, on one
- * thread of its own beside the workers (and a pool of {@link #THREADS} moving shards at once): for each shard this instance pops ({@code division.owns(shard)}), first the
+ * thread of its own beside the workers (and a pool of {@link #THREADS} moving shards at once): for each shard this instance tends ({@code division.tends(shard)}: the shards it pops, every one while its seat is given up), first the
  * blocks due within the lead come back ({@code cold-promote.lua}), then the entries due after cold-after leave
  * ({@code cold-pick.lua}, {@code cold-demote.lua}). Every move is one atomic script on one shard, safe when two
  * instances move the same shard at once (docs/cold-tier.md); the division only saves the duplicate work.
@@ -184,7 +184,7 @@ public final class ColdMover extends PeriodicTask {
         int width = relay.state().scanWidth();
         List<Integer> shards = new ArrayList<>(width);
         for (int i = 0; i < width; i++) {
-            if (relay.division().owns(i)) {
+            if (relay.division().tends(i)) {
                 shards.add(i);
             }
         }

@@ -1,0 +1,342 @@
+package io.delayrelay.app.engine;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.support.RelayTestKit;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A model test of the fleet's division through membership changes (issue 38): random sequences of joins, graceful
+ * leaves, kills, seats given up and taken again, and time passing, on {@link ShardDivision} and the real
+ * {@code seat.lua} on the real Redis. Every live instance renews at its own phase every third of the TTL, as the
+ * engine's seat thread does; a graceful leaver gives its seat up and relays on for a renewal period plus the margin
+ * ({@link RelayEngine#HAND_OVER_MARGIN}); a killed instance's seat expires a TTL after its last renewal. After every
+ * step: <b>every shard is popped by a live instance</b>, except, for the stated bounds only, the shards of an
+ * instance killed within TTL + a renewal period or that gave its seat up within a renewal period; and once the
+ * overlap is over with no change, each shard has exactly one popper.
+ * <p>
+ * Time is the test's own (the divisions' monotonic clock); Redis deadlines are real and far (a 60 s TTL in Redis,
+ * 9 s in the model), so a seat expires exactly when the model says (it deletes it).
+ */
+class DivisionModelTest {
+
+    private static final int SHARDS = 16;
+    private static final Duration TTL = Duration.ofSeconds(9);
+    private static final long RENEW = TTL.toNanos() / 3;
+    private static final long MARGIN = RelayEngine.HAND_OVER_MARGIN.toNanos();
+    private static final RelayTestKit KIT = new RelayTestKit();
+    private static final ShardStore STORE = new ShardStore(KIT.redisFactory());
+
+    @AfterContainer
+    static void close() {
+        KIT.close();
+    }
+
+    enum Kind {
+        JOIN,
+        LEAVE,
+        KILL,
+        GIVE_UP,
+        RESUME,
+        WAIT
+    }
+
+    record Step(Kind kind, int who, long waitMs) {}
+
+    /** A renewal's view of the live seats: holder -> rank; held until {@code until} (MAX_VALUE: in force). */
+    record View(Map<String, Integer> rank, long until) {}
+
+    @Provide
+    Arbitrary<List<Step>> steps() {
+        Arbitrary<Step> step = Arbitraries.frequencyOf(
+                        net.jqwik.api.Tuple.of(3, Arbitraries.just(Kind.JOIN)),
+                        net.jqwik.api.Tuple.of(2, Arbitraries.just(Kind.LEAVE)),
+                        net.jqwik.api.Tuple.of(1, Arbitraries.just(Kind.KILL)),
+                        net.jqwik.api.Tuple.of(1, Arbitraries.just(Kind.GIVE_UP)),
+                        net.jqwik.api.Tuple.of(1, Arbitraries.just(Kind.RESUME)),
+                        net.jqwik.api.Tuple.of(6, Arbitraries.just(Kind.WAIT)))
+                .flatMap(kind -> Arbitraries.integers()
+                        .between(0, 7)
+                        .flatMap(who -> Arbitraries.longs().between(1, 4_000).map(ms -> new Step(kind, who, ms))));
+        return step.list().ofMinSize(5).ofMaxSize(40);
+    }
+
+    /** One relay instance of the model. */
+    private final class Instance {
+        final String name;
+        final ShardDivision division;
+        long nextRenew;
+        /** Set when it gave its seat up or was killed: when, and what it popped then. */
+        long sickSince = -1;
+
+        TreeSet<Integer> poppedWhenSick = new TreeSet<>();
+        boolean killed;
+        /** A graceful leaver relays until then; Long.MAX_VALUE while it runs. */
+        long stopsAt = Long.MAX_VALUE;
+        /** The seats as each of its renewals saw them (holder -> rank), kept for the overlap after the next one. */
+        List<View> views = new ArrayList<>();
+
+        void renew() {
+            division.renew(STORE, keys, SHARDS);
+            long now = clock.get();
+            List<View> kept = new ArrayList<>();
+            for (View v : views) {
+                if (v.until() == Long.MAX_VALUE) {
+                    kept.add(new View(v.rank(), now + TTL.toNanos() + RENEW));
+                } else if (v.until() > now) {
+                    kept.add(v);
+                }
+            }
+            kept.add(new View(seatRanks(), Long.MAX_VALUE));
+            views = kept;
+        }
+
+        Instance(String name) {
+            this.name = name;
+            this.division = new ShardDivision(name, new ShardDivision.Settings(true, TTL), clock::get);
+        }
+
+        boolean running() {
+            return !killed && clock.get() < stopsAt;
+        }
+
+        TreeSet<Integer> popped() {
+            TreeSet<Integer> popped = new TreeSet<>();
+            IntStream.range(0, SHARDS).filter(division::owns).forEach(popped::add);
+            return popped;
+        }
+    }
+
+    private final AtomicLong clock = new AtomicLong(1_000_000_000L);
+    private List<Instance> instances;
+    private DelayQueueKeys keys;
+    private int joined;
+
+    @Property(tries = 150)
+    void everyShardHasALivePopperThroughJoinsLeavesAndExpiries(@ForAll("steps") List<Step> steps) {
+        instances = new ArrayList<>();
+        keys = DelayQueueKeys.forBusiness("divmodel-" + UUID.randomUUID());
+        joined = 0;
+        try {
+            join();
+            for (Step step : steps) {
+                apply(step);
+                check(step);
+            }
+            // no more changes: once a killed seat expired (a TTL), the others renewed (a period) and their overlap is
+            // over (a TTL and a period), one popper per shard
+            advance(TTL.toNanos() * 3 + RENEW * 2);
+            check(new Step(Kind.WAIT, 0, 0));
+            List<Instance> running =
+                    instances.stream().filter(Instance::running).toList();
+            if (running.stream().anyMatch(i -> i.division.givenUp() == null)) {
+                int[] poppers = new int[SHARDS];
+                for (Instance i : running) {
+                    i.popped().forEach(s -> poppers[s]++);
+                }
+                assertThat(poppers)
+                        .as("quiet for 3 TTLs: exactly one popper per shard; %s after %s", describe(), steps)
+                        .containsOnly(1);
+            }
+        } finally {
+            try (RedisConnection c = KIT.redis()) {
+                c.keyCommands().del(bytes(keys.cursor()), bytes(keys.seats()));
+            }
+        }
+    }
+
+    private void apply(Step step) {
+        List<Instance> running = instances.stream().filter(Instance::running).toList();
+        Instance who = running.isEmpty() ? null : running.get(step.who() % running.size());
+        // a leave, a kill or a give-up keeps at least one other healthy instance (an empty fleet relays nothing)
+        boolean others =
+                running.stream().anyMatch(i -> i != who && i.stopsAt == Long.MAX_VALUE && i.division.givenUp() == null);
+        switch (step.kind()) {
+            case JOIN -> {
+                if (running.size() < 6) {
+                    join();
+                }
+            }
+            case LEAVE -> {
+                if (who != null && who.stopsAt == Long.MAX_VALUE && others) {
+                    // RelayEngine.stop: the seat thread stops, the seat is given up, the workers relay on
+                    who.division.leave(STORE, keys);
+                    who.nextRenew = Long.MAX_VALUE;
+                    who.stopsAt = clock.get() + RENEW + MARGIN;
+                }
+            }
+            case KILL -> {
+                if (who != null && others) {
+                    who.poppedWhenSick = who.popped();
+                    who.sickSince = clock.get();
+                    who.killed = true;
+                    who.nextRenew = Long.MAX_VALUE;
+                }
+            }
+            case GIVE_UP -> {
+                if (who != null && who.division.givenUp() == null && others) {
+                    who.poppedWhenSick = who.popped();
+                    who.sickSince = clock.get();
+                    // at its renewal: the seat thread finds it cannot relay
+                    who.division.giveUp(STORE, keys, "model");
+                }
+            }
+            case RESUME -> {
+                if (who != null && who.division.givenUp() != null) {
+                    // (its give-up's window goes on: the others forget its former seat at their next renewal)
+                    who.renew();
+                }
+            }
+            case WAIT -> advance(step.waitMs() * 1_000_000L);
+        }
+    }
+
+    private void join() {
+        Instance i = new Instance("i" + joined++);
+        i.renew();
+        i.nextRenew = clock.get() + RENEW;
+        instances.add(i);
+    }
+
+    /** Moves the clock on, renewing each live instance at its times and expiring killed instances' seats. */
+    private void advance(long nanos) {
+        long until = clock.get() + nanos;
+        while (true) {
+            Instance next = null;
+            for (Instance i : instances) {
+                if (i.running() && i.nextRenew <= until && (next == null || i.nextRenew < next.nextRenew)) {
+                    next = i;
+                }
+            }
+            if (next == null) {
+                break;
+            }
+            clock.set(Math.max(clock.get(), next.nextRenew));
+            expireKilled();
+            if (next.division.givenUp() == null) {
+                next.renew();
+            } else {
+                // given up: the seat thread asks again each period; still sick in the model until RESUME
+                next.division.giveUp(STORE, keys, "model");
+            }
+            next.nextRenew += RENEW;
+            check(new Step(Kind.WAIT, 0, 0));
+        }
+        clock.set(until);
+        expireKilled();
+    }
+
+    /** A killed instance's seat is dropped once a TTL has passed since its last renewal. */
+    private void expireKilled() {
+        for (Instance i : instances) {
+            if (i.killed && i.sickSince >= 0 && clock.get() - i.sickSince >= TTL.toNanos()) {
+                try (RedisConnection c = KIT.redis()) {
+                    c.hashCommands().hDel(bytes(keys.seats()), bytes(i.name));
+                }
+            }
+        }
+    }
+
+    private void check(Step after) {
+        long now = clock.get();
+        TreeSet<Integer> uncovered = new TreeSet<>();
+        for (int s = 0; s < SHARDS; s++) {
+            final int shard = s;
+            boolean popped = instances.stream().anyMatch(i -> i.running() && i.division.owns(shard));
+            if (!popped) {
+                uncovered.add(shard);
+            }
+        }
+        if (uncovered.isEmpty()) {
+            return;
+        }
+        // the stated bounds: a shard may lack a popper only while a running instance's view (in force, or within its
+        // overlap) gives it to a killed instance's seat (until TTL + a renewal period after the kill) or to one given
+        // up (until a renewal period after)
+        TreeSet<Integer> excused = new TreeSet<>();
+        for (Instance dead : instances) {
+            if (dead.sickSince < 0) {
+                continue;
+            }
+            long window = dead.killed ? TTL.toNanos() + RENEW + RENEW : RENEW + MARGIN;
+            if (now - dead.sickSince > window) {
+                continue;
+            }
+            for (Instance i : instances) {
+                if (!i.running()) {
+                    continue;
+                }
+                for (View v : i.views) {
+                    Integer rank = v.rank().get(dead.name);
+                    if (rank != null && v.until() > now) {
+                        int n = v.rank().size();
+                        IntStream.range(0, SHARDS).filter(x -> x % n == rank).forEach(excused::add);
+                    }
+                }
+            }
+        }
+        assertThat(excused)
+                .as(
+                        "after %s at t=%d ms: shards popped by no running instance %s; instances %s",
+                        after, now / 1_000_000, uncovered, describe())
+                .containsAll(uncovered);
+    }
+
+    /** The live seats now, ranked as seat.lua ranks them: by seat number, then by holder. */
+    private Map<String, Integer> seatRanks() {
+        Map<byte[], byte[]> raw;
+        try (RedisConnection c = KIT.redis()) {
+            raw = c.hashCommands().hGetAll(bytes(keys.seats()));
+        }
+        List<String[]> seats = new ArrayList<>();
+        raw.forEach((k, v) -> {
+            String value = new String(v, StandardCharsets.UTF_8);
+            seats.add(new String[] {value.substring(0, value.indexOf(':')), new String(k, StandardCharsets.UTF_8)});
+        });
+        seats.sort((x, y) -> {
+            int bySeat = Long.compare(Long.parseLong(x[0]), Long.parseLong(y[0]));
+            return bySeat != 0 ? bySeat : x[1].compareTo(y[1]);
+        });
+        Map<String, Integer> rank = new java.util.HashMap<>();
+        for (int r = 0; r < seats.size(); r++) {
+            rank.put(seats.get(r)[1], r);
+        }
+        return rank;
+    }
+
+    private String describe() {
+        StringBuilder text = new StringBuilder();
+        for (Instance i : instances) {
+            text.append(i.name)
+                    .append(i.killed ? "(killed)" : i.running() ? "" : "(stopped)")
+                    .append(i.division.givenUp() != null ? "(given up)" : "")
+                    .append(' ')
+                    .append(i.division.share())
+                    .append(" pops ")
+                    .append(i.popped())
+                    .append("; ");
+        }
+        return text.toString();
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
