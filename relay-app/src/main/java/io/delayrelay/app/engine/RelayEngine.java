@@ -65,7 +65,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
      * let a seat expire). */
     private ScheduledExecutorService seats;
     /** Added to a renewal period in a graceful stop's hand-over: the others' renewal calls and their sweep pops. */
-    static final Duration HAND_OVER_MARGIN = Duration.ofMillis(500);
+    static final Duration HAND_OVER_MARGIN = ShardDivision.JOIN_MARGIN;
     /** This instance's name in every business's {@code {K:cursor}:seats}: pid@host and a random suffix. */
     private final String holder = ManagementFactory.getRuntimeMXBean().getName() + "-"
             + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);

@@ -26,7 +26,9 @@ import io.delayrelay.api.DelayQueueKeys;
  * beside those of its current share: by then every other live instance has renewed and adopted the change, or has
  * gone a whole TTL without a renewal and pops every shard. Pops are atomic: two owners of a shard cost work, never a
  * duplicate. A graceful stop gives the seat up first and relays on for one renewal period plus a margin before its
- * workers stop ({@link RelayEngine#stop}), for the same reason.
+ * workers stop ({@link RelayEngine#stop}), for the same reason. A joining instance (its first seat, or a seat taken
+ * again) pops every shard until its next renewal plus the margin: its view of the others' shares names seats they may
+ * not have renewed into yet.
  * <p>
  * Hand-over of a dead instance: its seat, not renewed within the TTL, is dropped by the next renewal of another
  * instance, and every instance takes its new share at its own next renewal: a shard whose instance stopped renewing at
@@ -96,6 +98,9 @@ public final class ShardDivision {
 
     /** A share replaced at {@code untilNanos - overlap}, still popped until {@code untilNanos}. */
     private record Former(Share share, long untilNanos) {}
+
+    /** Added to a renewal period where an instance relies on the others having renewed: their calls, their pops. */
+    static final Duration JOIN_MARGIN = Duration.ofMillis(500);
 
     private final String holder;
     private final Settings settings;
@@ -200,10 +205,13 @@ public final class ShardDivision {
                 && renewed != 0
                 && now - renewed <= settings.seatTtl().toNanos();
         if (held && !share.equals(next)) {
-            // the share replaced is popped on until every other instance must have adopted the change (a share that
-            // was not in force, after a whole TTL without a renewal or a seat given up, needs no overlap: the others
-            // divided every shard without this instance meanwhile)
-            keepFormer(share, now);
+            // the share replaced is popped on until every other instance must have adopted the change
+            keepFormer(share, now, settings.overlap());
+        } else if (!held) {
+            // joining (first seat, again after giving it up or after a whole TTL without a renewal): its view names
+            // the others' shares by seats they may not have renewed into yet; it pops every shard until its own next
+            // renewal, by when its view and theirs agree up to the others' overlaps
+            keepFormer(Share.ALL, now, settings.renewEvery().plus(JOIN_MARGIN));
         }
         givenUp = null;
         share = next;
@@ -248,14 +256,14 @@ public final class ShardDivision {
         }
     }
 
-    private void keepFormer(Share replaced, long now) {
+    private void keepFormer(Share replaced, long now, Duration overlap) {
         List<Former> kept = new ArrayList<>(formers.size() + 1);
         for (Former former : formers) {
             if (former.untilNanos() - now > 0) {
                 kept.add(former);
             }
         }
-        kept.add(new Former(replaced, now + settings.overlap().toNanos()));
+        kept.add(new Former(replaced, now + overlap.toNanos()));
         formers = List.copyOf(kept);
     }
 

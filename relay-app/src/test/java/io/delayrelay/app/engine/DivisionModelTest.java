@@ -191,7 +191,7 @@ class DivisionModelTest {
                 }
             }
             case GIVE_UP -> {
-                if (who != null && who.division.givenUp() == null && others) {
+                if (who != null && who.stopsAt == Long.MAX_VALUE && who.division.givenUp() == null && others) {
                     who.poppedWhenSick = who.popped();
                     who.sickSince = clock.get();
                     // at its renewal: the seat thread finds it cannot relay
@@ -199,7 +199,8 @@ class DivisionModelTest {
                 }
             }
             case RESUME -> {
-                if (who != null && who.division.givenUp() != null) {
+                // (a stopping instance's seat thread is stopped: it neither gives up nor takes a seat again)
+                if (who != null && who.stopsAt == Long.MAX_VALUE && who.division.givenUp() != null) {
                     // (its give-up's window goes on: the others forget its former seat at their next renewal)
                     who.renew();
                 }

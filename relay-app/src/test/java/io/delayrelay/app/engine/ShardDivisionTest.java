@@ -55,11 +55,16 @@ class ShardDivisionTest {
         return popped;
     }
 
-    /** Lets every former share's overlap end and renews the divisions given (their shares stay as they were). */
+    /**
+     * Lets every former share's overlap end (seat TTL + a renewal period) while the divisions given renew every
+     * renewal period, as the engine's seat thread does (their shares stay as they were).
+     */
     private void pastTheOverlap(Duration ttl, ShardDivision... divisions) {
-        nanos.addAndGet(ttl.toNanos() * 2);
-        for (ShardDivision d : divisions) {
-            d.renew(store, keys, SHARDS);
+        for (int period = 0; period < 5; period++) {
+            nanos.addAndGet(ttl.toNanos() / 3);
+            for (ShardDivision d : divisions) {
+                d.renew(store, keys, SHARDS);
+            }
         }
     }
 
@@ -260,10 +265,7 @@ class ShardDivisionTest {
         c.renew(store, keys, SHARDS);
         assertThat(union(a, b, c, d)).as("after c's").hasSize(SHARDS);
 
-        nanos.addAndGet(ttl.plus(ttl.dividedBy(3)).toNanos());
-        for (ShardDivision x : List.of(a, b, c, d)) {
-            x.renew(store, keys, SHARDS);
-        }
+        pastTheOverlap(ttl, a, b, c, d);
         assertThat(List.of(popped(a), popped(b), popped(c), popped(d)))
                 .as("once the overlap is over, one popper per shard")
                 .containsExactly(

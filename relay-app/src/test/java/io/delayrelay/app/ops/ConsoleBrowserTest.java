@@ -367,6 +367,26 @@ class ConsoleBrowserTest {
         });
         screenshot(browser, "console.png");
 
+        // Instances: each instance's seat in the division; one paused by its own configuration gave it up (why, in
+        // the warning colour), the other business's seat pops every shard (one instance)
+        browser.findElement(By.cssSelector("#tabs button[data-tab='instances']"))
+                .click();
+        await().atMost(PAGE_WAIT).untilAsserted(() -> {
+            List<WebElement> paused = browser.findElements(
+                    By.xpath("//table[@id='instances']/tbody/tr[td[1][text()='" + reminders + "']]/td[7]"));
+            assertThat(paused).hasSize(1);
+            assertThat(paused.get(0).getText())
+                    .isEqualTo("given up: paused by this instance's own configuration "
+                            + "(relay.businesses.<name>.paused)");
+            assertThat(paused.get(0).getAttribute("class")).isEqualTo("warn");
+            List<WebElement> relaying = browser.findElements(
+                    By.xpath("//table[@id='instances']/tbody/tr[td[1][text()='" + orders + "']]/td[7]"));
+            assertThat(relaying).hasSize(1);
+            assertThat(relaying.get(0).getText()).isEqualTo("every shard");
+        });
+        screenshot(browser, "console-instances.png");
+        browser.findElement(By.cssSelector("#tabs button[data-tab='overview']")).click();
+
         // purge all: the dialog names the count and wants the business name typed before it purges anything
         browser.findElement(By.cssSelector("#tabs button[data-tab='dead']")).click();
         new Select(browser.findElement(By.id("dead-business"))).selectByValue(orders);
