@@ -8,8 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.faults.RelayProcess;
@@ -93,8 +91,8 @@ class FleetSickInstanceIT {
         await("a and c hold the seats, b gave its up")
                 .atMost(Duration.ofSeconds(20))
                 .until(() -> seatHolders(keys) == 2
-                        && shards(a, business).size() == SHARDS / 2
-                        && shards(c, business).size() == SHARDS / 2);
+                        && a.divisionShards(business).size() == SHARDS / 2
+                        && c.divisionShards(business).size() == SHARDS / 2);
         JsonNode bDivision = b.get("/actuator/relay/" + business).get("division");
         assertThat(bDivision.get("givenUp").asString())
                 .as("b's ops view says why it holds no seat")
@@ -109,8 +107,8 @@ class FleetSickInstanceIT {
                                         + "(relay.businesses.<name>.paused)")
                         .hasEntrySatisfying("a", s -> assertThat(s).startsWith("seat "))
                         .hasEntrySatisfying("c", s -> assertThat(s).startsWith("seat ")));
-        assertThat(metric(b, "delay_relay_seat_held", business)).isEqualTo(0.0);
-        assertThat(metric(a, "delay_relay_seat_held", business)).isEqualTo(1.0);
+        assertThat(b.gauge("delay_relay_seat_held", business)).isEqualTo(0.0);
+        assertThat(a.gauge("delay_relay_seat_held", business)).isEqualTo(1.0);
 
         List<String> sent = new ArrayList<>();
         Map<String, Long> due = new HashMap<>();
@@ -142,14 +140,15 @@ class FleetSickInstanceIT {
                 .isLessThanOrEqualTo(BOUND.plus(MARGIN).toMillis());
         JsonNode cDivision = c.get("/actuator/relay/" + business).get("division");
         assertThat(cDivision.get("givenUp").asString()).contains("no publish answered by RabbitMQ");
-        assertThat(shards(a, business)).as("a pops every shard").hasSize(SHARDS);
-        assertThat(metric(c, "delay_relay_seat_held", business)).isEqualTo(0.0);
+        assertThat(a.divisionShards(business)).as("a pops every shard").hasSize(SHARDS);
+        assertThat(c.gauge("delay_relay_seat_held", business)).isEqualTo(0.0);
 
         // 3. c's path is back: the probe is answered, c takes a seat again and relays its share
         proxy.restore();
         await("c holds a seat again")
                 .atMost(Duration.ofSeconds(30))
-                .until(() -> seatHolders(keys) == 2 && shards(c, business).size() >= SHARDS / 2);
+                .until(() ->
+                        seatHolders(keys) == 2 && c.divisionShards(business).size() >= SHARDS / 2);
         sent.clear();
         due.clear();
         write(keys, "back", kit.redisNowMs(), sent, due);
@@ -194,17 +193,6 @@ class FleetSickInstanceIT {
         }
     }
 
-    /** The shards an instance pops, from its ops view; empty while it does not answer yet. */
-    private static List<Integer> shards(OpsClient ops, String business) {
-        JsonNode view = ops.get("/actuator/relay/" + business);
-        List<Integer> shards = new ArrayList<>();
-        JsonNode division = view == null ? null : view.get("division");
-        if (division != null && division.get("shards") != null) {
-            division.get("shards").forEach(shard -> shards.add(shard.asInt()));
-        }
-        return shards;
-    }
-
     /** Instance id -> its seat as the fleet's heartbeats say, from one instance's ops view. */
     private static Map<String, String> instanceSeats(OpsClient ops, String business) {
         Map<String, String> seats = new HashMap<>();
@@ -215,19 +203,6 @@ class FleetSickInstanceIT {
                             i -> seats.put(i.get("id").asString(), i.get("seat").asString()));
         }
         return seats;
-    }
-
-    private static final Pattern SAMPLE = Pattern.compile("(?m)^(\\w+)\\{([^}]*)\\} (\\S+)$");
-
-    /** The instance's gauge {@code name} for the business, from its Prometheus scrape. */
-    private static double metric(OpsClient ops, String name, String business) {
-        Matcher m = SAMPLE.matcher(ops.text("/actuator/prometheus"));
-        while (m.find()) {
-            if (m.group(1).equals(name) && m.group(2).contains("business=\"" + business + "\"")) {
-                return Double.parseDouble(m.group(3));
-            }
-        }
-        throw new AssertionError(name + "{business=" + business + "} not in the scrape");
     }
 
     private static byte[] bytes(String s) {

@@ -12,8 +12,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
@@ -27,7 +25,6 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
-import tools.jackson.databind.JsonNode;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -126,8 +123,8 @@ class FleetWakeIT {
                 .atMost(Duration.ofSeconds(30))
                 .pollInterval(Duration.ofMillis(250))
                 .untilAsserted(() -> {
-                    ownedA.set(owned(opsA, business));
-                    ownedB.set(owned(opsB, business));
+                    ownedA.set(opsA.divisionShards(business));
+                    ownedB.set(opsB.divisionShards(business));
                     assertThat(ownedA.get()).as("a's shards").hasSize(BUSY_TEST_SHARDS / 2);
                     assertThat(ownedB.get()).as("b's shards").hasSize(BUSY_TEST_SHARDS / 2);
                     Set<Integer> all = new HashSet<>(ownedA.get());
@@ -135,10 +132,10 @@ class FleetWakeIT {
                     assertThat(all).as("every shard has one owner").hasSize(BUSY_TEST_SHARDS);
                     assertThat(subscribers(keys)).as("subscribers per shard").containsOnly(1L);
                 });
-        assertThat(polled(opsA, business))
+        assertThat(opsA.gauge("delay_relay_shards_polled", business))
                 .as("a polls no shard while all are quiet")
                 .isEqualTo(0.0);
-        assertThat(polled(opsB, business))
+        assertThat(opsB.gauge("delay_relay_shards_polled", business))
                 .as("b polls no shard while all are quiet")
                 .isEqualTo(0.0);
         int busyA = ownedA.get().get(0);
@@ -180,10 +177,10 @@ class FleetWakeIT {
                     .atMost(Duration.ofSeconds(2))
                     .pollInterval(Duration.ofMillis(100))
                     .untilAsserted(() -> {
-                        assertThat(polled(opsA, business))
+                        assertThat(opsA.gauge("delay_relay_shards_polled", business))
                                 .as("a polls its busy shard %d", busyA)
                                 .isEqualTo(1.0);
-                        assertThat(polled(opsB, business))
+                        assertThat(opsB.gauge("delay_relay_shards_polled", business))
                                 .as("b polls its busy shard %d", busyB)
                                 .isEqualTo(1.0);
                     });
@@ -215,8 +212,12 @@ class FleetWakeIT {
                 .atMost(Duration.ofSeconds(2))
                 .pollInterval(Duration.ofMillis(100))
                 .untilAsserted(() -> {
-                    assertThat(polled(opsA, business)).as("a's polled shards").isEqualTo(0.0);
-                    assertThat(polled(opsB, business)).as("b's polled shards").isEqualTo(0.0);
+                    assertThat(opsA.gauge("delay_relay_shards_polled", business))
+                            .as("a's polled shards")
+                            .isEqualTo(0.0);
+                    assertThat(opsB.gauge("delay_relay_shards_polled", business))
+                            .as("b's polled shards")
+                            .isEqualTo(0.0);
                 });
         zaddDueNow(keys, busyA, "due now on a's shard, heard again");
         zaddDueNow(keys, busyB, "due now on b's shard, heard again");
@@ -260,39 +261,6 @@ class FleetWakeIT {
         RelayProcess process = RelayProcess.start("fleetbusy-" + name, props, true, "-XX:TieredStopAtLevel=1");
         processes.add(process);
         return process;
-    }
-
-    /** The shards an instance pops, from its ops view; empty while it does not answer yet. */
-    private static List<Integer> owned(OpsClient ops, String business) {
-        JsonNode view = ops.get("/actuator/relay/" + business);
-        List<Integer> shards = new ArrayList<>();
-        JsonNode division = view == null ? null : view.get("division");
-        if (division != null && division.get("shards") != null) {
-            division.get("shards").forEach(shard -> shards.add(shard.asInt()));
-        }
-        return shards;
-    }
-
-    private static final Pattern SAMPLE = Pattern.compile("(?m)^(\\w+)\\{([^}]*)\\} (\\S+)$");
-
-    /** The instance's {@code delay_relay_shards_polled} for the business, from its Prometheus scrape. */
-    private static double polled(OpsClient ops, String business) {
-        String scrape = ops.text("/actuator/prometheus");
-        Matcher m = SAMPLE.matcher(scrape);
-        Double value = null;
-        while (m.find()) {
-            if (m.group(1).equals("delay_relay_shards_polled")
-                    && m.group(2).contains("business=\"" + business + "\"")) {
-                assertThat(value)
-                        .as("one delay_relay_shards_polled series for %s", business)
-                        .isNull();
-                value = Double.valueOf(m.group(3));
-            }
-        }
-        assertThat(value)
-                .as("delay_relay_shards_polled{business=%s} in the scrape:%n%s", business, scrape)
-                .isNotNull();
-        return value;
     }
 
     /** PUBSUB NUMSUB of every shard's keyspace channel, by shard. */

@@ -6,10 +6,16 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.delayrelay.app.ops.RelayOpsProperties;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /** HTTP client of a relay process's management port: the {@code relay} endpoint, as an operator uses it. */
 final class OpsClient {
@@ -69,6 +75,36 @@ final class OpsClient {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The shards this instance pops in a business's division, from its ops view; empty while it does not answer. */
+    List<Integer> divisionShards(String business) {
+        JsonNode view = get("/actuator/relay/" + business);
+        List<Integer> shards = new ArrayList<>();
+        JsonNode division = view == null ? null : view.get("division");
+        if (division != null && division.get("shards") != null) {
+            division.get("shards").forEach(shard -> shards.add(shard.asInt()));
+        }
+        return shards;
+    }
+
+    private static final Pattern SAMPLE = Pattern.compile("(?m)^(\\w+)\\{([^}]*)\\} (\\S+)$");
+
+    /** The instance's one series of gauge {@code name} for the business, from its Prometheus scrape. */
+    double gauge(String name, String business) {
+        String scrape = text("/actuator/prometheus");
+        Matcher m = SAMPLE.matcher(scrape);
+        Double value = null;
+        while (m.find()) {
+            if (m.group(1).equals(name) && m.group(2).contains("business=\"" + business + "\"")) {
+                assertThat(value).as("one %s series for %s", name, business).isNull();
+                value = Double.valueOf(m.group(3));
+            }
+        }
+        assertThat(value)
+                .as("%s{business=%s} in the scrape:%n%s", name, business, scrape)
+                .isNotNull();
+        return value;
     }
 
     /** POST a write operation with the operator token; returns the JSON answer. */

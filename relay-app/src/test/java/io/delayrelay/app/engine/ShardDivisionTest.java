@@ -41,6 +41,17 @@ class ShardDivisionTest {
         return new ShardDivision(holder, new ShardDivision.Settings(true, ttl), nanos::get);
     }
 
+    /** a, b and c seated in that order, a and b renewed once more: all three know of each other. */
+    private List<ShardDivision> threeSeated(Duration ttl) {
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        ShardDivision c = division("c", ttl);
+        for (ShardDivision d : List.of(a, b, c, a, b)) {
+            d.renew(store, keys, SHARDS);
+        }
+        return List.of(a, b, c);
+    }
+
     /** The shards of the share in force (formers within the overlap left out). */
     private static TreeSet<Integer> owned(ShardDivision d) {
         TreeSet<Integer> owned = new TreeSet<>();
@@ -98,12 +109,10 @@ class ShardDivisionTest {
     @Test
     void aSeatNotRenewedWithinItsTtlIsDroppedAndTheOthersTakeItsShardsAtTheirNextRenewal() throws Exception {
         Duration ttl = Duration.ofMillis(400);
-        ShardDivision a = division("a", ttl);
-        ShardDivision b = division("b", ttl);
-        ShardDivision c = division("c", ttl);
-        for (ShardDivision d : List.of(a, b, c, a, b)) {
-            d.renew(store, keys, SHARDS);
-        }
+        List<ShardDivision> three = threeSeated(ttl);
+        ShardDivision a = three.get(0);
+        ShardDivision b = three.get(1);
+        ShardDivision c = three.get(2);
         pastTheOverlap(ttl, a, b);
         TreeSet<Integer> aBefore = owned(a);
         assertThat(popped(a)).as("the overlap over: a pops its share alone").isEqualTo(aBefore);
@@ -239,12 +248,10 @@ class ShardDivisionTest {
     void atAJoinEveryShardKeepsAPopperWhileTheOthersAdoptTheChangeOneByOne() {
         // finding 2 of the 2026-11-28 engine review: A renews first after D joined; B and C still divide by 3
         Duration ttl = Duration.ofSeconds(9);
-        ShardDivision a = division("a", ttl);
-        ShardDivision b = division("b", ttl);
-        ShardDivision c = division("c", ttl);
-        for (ShardDivision d : List.of(a, b, c, a, b)) {
-            d.renew(store, keys, SHARDS);
-        }
+        List<ShardDivision> three = threeSeated(ttl);
+        ShardDivision a = three.get(0);
+        ShardDivision b = three.get(1);
+        ShardDivision c = three.get(2);
         pastTheOverlap(ttl, a, b, c);
         ShardDivision d = division("d", ttl);
         d.renew(store, keys, SHARDS);
@@ -278,12 +285,10 @@ class ShardDivisionTest {
     @Test
     void aGracefulLeaverPopsOnUntilTheOthersRenewedAndTheOthersKeepTheirFormerShares() {
         Duration ttl = Duration.ofSeconds(9);
-        ShardDivision a = division("a", ttl);
-        ShardDivision b = division("b", ttl);
-        ShardDivision c = division("c", ttl);
-        for (ShardDivision d : List.of(a, b, c, a, b)) {
-            d.renew(store, keys, SHARDS);
-        }
+        List<ShardDivision> three = threeSeated(ttl);
+        ShardDivision a = three.get(0);
+        ShardDivision b = three.get(1);
+        ShardDivision c = three.get(2);
         pastTheOverlap(ttl, a, b, c);
 
         // c stops gracefully: it gives its seat up and relays on (its share stays in force) until its workers stop
