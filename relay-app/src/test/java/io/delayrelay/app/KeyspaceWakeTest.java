@@ -100,6 +100,42 @@ class KeyspaceWakeTest {
     }
 
     /**
+     * Popping ahead (lead 1 s), a shard whose known head is 900 ms away is not popped for 900 ms: a plain ZADD due in
+     * 100 ms to that shard is heard, peeked at and popped at its own time, not with the head (engine review
+     * 2026-11-28, finding 3: the peek was skipped for a head anywhere within the lead, so it came ~800 ms late).
+     */
+    @Test
+    void aPlainZaddDueBeforeItsShardsKnownHeadIsDeliveredOnTimeWhilePoppingAhead(CapturedOutput output)
+            throws Exception {
+        startRedis("Kz");
+        Fixture f = startRelay("ksahead", "relay.wake.safety-sweep", "10m", "relay.businesses.%s.lead", "1s");
+        await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
+        awaitStartUpSweepOver();
+        long peeksBefore = calls("zrange");
+
+        long headDue = redisNow() + 1_000;
+        zadd(f.keys.shard(3), "head", headDue);
+        // the head's peek has lowered shard 3's known due time to headDue
+        await().atMost(Duration.ofSeconds(1))
+                .pollInterval(Duration.ofMillis(5))
+                .until(() -> calls("zrange") > peeksBefore);
+        await().atMost(Duration.ofSeconds(1))
+                .pollInterval(Duration.ofMillis(5))
+                .until(() -> redisNow() >= headDue - 900);
+        long earlyDue = redisNow() + 100;
+        zadd(f.keys.shard(3), "early", earlyDue);
+
+        List<Received> all = RelayTestKit.collect(f.received, 2, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(all).extracting(Received::text).containsExactly("early", "head");
+        long earlyAt = all.get(0).header("x-delay-relayed-at");
+        assertThat(earlyAt).as("never before its due time").isGreaterThanOrEqualTo(earlyDue);
+        assertThat(earlyAt - earlyDue)
+                .as("at its own due time, not with the head %d ms later", headDue - earlyDue)
+                .isLessThan(300);
+        assertThat(all.get(1).header("x-delay-relayed-at")).isGreaterThanOrEqualTo(headDue);
+    }
+
+    /**
      * A delivery the broker refuses (a full queue with reject-publish nacks it) waits in {@code {K:i}:inflight} for its
      * retry, where no notification announces it: the relay that put it back looks at the shard after the retry delay,
      * not at the lease deadline or the safety sweep (both far away here).

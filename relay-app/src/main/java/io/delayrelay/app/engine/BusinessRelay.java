@@ -276,15 +276,15 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /**
-     * Also true for a shard another instance pops: a peek of it here would be wasted. The window is at least the
-     * business's round (the linger, or the lead when popping ahead): a shard known due within it is popped by then
-     * anyway (with every shard due by then), and that
-     * pop reads whatever the write added, so a notification costs no Redis call.
+     * Also true for a shard another instance pops: a peek of it here would be wasted. Otherwise true only when the
+     * shard is about to be popped: its known due time is within {@code ms} (that pop reads whatever the write added).
+     * Not within the business's round: a worker pops a shard at its known due time (plus the linger), so a write due
+     * before that would wait for it, up to the lead or twice the linger. A claimed shard is peeked (its pop may have
+     * read it before the write).
      */
     @Override
     public boolean popsWithin(int shard, long ms) {
-        long window = Math.max(ms, state.spec().round().toMillis());
-        return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + window;
+        return !division.owns(shard) || schedule.knownDue(shard) <= clock.nowMs() + ms;
     }
 
     @Override
