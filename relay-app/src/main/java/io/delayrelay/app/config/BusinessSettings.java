@@ -87,7 +87,10 @@ public class BusinessSettings {
      */
     private Duration lead;
 
-    /** How long a popped entry may stay unconfirmed before the next pop of its shard takes it back; longer than publish-timeout. */
+    /**
+     * How long a popped entry may stay unconfirmed before the next pop of its shard takes it back; longer than lead +
+     * publish-timeout + 2 x round (the lead, or else the linger) + 150ms.
+     */
     private Duration lease = DEFAULT_LEASE;
 
     /** Failed delivery attempts (nack, timeout, expired lease) after which an entry goes to the dead set. */

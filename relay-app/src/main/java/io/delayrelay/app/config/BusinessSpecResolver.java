@@ -220,16 +220,6 @@ public final class BusinessSpecResolver {
         positive(problems, name, "retry-delay", s.getRetryDelay());
         positive(problems, name, "retry-delay-max", s.getRetryDelayMax());
         positive(problems, name, "publish-timeout", s.getPublishTimeout());
-        if (s.getLease() != null
-                && s.getPublishTimeout() != null
-                && s.getLease().compareTo(s.getPublishTimeout()) <= 0) {
-            problems.add(ConfigProblem.property(
-                    name,
-                    "lease",
-                    s.getLease(),
-                    "must be longer than publish-timeout (" + s.getPublishTimeout()
-                            + "), or entries would be redelivered while still awaiting confirms"));
-        }
         if (s.getMaxLateness() != null
                 && (s.getMaxLateness().isNegative() || s.getMaxLateness().isZero())) {
             problems.add(ConfigProblem.property(
@@ -283,6 +273,8 @@ public final class BusinessSpecResolver {
                     "must be at most a " + BusinessSettings.LEASE_PER_LEAD + "th of the lease (" + s.getLease()
                             + "): an entry popped ahead waits up to the lead under its lease"));
         }
+        LeaseRule.check(name, s.getLease(), lead, s.getLinger(), s.getPublishTimeout())
+                .ifPresent(problems::add);
         BusinessSettings.Slo slo = s.getSlo();
         positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
         double target = slo == null ? Double.NaN : slo.getTarget();

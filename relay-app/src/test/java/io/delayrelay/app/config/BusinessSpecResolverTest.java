@@ -275,7 +275,7 @@ class BusinessSpecResolverTest {
         env.setProperty("relay.businesses.lease.routing-key", "rk");
         env.setProperty("relay.businesses.lease.lead", "300ms");
         env.setProperty("relay.businesses.lease.lease", "2s");
-        env.setProperty("relay.businesses.lease.publish-timeout", "1s");
+        env.setProperty("relay.businesses.lease.publish-timeout", "500ms");
 
         Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
 
@@ -337,9 +337,7 @@ class BusinessSpecResolverTest {
                         p + "lease=PT0S: must be a positive duration",
                         p + "retry-delay=PT0S: must be a positive duration",
                         p + "retry-delay-max=PT-5S: must be a positive duration",
-                        p + "publish-timeout=PT0S: must be a positive duration",
-                        p + "lease=PT0S: must be longer than publish-timeout (PT0S), or entries would be redelivered"
-                                + " while still awaiting confirms");
+                        p + "publish-timeout=PT0S: must be a positive duration");
         assertThat(resolution.allProblems())
                 .allSatisfy(problem -> assertThat(problem.business()).isEqualTo("bad"));
         assertThat(resolution.problems().get("bad").get(0))
@@ -394,16 +392,59 @@ class BusinessSpecResolverTest {
     }
 
     @Test
-    void theLeaseMustOutlastThePublishTimeout() {
-        assertThat(problems(s -> s.replace("$", "lease=10001ms"))).isEmpty();
-        assertThat(problems(s -> s.replace("$", "lease=10s")))
-                .containsExactly(
-                        "relay.businesses.b.lease=PT10S: must be longer than publish-timeout (PT10S), or entries"
-                                + " would be redelivered while still awaiting confirms");
+    void theLeaseMustOutlastThePublishTimeoutTwoLingersAndTheConfirmSweep() {
+        // no lead: publish-timeout 10s + 2 x linger 8ms + 50ms sweep + 100ms settle margin = 10.166s
+        assertThat(problems(s -> s.replace("$", "lease=10167ms"))).isEmpty();
+        assertThat(problems(s -> s.replace("$", "lease=10166ms")))
+                .containsExactly("relay.businesses.b.lease=PT10.166S: must be longer than lead (PT0S) + publish-timeout"
+                        + " (PT10S) + 2 x round (PT0.008S, the linger) + 150ms (the 50ms confirm sweep and a 100ms"
+                        + " settle margin) = PT10.166S, or an entry confirmed within its publish-timeout can have its"
+                        + " lease taken back before its ack and be delivered again");
+        assertThat(problems(s -> s.replace("$", "lease=10s"))).hasSize(1);
         assertThat(problems(s -> s.replace("$", "lease=1ms"))).hasSize(1);
         assertThat(problems(s -> s.replace("$", "max-idle=1ms")))
                 .as("1 ms is positive")
                 .isEmpty();
+    }
+
+    /**
+     * Engine review 2026-11-28, finding 4: lease 10s, lead 1s and publish-timeout 9.5s passed both older checks
+     * (lease > publish-timeout, lease >= 10 x lead), yet an entry popped ahead is published up to the lead after
+     * its lease started, so a confirm within the publish timeout could come after the lease was taken back.
+     */
+    @Test
+    void theLeaseMustOutlastTheLeadPlusThePublishTimeoutPlusTwoRounds() {
+        env.setProperty("relay.businesses.ahead.exchange", "ex");
+        env.setProperty("relay.businesses.ahead.routing-key", "rk");
+        env.setProperty("relay.businesses.ahead.lead", "1s");
+        env.setProperty("relay.businesses.ahead.lease", "10s");
+        env.setProperty("relay.businesses.ahead.publish-timeout", "9500ms");
+        // 1s + 9.5s + 2 x 1s + 150ms = 12.65s
+        env.setProperty("relay.businesses.fits.exchange", "ex");
+        env.setProperty("relay.businesses.fits.routing-key", "rk");
+        env.setProperty("relay.businesses.fits.lead", "1s");
+        env.setProperty("relay.businesses.fits.lease", "12651ms");
+        env.setProperty("relay.businesses.fits.publish-timeout", "9500ms");
+        env.setProperty("relay.businesses.edge.exchange", "ex");
+        env.setProperty("relay.businesses.edge.routing-key", "rk");
+        env.setProperty("relay.businesses.edge.lead", "1s");
+        env.setProperty("relay.businesses.edge.lease", "12650ms");
+        env.setProperty("relay.businesses.edge.publish-timeout", "9500ms");
+
+        Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
+
+        assertThat(resolution.specs()).extracting(BusinessSpec::name).containsExactly("fits");
+        assertThat(resolution.allProblems())
+                .extracting(ConfigProblem::message)
+                .containsExactlyInAnyOrder(
+                        "relay.businesses.ahead.lease=PT10S: must be longer than lead (PT1S) + publish-timeout"
+                                + " (PT9.5S) + 2 x round (PT1S, the lead) + 150ms (the 50ms confirm sweep and a 100ms"
+                                + " settle margin) = PT12.65S, or an entry confirmed within its publish-timeout can"
+                                + " have its lease taken back before its ack and be delivered again",
+                        "relay.businesses.edge.lease=PT12.65S: must be longer than lead (PT1S) + publish-timeout"
+                                + " (PT9.5S) + 2 x round (PT1S, the lead) + 150ms (the 50ms confirm sweep and a 100ms"
+                                + " settle margin) = PT12.65S, or an entry confirmed within its publish-timeout can"
+                                + " have its lease taken back before its ack and be delivered again");
     }
 
     @Test

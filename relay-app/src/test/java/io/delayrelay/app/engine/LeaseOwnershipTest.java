@@ -136,7 +136,11 @@ class LeaseOwnershipTest {
 
     @Test
     void lateAckAfterTheReaperTookTheLeaseBackKeepsTheRetryWithItsOriginalDueTime() {
-        BusinessSpec shortLease = spec(business, "2ms", "1ms", "1ms", 5);
+        // below what the configuration accepts (lease > lead + publish-timeout + 2 x round + 150ms): built directly
+        BusinessSpec shortLease = spec.toBuilder()
+                .lease(Duration.ofMillis(2))
+                .publishTimeout(Duration.ofMillis(1))
+                .build();
         scheduleNow("v1");
         PopResult first = store.pop(shortLease, shard);
         long originalDue = first.entries().get(0).dueAtMs();
