@@ -676,7 +676,8 @@ public class ShardStore {
 
     static long parseScore(byte[] score) {
         // Scores are whole milliseconds, which Redis prints as plain digits: read them without a String or a
-        // double parse; anything else (exponent, fraction, inf) takes the general path.
+        // double parse; anything else (exponent, fraction, inf) takes the general path, where a fraction (a raw
+        // ZADD's) counts as the next whole ms: due only once reached (as ShardPeeks.dueMs), never released before.
         int length = score.length;
         if (length > 0 && length <= 18) {
             int i = score[0] == '-' ? 1 : 0;
@@ -698,7 +699,7 @@ public class ShardStore {
             case "-inf":
                 return Long.MIN_VALUE;
             default:
-                return (long) Double.parseDouble(text);
+                return (long) Math.ceil(Double.parseDouble(text));
         }
     }
 

@@ -26,7 +26,8 @@
 --          an empty shard, the common idle case, costs one EXISTS and no TIME).
 --   n > 0: nextDue = the earliest score left (-1 when empty), or now when the batch came back full (count or byte
 --          budget): more is due, the caller comes back at once, so the two ZRANGEs that would say so are skipped.
---          dueX is the entry's original due time (kept across retries, so the AMQP message id is too), payloadX is
+--          dueX is the entry's original due time (kept across retries, so the AMQP message id is too; the score's
+--          text, so a raw ZADD's fraction reaches the relay, which rounds it up), payloadX is
 --          nil when the member has no payload, failedX counts earlier failed deliveries.
 --   expired = how many leases of this shard this pop saw expired (deadline passed, still held by a token; at most
 --          2 x batch are looked at): the caller takes them back at once with requeue.lua 'expired' (that counts the
@@ -455,7 +456,8 @@ local function apply(g, pl)
     if f <= now and (pl.flightBlocked or #taken < pl.batch) then f = recheck end
     next = math.min(next, f)
   end
-  if next ~= math.huge then out[3] = next end
+  -- a fractional score (a raw ZADD's) is due once reached: the next whole ms (an integer reply would truncate it)
+  if next ~= math.huge then out[3] = math.ceil(next) end
   return out
 end
 
