@@ -15,6 +15,9 @@
 -- Returns the new due time, epoch ms, or -1 when the member was not scheduled in this shard. A cold entry (moved by
 -- the relay to a cold block, docs/cold-tier.md) is scheduled too: its new due time is written into the cold member
 -- index and its block is brought back by then.
+-- Refuses (error reply "EXPIRY delay-relay reschedule.lua: ...", nothing written) a due time after the entry's own
+-- expiry (schedule.lua's ARGV[7]). Not for a cold entry: its payload, and so its expiry, is inside a compressed
+-- block the script cannot read; it is moved as asked.
 --
 -- Like a new schedule it clears the attempts mark (new due time, new AMQP message id), unless the member is also
 -- in flight (see schedule.lua).
@@ -61,6 +64,14 @@ end
 local inFlight = redis.call('ZSCORE', KEYS[3], member)
 redis.call('HMGET', KEYS[4], member)
 local dueText = string.format('%d', due)
+-- the entry's own expiry (contract v2 options, in its payload's envelope) counts for a delivery due at or before
+-- it: a due time after it is refused, as schedule.lua refuses an expiry before the due time
+local payload = redis.call('HMGET', KEYS[2], member)[1]
+local expiry = payload and string.match(payload, '^\255DR2:(%d+):')
+if expiry and due > tonumber(expiry) then
+  return redis.error_reply('EXPIRY delay-relay reschedule.lua: the due time ' .. dueText
+      .. " is after the entry's expiry " .. expiry)
+end
 redis.call('ZADD', KEYS[1], 'XX', dueText, member)
 if not inFlight then
   redis.call('HDEL', KEYS[4], member)

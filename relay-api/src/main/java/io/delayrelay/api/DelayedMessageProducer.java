@@ -92,7 +92,12 @@ public interface DelayedMessageProducer {
     /** Moves a scheduled message to a new instant. False when it was not scheduled. */
     boolean reschedule(String business, byte[] message, Instant dueAt);
 
-    /** Moves a message scheduled by id to a new instant. False when the id was not scheduled. */
+    /**
+     * Moves a message scheduled by id to a new instant. False when the id was not scheduled.
+     *
+     * @throws RescheduleAfterExpiryException when {@code dueAt} is after the message's expiry
+     *     ({@link ScheduleOptions}); nothing is changed
+     */
     boolean rescheduleById(String business, String id, Instant dueAt);
 
     /**

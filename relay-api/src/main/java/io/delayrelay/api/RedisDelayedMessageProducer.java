@@ -156,7 +156,11 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
 
     @Override
     public boolean rescheduleById(String business, String id, Instant dueAt) {
-        return move(business, idBytes(id), dueAt);
+        try {
+            return move(business, idBytes(id), dueAt);
+        } catch (RuntimeException e) {
+            throw RescheduleAfterExpiryException.ifRefused(business, id, dueAt.toEpochMilli(), e);
+        }
     }
 
     @Override

@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * Per-message options of contract v2 through relay-api against a real Redis: the exact envelope schedule.lua
  * stores, the refusals (a relay header, in Java and in the script; an expiry before the due time; options without a
  * message), a v1 call and a message that looks like an envelope, and the current OpenTelemetry span's traceparent
- * and tracestate added unless the options set them.
+ * and tracestate added unless the options set them; a reschedule after the entry's expiry refused.
  */
 class ScheduleOptionsTest {
 
@@ -117,6 +117,48 @@ class ScheduleOptionsTest {
         assertThat(payload("early")).isNull();
     }
 
+    /**
+     * Engine review 2026-11-28, finding 5: reschedule.lua moved an entry past its own expiry, and the relay then
+     * published it after the expiry without a word. Now it is refused like an expiry before the due time at
+     * schedule: up to the expiry is fine, one ms after it is not, and nothing changes.
+     */
+    @Test
+    void aRescheduleAfterTheEntrysExpiryIsRefusedNamingIdDueTimeAndExpiry() {
+        long expiry = DUE + 1_000;
+        producer.scheduleById(
+                business,
+                "expiring",
+                b("m"),
+                Instant.ofEpochMilli(DUE),
+                ScheduleOptions.create().expiresAfterDue(Duration.ofSeconds(1)));
+
+        assertThat(producer.rescheduleById(business, "expiring", Instant.ofEpochMilli(expiry)))
+                .as("at the expiry itself")
+                .isTrue();
+        assertThatThrownBy(() -> producer.rescheduleById(business, "expiring", Instant.ofEpochMilli(expiry + 1)))
+                .isInstanceOfSatisfying(RescheduleAfterExpiryException.class, e -> {
+                    assertThat(e.id()).isEqualTo("expiring");
+                    assertThat(e.dueAtMs()).isEqualTo(expiry + 1);
+                    assertThat(e.expiryMs()).isEqualTo(expiry);
+                })
+                .hasMessage("reschedule of id 'expiring' (business '" + business + "') to " + (expiry + 1)
+                        + " refused: it is after the entry's expiry " + expiry
+                        + " (schedule the id again to give it a later expiry or none)");
+        assertThat(score("expiring")).as("unchanged").isEqualTo((double) expiry);
+
+        int shard = ShardSelector.shardOf("expiring", 16);
+        assertThatThrownBy(() -> rawReschedule(shard, "expiring", "after", "1000000000000"))
+                .rootCause()
+                .hasMessageStartingWith("EXPIRY delay-relay reschedule.lua: the due time ")
+                .hasMessageEndingWith(" is after the entry's expiry " + expiry);
+        assertThat(score("expiring")).isEqualTo((double) expiry);
+
+        producer.scheduleById(business, "no-expiry", b("m"), Instant.ofEpochMilli(DUE));
+        assertThat(producer.rescheduleById(business, "no-expiry", Instant.ofEpochMilli(DUE + 86_400_000)))
+                .as("an entry without an expiry moves anywhere")
+                .isTrue();
+    }
+
     @Test
     void theCurrentSpansTraceContextIsAddedUnlessTheOptionsSetIt() {
         SdkTracerProvider tracing = SdkTracerProvider.builder().build();
@@ -176,6 +218,26 @@ class ScheduleOptionsTest {
                             org.springframework.data.redis.connection.ReturnType.INTEGER,
                             k.size(),
                             all);
+        }
+    }
+
+    private Object rawReschedule(int shard, String member, String mode, String ms) {
+        List<byte[]> k = ProducerScripts.keys(keys, shard);
+        List<byte[]> all = new ArrayList<>(k);
+        all.addAll(List.of(b(member), b(mode), b(ms), b(keys.wake()), b(Integer.toString(shard))));
+        try (RedisConnection c = factory.getConnection()) {
+            return c.scriptingCommands()
+                    .eval(
+                            b(ProducerScripts.RESCHEDULE.getScriptAsString()),
+                            org.springframework.data.redis.connection.ReturnType.INTEGER,
+                            k.size(),
+                            all.toArray(new byte[0][]));
+        }
+    }
+
+    private Double score(String id) {
+        try (RedisConnection c = factory.getConnection()) {
+            return c.zSetCommands().zScore(b(keys.shard(ShardSelector.shardOf(id, 16))), b(id));
         }
     }
 
