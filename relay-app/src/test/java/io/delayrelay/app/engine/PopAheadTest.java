@@ -10,7 +10,9 @@ import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import org.junit.jupiter.api.AfterEach;
@@ -101,6 +103,35 @@ class PopAheadTest {
                 .scheduledDue(Map.of("first", firstDue, "ahead", aheadDue))
                 .check(received, Duration.ofSeconds(10));
         assertThat(report.delivered()).isEqualTo(2);
+    }
+
+    /**
+     * A raw ZADD's fractional score taken ahead is due at the next whole ms: published then (its x-delay-due-at says
+     * so), never in the ms before it (engine review 2026-11-28, finding 6: the relay truncated the score).
+     */
+    @Test
+    void aFractionalScoreTakenAheadIsPublishedAtTheNextWholeMillisecond() throws Exception {
+        String business = kit.business("aheadfrac");
+        String exchange = kit.exchange("aheadfrac");
+        BlockingQueue<RelayTestKit.Received> received = kit.consume(kit.queue(exchange, "due"));
+        kit.startRelay(RelayTestKit.business(
+                kit.baseProperties(), business, exchange, "due", "shards", 1, "threads", 1, "lead", "1s"));
+        long now = kit.redisNowMs();
+        long fracDue = now + 1_200;
+        try (RedisConnection c = kit.redis()) {
+            c.zSetCommands().zAdd(bytes(DelayQueueKeys.forBusiness(business).shard(0)), fracDue + 0.5, bytes("frac"));
+        }
+        // announced on K:wake: the pop at its due time takes "frac" too (due within the lead)
+        kit.producer().schedule(business, bytes("first"), Instant.ofEpochMilli(now + 700));
+
+        List<RelayTestKit.Received> all =
+                RelayTestKit.collect(received, 2, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(all).extracting(RelayTestKit.Received::text).containsExactly("first", "frac");
+        RelayTestKit.Received frac = all.get(1);
+        assertThat(frac.header(RelayHeaders.DUE_AT)).isEqualTo(fracDue + 1);
+        assertThat(frac.header(RelayHeaders.RELAYED_AT))
+                .as("not before ceil(score)")
+                .isGreaterThanOrEqualTo(fracDue + 1);
     }
 
     @Test
