@@ -136,6 +136,39 @@ class KeyspaceWakeTest {
     }
 
     /**
+     * The same without a lead: with a linger of 500 ms, a plain ZADD due before its shard's known head (450 ms away)
+     * is popped at its own due time plus the linger, not at the head's (it waited up to twice the linger before).
+     */
+    @Test
+    void aPlainZaddDueBeforeItsShardsKnownHeadWaitsOnlyItsOwnLinger(CapturedOutput output) throws Exception {
+        startRedis("Kz");
+        Fixture f = startRelay("kslinger", "relay.wake.safety-sweep", "10m", "relay.businesses.%s.linger", "500ms");
+        await().atMost(Duration.ofSeconds(10)).until(() -> output.getAll().contains("keyspace notifications on"));
+        awaitStartUpSweepOver();
+        long peeksBefore = calls("zrange");
+
+        long headDue = redisNow() + 500;
+        zadd(f.keys.shard(5), "head", headDue);
+        await().atMost(Duration.ofSeconds(1))
+                .pollInterval(Duration.ofMillis(5))
+                .until(() -> calls("zrange") > peeksBefore);
+        await().atMost(Duration.ofSeconds(1))
+                .pollInterval(Duration.ofMillis(5))
+                .until(() -> redisNow() >= headDue - 450);
+        long earlyDue = redisNow() + 20;
+        zadd(f.keys.shard(5), "early", earlyDue);
+
+        List<Received> all = RelayTestKit.collect(f.received, 2, Duration.ofSeconds(10), Duration.ofMillis(300));
+        assertThat(all).extracting(Received::text).containsExactly("early", "head");
+        long earlyAt = all.get(0).header("x-delay-relayed-at");
+        assertThat(earlyAt - earlyDue)
+                .as(
+                        "its own linger (500 ms), not the head's due time plus the linger (%d ms)",
+                        headDue + 500 - earlyDue)
+                .isBetween(0L, 800L);
+    }
+
+    /**
      * A delivery the broker refuses (a full queue with reject-publish nacks it) waits in {@code {K:i}:inflight} for its
      * retry, where no notification announces it: the relay that put it back looks at the shard after the retry delay,
      * not at the lease deadline or the safety sweep (both far away here).
