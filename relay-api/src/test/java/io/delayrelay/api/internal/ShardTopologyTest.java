@@ -45,6 +45,18 @@ class ShardTopologyTest {
     }
 
     @Test
+    void anInstanceWithItsOwnCountScansTheWidestOfItTheCountInForceAndTheDrainingOnes() {
+        ShardTopology meta = new ShardTopology(8, new int[] {16}, new int[0]);
+        assertThat(meta.scanWidth(4)).isEqualTo(16);
+        assertThat(meta.scanWidth(32)).as("an instance configured wider").isEqualTo(32);
+        assertThat(ShardTopology.of(8).scanWidth(16))
+                .as("an older instance still hashing into 16")
+                .isEqualTo(16);
+        assertThat(meta.recorded()).containsExactly(8, 16);
+        assertThat(meta.applied()).as("a read is never a lost write").isTrue();
+    }
+
+    @Test
     void aShardCountBelowOneIsRefusedNamingIt() {
         assertThatThrownBy(() -> ShardTopology.of(0))
                 .isInstanceOf(IllegalArgumentException.class)

@@ -5,6 +5,7 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.Set;
 
+import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.engine.wake.ShardWakeups;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -23,6 +24,8 @@ public final class BusinessRelay implements ShardWakeups {
     private static final Logger log = LoggerFactory.getLogger(BusinessRelay.class);
 
     private final ShardStore store;
+    private final TopologyStore topology;
+    private final SeatStore fleet;
     private final WakeSignal signal = new WakeSignal();
     private final ShardSchedule schedule;
     private final BusinessState state;
@@ -65,6 +68,8 @@ public final class BusinessRelay implements ShardWakeups {
             RedisClock clock,
             ShardDivision division) {
         this.store = store;
+        this.topology = new TopologyStore(store.redis());
+        this.fleet = new SeatStore(store.redis());
         this.events = events;
         this.clock = clock;
         this.division = division;
@@ -74,7 +79,7 @@ public final class BusinessRelay implements ShardWakeups {
         this.governor = new RateGovernor(store, events);
         this.settler =
                 new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::retryAt, ability);
-        this.seats = new SeatKeeper(division, ability, store, publisher, state, events, this::sweepGained);
+        this.seats = new SeatKeeper(division, ability, fleet, publisher, state, events, this::sweepGained);
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) -> new ScanWorker(
@@ -152,18 +157,18 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     private void adopt(long topologyVersion, int producersFallback) {
-        ShardStore.Reshard meta = store.reshard(state.spec(), topologyVersion, producersFallback);
+        ShardTopology meta = topology.reshard(state.spec(), topologyVersion, producersFallback);
         warnIfNotApplied(state.spec(), meta);
-        state.followTopology(meta.recorded());
+        state.followTopology(meta);
     }
 
     /** Whether K:meta records no shard count and a shard in {@code [shards, fallback)} holds anything. */
     private boolean producersWroteBeyond(BusinessSpec spec, int fallback) {
-        if (fallback <= spec.shards() || store.recordedTopology(spec.keys()) != null) {
+        if (fallback <= spec.shards() || topology.recordedTopology(spec.keys()) != null) {
             return false;
         }
         for (int shard = spec.shards(); shard < fallback; shard++) {
-            if (store.holdsAnything(spec.keys(), shard)) {
+            if (topology.holdsAnything(spec.keys(), shard)) {
                 return true;
             }
         }
@@ -171,7 +176,7 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /** An instance whose configuration is older than the one that recorded K:meta's shard count says so. */
-    private static void warnIfNotApplied(BusinessSpec spec, ShardStore.Reshard meta) {
+    private static void warnIfNotApplied(BusinessSpec spec, ShardTopology meta) {
         if (!meta.applied()) {
             log.warn(
                     "business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
@@ -190,13 +195,12 @@ public final class BusinessRelay implements ShardWakeups {
      */
     synchronized void update(BusinessSpec next, long topologyVersion) {
         BusinessSpec previous = state.spec();
-        int[] recorded = new int[0];
+        ShardTopology meta = null;
         if (next.shards() != previous.shards()) {
-            ShardStore.Reshard meta = store.reshard(next, topologyVersion);
+            meta = topology.reshard(next, topologyVersion);
             warnIfNotApplied(next, meta);
-            recorded = meta.recorded();
         }
-        state.apply(next, recorded);
+        state.apply(next, meta);
         if (next.shards() != previous.shards()) {
             log.info(
                     "business={} shards {} -> {}; scanning {} shards until the retired ones are empty",
@@ -265,7 +269,7 @@ public final class BusinessRelay implements ShardWakeups {
             return;
         }
         try {
-            store.announceToFleet(state.spec().keys(), shard, dueMs);
+            fleet.announceToFleet(state.spec().keys(), shard, dueMs);
         } catch (RuntimeException e) {
             log.debug(
                     "business={} shard={}: telling the fleet of a retry failed",
@@ -373,8 +377,9 @@ public final class BusinessRelay implements ShardWakeups {
         signal.wakeAll();
     }
 
-    ShardStore store() {
-        return store;
+    /** The business's shard topology in {@code K:meta}. */
+    TopologyStore topology() {
+        return topology;
     }
 
     /** Workers follow a new scan width or pause at once, even those asleep, and look at every shard again. */

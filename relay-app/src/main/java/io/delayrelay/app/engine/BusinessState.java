@@ -3,12 +3,13 @@ package io.delayrelay.app.engine;
 import java.time.Duration;
 import java.util.Set;
 
+import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
 
 /**
  * What one business runs with right now: the configuration in force, and the runtime state that configuration
  * does not hold. The scan width (shards looked at: the shard count, or more while a larger count still drains)
- * is computed here and nowhere else; pause is the configuration's or the operator's; quarantined shards are
+ * follows {@code K:meta} by {@link ShardTopology#scanWidth(int)}, the rule producers use too; pause is the configuration's or the operator's; quarantined shards are
  * skipped for a while. Every change that workers must notice while asleep calls the change listener.
  */
 public final class BusinessState {
@@ -82,19 +83,20 @@ public final class BusinessState {
 
     /**
      * Puts new configuration in force. The scan width only grows here: shards beyond the new count keep being
-     * scanned until {@link #followTopology} finds their counts retired.
+     * scanned until {@link #followTopology} finds their counts retired. {@code meta} is what {@code K:meta} says
+     * after a reshard, or null when the shard count did not change.
      */
-    synchronized void apply(BusinessSpec next, int[] draining) {
+    synchronized void apply(BusinessSpec next, ShardTopology meta) {
         spec = next;
-        setScanWidth(Math.max(scanWidth, width(next.shards(), draining)));
+        setScanWidth(Math.max(scanWidth, meta == null ? next.shards() : meta.scanWidth(next.shards())));
     }
 
     /**
      * Scans exactly what the shard count and the shard counts {@code K:meta} records (the one in force, possibly
      * another instance's, and those still draining) need.
      */
-    synchronized void followTopology(int[] recorded) {
-        setScanWidth(width(spec.shards(), recorded));
+    synchronized void followTopology(ShardTopology meta) {
+        setScanWidth(meta.scanWidth(spec.shards()));
     }
 
     private void setScanWidth(int width) {
@@ -102,14 +104,5 @@ public final class BusinessState {
             scanWidth = width;
             onChange.run();
         }
-    }
-
-    /** The one rule for the scan width: the shard count, or the largest count that still drains. */
-    private static int width(int shards, int[] draining) {
-        int width = shards;
-        for (int m : draining) {
-            width = Math.max(width, m);
-        }
-        return width;
     }
 }

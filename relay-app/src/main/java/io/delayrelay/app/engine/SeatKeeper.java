@@ -30,7 +30,7 @@ final class SeatKeeper {
 
     private final ShardDivision division;
     private final RelayAbility ability;
-    private final ShardStore store;
+    private final SeatStore seats;
     private final BatchPublisher publisher;
     private final BusinessState state;
     private final EventReporter events;
@@ -46,14 +46,14 @@ final class SeatKeeper {
     SeatKeeper(
             ShardDivision division,
             RelayAbility ability,
-            ShardStore store,
+            SeatStore seats,
             BatchPublisher publisher,
             BusinessState state,
             EventReporter events,
             Consumer<List<Integer>> gainedShards) {
         this.division = division;
         this.ability = ability;
-        this.store = store;
+        this.seats = seats;
         this.publisher = publisher;
         this.state = state;
         this.events = events;
@@ -125,7 +125,7 @@ final class SeatKeeper {
 
     private List<Integer> renewSeat(BusinessSpec spec, boolean[] ownedBefore, int width) {
         try {
-            List<Integer> gained = division.renew(store, spec.keys(), width);
+            List<Integer> gained = division.renew(seats, spec.keys(), width);
             if (seatFailures > 0) {
                 log.info(
                         "business={}: seat in {} renewed again",
@@ -161,7 +161,7 @@ final class SeatKeeper {
                     division.settings().renewEvery());
         }
         try {
-            division.giveUp(store, spec.keys(), reason.text());
+            division.giveUp(seats, spec.keys(), reason.text());
         } catch (RuntimeException e) {
             events.error(spec, -1, e);
             log.debug("business={}: removing the seat failed; it expires by itself", spec.name(), e);
@@ -201,7 +201,7 @@ final class SeatKeeper {
     synchronized boolean leave() {
         boolean others = division.effective().of() > 1;
         try {
-            division.leave(store, state.spec().keys());
+            division.leave(seats, state.spec().keys());
         } catch (RuntimeException e) {
             log.warn(
                     "business={}: giving up the seat failed ({}); it expires after {}",

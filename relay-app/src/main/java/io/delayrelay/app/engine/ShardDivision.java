@@ -194,9 +194,9 @@ public final class ShardDivision {
      * {@code width} this instance pops now and did not before (empty when nothing changed). A failure is thrown to
      * the caller; after a whole TTL without a renewal the instance pops every shard (see the class comment).
      */
-    List<Integer> renew(ShardStore store, DelayQueueKeys keys, int width) {
+    List<Integer> renew(SeatStore seats, DelayQueueKeys keys, int width) {
         boolean[] owned = ownership(width);
-        ShardStore.Seat seat = store.takeSeat(keys, holder, settings.seatTtl().toMillis());
+        SeatStore.Seat seat = seats.takeSeat(keys, holder, settings.seatTtl().toMillis());
         Share next = new Share(seat.seat(), seat.rank(), seat.of());
         long now = nanos.getAsLong();
         long renewed = renewedNanos;
@@ -241,18 +241,18 @@ public final class ShardDivision {
      * on (formers included), and the others take its shards at their next renewal. Throws when Redis cannot be told;
      * the seat is given up here all the same (it expires within the TTL).
      */
-    void giveUp(ShardStore store, DelayQueueKeys keys, String reason) {
+    void giveUp(SeatStore seats, DelayQueueKeys keys, String reason) {
         givenUp = reason;
         formers = List.of();
         if (settings.enabled()) {
-            store.leaveSeat(keys, holder);
+            seats.leaveSeat(keys, holder);
         }
     }
 
     /** Gives the seat up (graceful stop); the share stays in force until the workers stop (see the class comment). */
-    void leave(ShardStore store, DelayQueueKeys keys) {
+    void leave(SeatStore seats, DelayQueueKeys keys) {
         if (settings.enabled() && renewedNanos != 0 && givenUp == null) {
-            store.leaveSeat(keys, holder);
+            seats.leaveSeat(keys, holder);
         }
     }
 

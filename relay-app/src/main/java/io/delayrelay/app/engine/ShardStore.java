@@ -7,13 +7,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.IntStream;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.api.MetaFields;
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.api.internal.LuaScripts;
-import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -38,11 +35,7 @@ public class ShardStore {
     private static final RedisScript<List> POP = script("pop");
     private static final RedisScript<Long> ACK = lua("ack", Long.class);
     private static final RedisScript<List> REQUEUE = script("requeue");
-    private static final RedisScript<List> RESHARD = script("reshard");
-    private static final RedisScript<byte[]> UNDRAIN = lua("undrain", byte[].class);
-    private static final RedisScript<Long> SHARD_SIZE = lua("shard-size", Long.class);
     private static final RedisScript<List> RATE = script("rate");
-    private static final RedisScript<List> SEAT = script("seat");
 
     /**
      * How long a due schedule held back by its member's unsettled flight waits before a pop looks at it again: a
@@ -102,6 +95,11 @@ public class ShardStore {
     public ShardStore(RedisTemplate<byte[], byte[]> redis) {
         this.redis = redis;
         this.combines = !isCluster(redis.getConnectionFactory());
+    }
+
+    /** The template this store works on: the engine's other key-family stores share it. */
+    RedisTemplate<byte[], byte[]> redis() {
+        return redis;
     }
 
     /** A Redis Cluster connection factory: keys of different slots may not meet in one script call. */
@@ -479,39 +477,6 @@ public class ShardStore {
 
     private static final byte[] ROUND_VALUE = {'1'};
 
-    /**
-     * A renewed seat in the fleet's division of a business's shards: {@code rank} (0-based) among {@code of} live
-     * seats, {@code seat} the number drawn from {@code K:cursor}, {@code dropped} expired seats removed now.
-     */
-    record Seat(long seat, int rank, int of, int dropped) {}
-
-    /**
-     * Renews {@code holder}'s seat for {@code ttlMs} (drawing one with {@code INCR K:cursor} when it has none or it
-     * expired) and drops expired seats: {@code seat.lua}, one slot ({@code K:cursor}'s).
-     */
-    public Seat takeSeat(DelayQueueKeys keys, String holder, long ttlMs) {
-        List<?> reply = redis.execute(SEAT, seatKeys(keys), bytes(holder), num(ttlMs), bytes("renew"));
-        return new Seat(asLong(reply.get(2)), (int) asLong(reply.get(0)), (int) asLong(reply.get(1)), (int)
-                asLong(reply.get(4)));
-    }
-
-    /** Gives {@code holder}'s seat up: the other instances divide the shards without it at their next renewal. */
-    public void leaveSeat(DelayQueueKeys keys, String holder) {
-        redis.execute(SEAT, seatKeys(keys), bytes(holder), num(0), bytes("leave"));
-    }
-
-    /**
-     * Tells the fleet on {@code K:wake} that {@code shard} holds an entry due at {@code dueMs} ({@code <shard>:<ms>},
-     * as producers do): a retry put back for a shard this instance no longer pops reaches its current owner.
-     */
-    public void announceToFleet(DelayQueueKeys keys, int shard, long dueMs) {
-        redis.execute((RedisCallback<Long>) c -> c.publish(bytes(keys.wake()), bytes(shard + ":" + dueMs)));
-    }
-
-    private static List<byte[]> seatKeys(DelayQueueKeys keys) {
-        return List.of(bytes(keys.cursor()), bytes(keys.seats()));
-    }
-
     /** ARGV of requeue.lua before the members. */
     private static final int REQUEUE_FIXED_ARGS = 7;
 
@@ -525,109 +490,6 @@ public class ShardStore {
             args[REQUEUE_FIXED_ARGS + i] = members.get(i);
         }
         return args;
-    }
-
-    /**
-     * Records the business's shard count in {@code K:meta} unless a configuration with a higher topology version
-     * ({@code relay.topology-version}) recorded its own; a different earlier count joins the draining list. Returns
-     * what {@code K:meta} says now.
-     */
-    public Reshard reshard(BusinessSpec spec, long topologyVersion) {
-        return reshard(spec, topologyVersion, 0);
-    }
-
-    /**
-     * Like {@link #reshard(BusinessSpec, long)}; when {@code K:meta} records no shard count (never written, or
-     * lost), producers have been hashing into their fallback count {@code producersFallback}: a larger one is
-     * drained like an earlier count (0: none).
-     */
-    public Reshard reshard(BusinessSpec spec, long topologyVersion, int producersFallback) {
-        List<?> reply = redis.execute(
-                RESHARD, keys(spec.keys().meta()), num(spec.shards()), num(topologyVersion), num(producersFallback));
-        return new Reshard(asLong(reply.get(0)) == 1, (int) asLong(reply.get(1)), ShardTopology.parseList(text((byte[])
-                reply.get(2))));
-    }
-
-    /**
-     * What a reshard left in {@code K:meta}.
-     *
-     * @param applied  false when a configuration with a higher topology version owns the shard count
-     * @param shards   the shard count in force
-     * @param draining earlier shard counts still drained
-     */
-    public record Reshard(boolean applied, int shards, int[] draining) {
-
-        /** The shard counts {@code K:meta} records: the one in force, then those still draining. */
-        public int[] recorded() {
-            return IntStream.concat(IntStream.of(shards), Arrays.stream(draining))
-                    .toArray();
-        }
-
-        /** Shards an instance configured with {@code ownShards} scans: the largest of it and every recorded count. */
-        public int scanWidth(int ownShards) {
-            int width = Math.max(ownShards, shards);
-            for (int m : draining) {
-                width = Math.max(width, m);
-            }
-            return width;
-        }
-    }
-
-    /**
-     * The shard counts {@code K:meta} records: the one in force ({@code fallbackShards} when none is recorded
-     * yet) and those still draining.
-     */
-    public ShardTopology topology(DelayQueueKeys keys, int fallbackShards) {
-        ShardTopology recorded = recordedTopology(keys);
-        return recorded != null ? recorded : ShardTopology.of(fallbackShards);
-    }
-
-    /** The shard counts {@code K:meta} records, or null when it records no shard count (never written, or lost). */
-    public ShardTopology recordedTopology(DelayQueueKeys keys) {
-        List<Object> values = redis.opsForHash()
-                .multiGet(bytes(keys.meta()), List.of(bytes(MetaFields.SHARDS), bytes(MetaFields.DRAINING)));
-        int[] shards = ShardTopology.parseList(text((byte[]) values.get(0)));
-        if (shards.length != 1) {
-            return null;
-        }
-        return new ShardTopology(shards[0], ShardTopology.parseList(text((byte[]) values.get(1))), null);
-    }
-
-    /**
-     * Removes drained shard counts from {@code K:meta}, provided the count in force is still {@code shards} (the
-     * one the emptiness checks were made against); returns those still draining.
-     */
-    public int[] undrain(DelayQueueKeys keys, int shards, int[] drained) {
-        Object[] args = new Object[drained.length + 1];
-        args[0] = num(shards);
-        for (int i = 0; i < drained.length; i++) {
-            args[i + 1] = num(drained[i]);
-        }
-        byte[] rest = redis.execute(UNDRAIN, keys(keys.meta()), args);
-        return ShardTopology.parseList(text(rest));
-    }
-
-    /**
-     * Whether a shard holds anything at all: scheduled, in flight or waiting for a retry, dead, or a cold block (read
-     * atomically, so an entry a promotion moves from the cold tier to {@code K:i} is seen on one side). A shard count
-     * is retired only once all of its extra shards hold nothing: a retired shard's cold entries would never come back.
-     */
-    public boolean holdsAnything(DelayQueueKeys keys, int shard) {
-        byte[][] all = keys.shardKeyBytes(shard);
-        Long size = redis.execute(
-                SHARD_SIZE,
-                List.of(
-                        all[DelayQueueKeys.SHARD],
-                        all[DelayQueueKeys.INFLIGHT],
-                        all[DelayQueueKeys.DEAD],
-                        DelayQueueKeys.bytes(keys.cold(shard))));
-        return size != null && size > 0;
-    }
-
-    /** Entries a shard still holds, scheduled plus in flight or waiting for a retry (read atomically). */
-    public long shardSize(DelayQueueKeys keys, int shard) {
-        Long size = redis.execute(SHARD_SIZE, keys.shardKeyBytes(shard, DelayQueueKeys.SHARD, DelayQueueKeys.INFLIGHT));
-        return size == null ? 0 : size;
     }
 
     private RequeueResult requeue(BusinessSpec spec, int shard, Object[] args) {
@@ -709,14 +571,6 @@ public class ShardStore {
 
     private static long asLong(Object value) {
         return ((Number) value).longValue();
-    }
-
-    private static List<byte[]> keys(String... names) {
-        List<byte[]> keys = new ArrayList<>(names.length);
-        for (String name : names) {
-            keys.add(bytes(name));
-        }
-        return keys;
     }
 
     private static byte[] num(long value) {

@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import java.util.stream.IntStream;
 
 import io.delayrelay.api.autoconfigure.DelayRelayProducerProperties;
 import io.delayrelay.api.internal.ShardTopology;
@@ -79,7 +78,7 @@ final class TopologyKeeper implements Runnable {
     }
 
     private void keep(BusinessRelay relay, BusinessSpec spec) {
-        ShardTopology meta = relay.store().recordedTopology(spec.keys());
+        ShardTopology meta = relay.topology().recordedTopology(spec.keys());
         if (meta == null) {
             // K:meta lost its shard count (a Redis restart without persistence, eviction, a delete): producers hash
             // into their fallback count meanwhile. Written again from this instance's live configuration, with the
@@ -93,7 +92,7 @@ final class TopologyKeeper implements Runnable {
                     spec.keys().meta(),
                     spec.shards(),
                     PRODUCERS_FALLBACK_SHARDS);
-            meta = relay.store().topology(spec.keys(), spec.shards());
+            meta = relay.topology().topology(spec.keys(), spec.shards());
         }
         int inForce = meta.shards();
         int[] draining = meta.draining();
@@ -115,21 +114,19 @@ final class TopologyKeeper implements Runnable {
                 })
                 .toArray();
         if (drained.length > 0) {
-            draining = relay.store().undrain(spec.keys(), inForce, drained);
+            meta = relay.topology().undrain(spec.keys(), inForce, drained);
             log.info(
                     "business={}: shards beyond {} are empty; stopped draining shard count(s) {}",
                     spec.name(),
                     inForce,
                     Arrays.toString(drained));
         }
-        relay.state()
-                .followTopology(IntStream.concat(IntStream.of(inForce), Arrays.stream(draining))
-                        .toArray());
+        relay.state().followTopology(meta);
     }
 
     private static boolean shardsEmpty(BusinessRelay relay, BusinessSpec spec, int from, int upTo) {
         for (int shard = from; shard < upTo; shard++) {
-            if (relay.store().holdsAnything(spec.keys(), shard)) {
+            if (relay.topology().holdsAnything(spec.keys(), shard)) {
                 return false;
             }
         }

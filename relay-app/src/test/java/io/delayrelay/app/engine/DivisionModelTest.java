@@ -42,7 +42,7 @@ class DivisionModelTest {
     private static final long RENEW = TTL.toNanos() / 3;
     private static final long MARGIN = RelayEngine.HAND_OVER_MARGIN.toNanos();
     private static final RelayTestKit KIT = new RelayTestKit();
-    private static final ShardStore STORE = new ShardStore(KIT.redisFactory());
+    private static final SeatStore STORE = new SeatStore(KIT.redisFactory());
 
     @AfterContainer
     static void close() {

@@ -42,7 +42,7 @@ class LeaseOwnershipTest {
 
     @BeforeEach
     void recordShardCount() {
-        store.reshard(spec, 0); // producers hash into the count K:meta records
+        new TopologyStore(kit.redisFactory()).reshard(spec, 0); // producers hash into the count K:meta records
     }
 
     @AfterEach

@@ -29,7 +29,7 @@ class ShardDivisionTest {
 
     private final RelayTestKit kit = new RelayTestKit();
     private final DelayQueueKeys keys = DelayQueueKeys.forBusiness(kit.business("division"));
-    private final ShardStore store = new ShardStore(kit.redisFactory());
+    private final SeatStore store = new SeatStore(kit.redisFactory());
     private final AtomicLong nanos = new AtomicLong(1);
 
     @AfterEach
@@ -196,7 +196,7 @@ class ShardDivisionTest {
         try (RedisConnection c = kit.redis()) {
             c.hashCommands().hSet(bytes(keys.seats()), bytes("stranger"), bytes("not a seat"));
         }
-        ShardStore.Seat seat = store.takeSeat(keys, "a", 3_000);
+        SeatStore.Seat seat = store.takeSeat(keys, "a", 3_000);
         assertThat(seat.of()).isEqualTo(1);
         assertThat(seat.dropped()).isEqualTo(1);
         assertThat(seats()).containsOnlyKeys("a");

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.delayrelay.api.MetaFields;
+import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.config.BusinessSpecResolver;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -19,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Issue 11, defect 10: two relay instances with different shard counts share one business (a rolling update). The
  * shard count in {@code K:meta} and the retirement of a draining count must follow what Redis says, never one
- * instance's own configuration. Drives {@link ShardStore#reshard} and {@link TopologyKeeper} directly against the real
+ * instance's own configuration. Drives {@link TopologyStore#reshard} and {@link TopologyKeeper} directly against the real
  * Redis with a settable clock.
  */
 class ShardTopologyAcrossInstancesTest {
@@ -32,6 +33,7 @@ class ShardTopologyAcrossInstancesTest {
     private final RelayTestKit kit = new RelayTestKit();
     private final String business = kit.business("topology");
     private final ShardStore store = new ShardStore(kit.redisFactory());
+    private final TopologyStore topology = new TopologyStore(kit.redisFactory());
     private final BusinessSpec oldSpec = spec(business, 16);
     private final BusinessSpec newSpec = spec(business, 8);
     private final AtomicLong nanos = new AtomicLong();
@@ -43,13 +45,13 @@ class ShardTopologyAcrossInstancesTest {
 
     @Test
     void anInstanceWithAnOlderConfigurationCannotWriteItsShardCountBack() {
-        assertThat(store.reshard(oldSpec, OLD_VERSION).applied()).isTrue();
-        ShardStore.Reshard rolled = store.reshard(newSpec, NEW_VERSION);
+        assertThat(topology.reshard(oldSpec, OLD_VERSION).applied()).isTrue();
+        ShardTopology rolled = topology.reshard(newSpec, NEW_VERSION);
         assertThat(rolled.applied()).isTrue();
         assertThat(rolled.draining()).containsExactly(16);
 
         // an old instance restarting mid-rollout (or reloading its old configuration)
-        ShardStore.Reshard stale = store.reshard(oldSpec, OLD_VERSION);
+        ShardTopology stale = topology.reshard(oldSpec, OLD_VERSION);
         assertThat(stale.applied()).isFalse();
         assertThat(stale.shards()).isEqualTo(8);
         assertThat(stale.scanWidth(16)).isEqualTo(16);
@@ -60,8 +62,8 @@ class ShardTopologyAcrossInstancesTest {
 
     @Test
     void anInstanceConfiguredWithTheDrainingCountDoesNotRetireItWhileItsShardsHoldEntries() {
-        store.reshard(oldSpec, OLD_VERSION);
-        store.reshard(newSpec, NEW_VERSION);
+        topology.reshard(oldSpec, OLD_VERSION);
+        topology.reshard(newSpec, NEW_VERSION);
         long due = kit.redisNowMs() + 3_600_000;
         try (RedisConnection c = kit.redis()) {
             c.zSetCommands().zAdd(bytes(oldSpec.keys().shard(12)), due, bytes("written under 16 shards"));
@@ -103,8 +105,8 @@ class ShardTopologyAcrossInstancesTest {
      */
     @Test
     void retiringAShardCountNeverStrandsDeadLetters() {
-        store.reshard(oldSpec, OLD_VERSION);
-        store.reshard(newSpec, NEW_VERSION);
+        topology.reshard(oldSpec, OLD_VERSION);
+        topology.reshard(newSpec, NEW_VERSION);
         try (RedisConnection c = kit.redis()) {
             c.zSetCommands().zAdd(bytes(oldSpec.keys().dead(12)), kit.redisNowMs(), bytes("died under 16 shards"));
         }
