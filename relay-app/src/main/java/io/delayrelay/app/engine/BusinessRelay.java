@@ -51,13 +51,7 @@ public final class BusinessRelay implements ShardWakeups {
     /** A business relay that pops every shard (no division across the fleet). */
     BusinessRelay(
             BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events, RedisClock clock) {
-        this(
-                spec,
-                store,
-                publisher,
-                events,
-                clock,
-                new ShardDivision("-", new ShardDivision.Settings(false, Duration.ZERO), System::nanoTime));
+        this(spec, store, publisher, events, clock, ShardDivision.none());
     }
 
     BusinessRelay(
@@ -67,6 +61,18 @@ public final class BusinessRelay implements ShardWakeups {
             EventReporter events,
             RedisClock clock,
             ShardDivision division) {
+        this(spec, store, publisher, events, clock, division, new RateGovernor(store.redis(), events));
+    }
+
+    /** With the given rate governor (tests count its charges). */
+    BusinessRelay(
+            BusinessSpec spec,
+            ShardStore store,
+            BatchPublisher publisher,
+            EventReporter events,
+            RedisClock clock,
+            ShardDivision division,
+            RateGovernor governor) {
         this.store = store;
         this.topology = new TopologyStore(store.redis());
         this.fleet = new SeatStore(store.redis());
@@ -76,7 +82,7 @@ public final class BusinessRelay implements ShardWakeups {
         this.schedule = new ShardSchedule(clock::nowMs);
         this.state = new BusinessState(spec, new ShardQuarantine(System::nanoTime), this::stateChanged);
         this.schedule.ensureWidth(state.scanWidth());
-        this.governor = new RateGovernor(store, events);
+        this.governor = governor;
         this.settler =
                 new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::retryAt, ability);
         this.seats = new SeatKeeper(division, ability, fleet, publisher, state, events, this::sweepGained);

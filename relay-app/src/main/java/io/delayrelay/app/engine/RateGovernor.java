@@ -1,9 +1,16 @@
 package io.delayrelay.app.engine;
 
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.trigger.BusinessSpec;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+
+import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
  * A business's fleet-wide rate cap ({@code max-rate}) as this instance's workers see it. Before a pop a worker takes
@@ -19,12 +26,15 @@ import io.delayrelay.app.trigger.BusinessSpec;
  * a cap never calls Redis here. The cap is read from the spec at every call, so a reloaded max-rate applies to the
  * next pop; the gate of an earlier rate is ignored.
  */
-final class RateGovernor {
+class RateGovernor {
+
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> RATE = LuaScripts.load("io/delayrelay/app/lua/rate.lua", List.class);
 
     /** Longest single sleep of a worker at a closed gate: a stop or a reload is noticed within it. */
     static final long MAX_SLEEP_MS = 50;
 
-    private final ShardStore store;
+    private final RedisTemplate<byte[], byte[]> redis;
     private final EventReporter events;
     private final LongSupplier nanoTime;
     /** Monotonic time until which the bucket has no chunk for this instance, and the rate that said so. */
@@ -32,12 +42,12 @@ final class RateGovernor {
 
     private volatile int closedForRate;
 
-    RateGovernor(ShardStore store, EventReporter events) {
-        this(store, events, System::nanoTime);
+    RateGovernor(RedisTemplate<byte[], byte[]> redis, EventReporter events) {
+        this(redis, events, System::nanoTime);
     }
 
-    RateGovernor(ShardStore store, EventReporter events, LongSupplier nanoTime) {
-        this.store = store;
+    RateGovernor(RedisTemplate<byte[], byte[]> redis, EventReporter events, LongSupplier nanoTime) {
+        this.redis = redis;
         this.events = events;
         this.nanoTime = nanoTime;
     }
@@ -77,7 +87,7 @@ final class RateGovernor {
         // a chunk per pop: the shards of a backlog drain at the same pace, so that the earliest due across them go
         // first (a pop takes the earliest of one shard; a whole burst from one shard would run ahead of the others)
         int ask = (int) Math.min(want, chunk(spec));
-        ShardStore.RateCharge charge = store.chargeRate(spec.keys(), spec.maxRate(), burst(spec), ask, chunk(spec), 0);
+        RateCharge charge = charge(spec.keys(), spec.maxRate(), burst(spec), ask, chunk(spec), 0);
         after(spec, charge);
         return charge.granted();
     }
@@ -87,12 +97,27 @@ final class RateGovernor {
         if (!spec.rateCapped() || unused <= 0) {
             return;
         }
-        ShardStore.RateCharge charge =
-                store.chargeRate(spec.keys(), spec.maxRate(), burst(spec), 0, chunk(spec), unused);
+        RateCharge charge = charge(spec.keys(), spec.maxRate(), burst(spec), 0, chunk(spec), unused);
         after(spec, charge);
     }
 
-    private void after(BusinessSpec spec, ShardStore.RateCharge charge) {
+    /** What {@link #charge} got: tokens granted, ms until a chunk is there again, whole tokens left. */
+    record RateCharge(int granted, long waitMs, long left) {}
+
+    /**
+     * Charges the business's fleet-wide bucket ({@code K:rate}, rate.lua): gives back {@code giveBack} unused tokens,
+     * then takes up to {@code want} if at least {@code min(want, chunk)} are there.
+     */
+    RateCharge charge(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
+        List<?> reply = redis.execute(
+                RATE, List.of(bytes(keys.rate())), num(rate), num(burst), num(want), num(chunk), num(giveBack));
+        return new RateCharge(
+                ((Number) reply.get(0)).intValue(),
+                ((Number) reply.get(1)).longValue(),
+                ((Number) reply.get(2)).longValue());
+    }
+
+    private void after(BusinessSpec spec, RateCharge charge) {
         if (charge.waitMs() > 0) {
             closedUntilNanos = nanoTime.getAsLong() + TimeUnit.MILLISECONDS.toNanos(charge.waitMs());
             closedForRate = spec.maxRate();
@@ -100,6 +125,10 @@ final class RateGovernor {
             closedUntilNanos = nanoTime.getAsLong();
         }
         events.emit(spec, -1, e -> e.rateCharged(spec, charge.granted(), charge.left()));
+    }
+
+    private static byte[] num(long value) {
+        return bytes(Long.toString(value));
     }
 
     private static long ceilDiv(long a, long b) {

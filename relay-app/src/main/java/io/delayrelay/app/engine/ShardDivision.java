@@ -113,6 +113,11 @@ public final class ShardDivision {
     /** Why the seat was given up, or null while this instance holds one (or may draw one). */
     private volatile String givenUp;
 
+    /** No division: the instance pops every shard (a relay built without the fleet's settings). */
+    static ShardDivision none() {
+        return new ShardDivision("-", new Settings(false, Duration.ZERO), System::nanoTime);
+    }
+
     ShardDivision(String holder, Settings settings, LongSupplier nanos) {
         this.holder = holder;
         this.settings = settings;

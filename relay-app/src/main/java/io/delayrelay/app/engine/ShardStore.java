@@ -35,7 +35,6 @@ public class ShardStore {
     private static final RedisScript<List> POP = script("pop");
     private static final RedisScript<Long> ACK = lua("ack", Long.class);
     private static final RedisScript<List> REQUEUE = script("requeue");
-    private static final RedisScript<List> RATE = script("rate");
 
     /**
      * How long a due schedule held back by its member's unsettled flight waits before a pop looks at it again: a
@@ -358,19 +357,6 @@ public class ShardStore {
                             + " per call from now on",
                     message);
         }
-    }
-
-    /** What {@link #chargeRate} got: tokens granted, ms until a chunk is there again, whole tokens left. */
-    public record RateCharge(int granted, long waitMs, long left) {}
-
-    /**
-     * Charges the business's fleet-wide rate bucket ({@code K:rate}, rate.lua): gives back {@code giveBack} unused
-     * tokens, then takes up to {@code want} if at least {@code min(want, chunk)} are there.
-     */
-    public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
-        List<?> reply = redis.execute(
-                RATE, List.of(bytes(keys.rate())), num(rate), num(burst), num(want), num(chunk), num(giveBack));
-        return new RateCharge((int) asLong(reply.get(0)), asLong(reply.get(1)), asLong(reply.get(2)));
     }
 
     /**

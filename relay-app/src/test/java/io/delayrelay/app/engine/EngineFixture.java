@@ -105,7 +105,9 @@ final class EngineFixture implements AutoCloseable {
     }
 
     BusinessRelay start(BusinessSpec spec, BatchPublisher publisher, RelayEvents events) {
-        BusinessRelay relay = new BusinessRelay(spec, store, publisher, new EventReporter(events), clock);
+        EventReporter reporter = new EventReporter(events);
+        BusinessRelay relay = new BusinessRelay(
+                spec, store, publisher, reporter, clock, ShardDivision.none(), new CountingGovernor(reporter));
         relay.adoptTopology(0);
         relay.start();
         started.add(relay);
@@ -173,12 +175,6 @@ final class EngineFixture implements AutoCloseable {
     static final class CountingStore extends ShardStore {
         final AtomicInteger pops = new AtomicInteger();
         final AtomicReference<Throwable> failNextPop = new AtomicReference<>();
-        /** Calls of the rate bucket, tokens granted, calls that gave tokens back and how many. */
-        final AtomicInteger rateCharges = new AtomicInteger();
-
-        final AtomicLong granted = new AtomicLong();
-        final AtomicInteger giveBacks = new AtomicInteger();
-        final AtomicLong givenBack = new AtomicLong();
 
         CountingStore(RelayTestKit kit) {
             super(kit.redisFactory());
@@ -231,15 +227,30 @@ final class EngineFixture implements AutoCloseable {
             }
             return super.popCarrying(spec, shards, knownDue, limit, carried);
         }
+    }
+
+    /** Calls of the rate bucket by the relays started here, tokens granted, calls that gave tokens back and how many. */
+    final AtomicInteger rateCharges = new AtomicInteger();
+
+    final AtomicLong granted = new AtomicLong();
+    final AtomicInteger giveBacks = new AtomicInteger();
+    final AtomicLong givenBack = new AtomicLong();
+
+    /** The real rate governor, counting its charges of the bucket into this fixture. */
+    private final class CountingGovernor extends RateGovernor {
+
+        CountingGovernor(EventReporter events) {
+            super(store.redis(), events);
+        }
 
         @Override
-        public RateCharge chargeRate(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
+        RateCharge charge(DelayQueueKeys keys, int rate, long burst, int want, long chunk, long giveBack) {
             rateCharges.incrementAndGet();
             if (giveBack > 0) {
                 givenBack.addAndGet(giveBack);
                 giveBacks.incrementAndGet();
             }
-            RateCharge charge = super.chargeRate(keys, rate, burst, want, chunk, giveBack);
+            RateCharge charge = super.charge(keys, rate, burst, want, chunk, giveBack);
             granted.addAndGet(charge.granted());
             return charge;
         }

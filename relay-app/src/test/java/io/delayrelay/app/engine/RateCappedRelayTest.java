@@ -85,20 +85,19 @@ class RateCappedRelayTest {
                 seconds,
                 displaced,
                 RateGovernor.chunk(spec),
-                f.store.rateCharges.get(),
-                f.store.granted.get(),
-                f.store.giveBacks.get(),
-                f.store.givenBack.get());
+                f.rateCharges.get(),
+                f.granted.get(),
+                f.giveBacks.get(),
+                f.givenBack.get());
         assertThat(rate).isBetween(RATE * 0.9, RATE * 1.1);
         // a round of chunks over the shards, twice (two workers, pops interleaved): far below a drained shard (187)
         // times the shards, which is what uncapped workers draining shard after shard may reorder
         assertThat(displaced).isLessThanOrEqualTo(2 * SHARDS * (int) RateGovernor.chunk(spec));
         // a worker may hold a chunk it took for a pop still under way (the backlog is gone, so it gives it back): the
         // balance settles at the entries popped, a leak would stay above
-        await().atMost(Duration.ofSeconds(5))
-                .untilAsserted(() -> assertThat(f.store.granted.get() - f.store.givenBack.get())
-                        .as("tokens used are the entries popped")
-                        .isEqualTo(ENTRIES));
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(f.granted.get() - f.givenBack.get())
+                .as("tokens used are the entries popped")
+                .isEqualTo(ENTRIES));
     }
 
     @Test

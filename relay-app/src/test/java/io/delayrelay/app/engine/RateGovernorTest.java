@@ -11,7 +11,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.app.engine.ShardStore.RateCharge;
+import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.app.engine.RateGovernor.RateCharge;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -135,7 +136,7 @@ class RateGovernorTest {
     @Test
     void aBusinessWithoutACapNeverAsksRedis() {
         BusinessSpec spec = f.spec("rate").batchSize(500).build();
-        RateGovernor governor = new RateGovernor(f.store, new EventReporter(RelayEvents.NOOP));
+        RateGovernor governor = new RateGovernor(f.store.redis(), new EventReporter(RelayEvents.NOOP));
 
         assertThat(governor.take(spec, 500)).isEqualTo(500);
         governor.giveBack(spec, 400);
@@ -148,7 +149,7 @@ class RateGovernorTest {
     @Test
     void aReloadedRateAppliesAtOnceWhateverTheGateOfTheOldRateSaid() {
         BusinessSpec slow = f.spec("rate").batchSize(500).build().withMaxRate(1);
-        RateGovernor governor = new RateGovernor(f.store, new EventReporter(RelayEvents.NOOP));
+        RateGovernor governor = new RateGovernor(f.store.redis(), new EventReporter(RelayEvents.NOOP));
         assertThat(governor.take(slow, 500)).isEqualTo(1);
         assertThat(governor.take(slow, 500)).isZero();
         // one token a second: closed for the rest of the second (the machine may be slow between the two calls)
@@ -179,8 +180,8 @@ class RateGovernorTest {
         List<Thread> workers = new ArrayList<>();
         long started = System.nanoTime();
         for (int instance = 0; instance < 2; instance++) {
-            ShardStore store = new ShardStore(f.kit.redisFactory());
-            RateGovernor governor = new RateGovernor(store, new EventReporter(RelayEvents.NOOP));
+            RateGovernor governor = new RateGovernor(
+                    ByteRedisTemplates.create(f.kit.redisFactory()), new EventReporter(RelayEvents.NOOP));
             for (int w = 0; w < 4; w++) {
                 Thread thread = new Thread(() -> {
                     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(durationMs);
@@ -207,8 +208,8 @@ class RateGovernorTest {
             worker.join();
         }
         long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-        long left = f.store
-                .chargeRate(spec.keys(), 2000, RateGovernor.burst(spec), 0, RateGovernor.chunk(spec), 0)
+        long left = new RateGovernor(f.store.redis(), new EventReporter(RelayEvents.NOOP))
+                .charge(spec.keys(), 2000, RateGovernor.burst(spec), 0, RateGovernor.chunk(spec), 0)
                 .left();
         // what the bucket gave out: its burst plus the refill over the whole run, less what is still in it
         long expected = RateGovernor.burst(spec) + 2000 * elapsedMs / 1000 - left;
