@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
@@ -17,7 +16,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
-import io.delayrelay.app.engine.wake.WakeSubscriber;
 import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
@@ -26,23 +24,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.context.SmartLifecycle;
-import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 
 /**
- * Runs every business: checks exchanges, publishes shard counts to {@code K:meta}, starts the workers, the wake-up
- * listeners and the housekeeping (topology, dead workers); at shutdown stops popping and lets running batches
- * finish (bounded). Expired leases are taken back by the workers whose pops see them ({@link LeaseReaper}).
- *
- * <p>At start Redis and RabbitMQ must answer. One that is not reachable (yet) is waited for: the engine does not
- * run, so readiness stays down, a WARN names the server every {@link Settings#startRetry()} and the engine starts
- * once both answer (a relay started before its Redis is not put into a crash loop). One that answers and refuses
- * the relay (credentials, ACL, vhost) is a configuration mistake: start-up fails with a
- * {@link ServiceAccessException}.
- *
- * <p>Longer than 300 lines because it is the one place that orders a business's life: start (and wait for the servers),
- * reload, stop. The parts live elsewhere: {@link BusinessRelay} (workers), {@link ExchangeCheck},
- * {@link ServiceFailure} (what a failure at start means), {@link HeapBudget}, {@link TopologyKeeper}.
+ * Runs every business through its life: start, reload, stop. At start it waits for Redis and RabbitMQ
+ * ({@link EngineStart}), records the shard counts, then starts the workers, the wake-up listeners, the seats
+ * ({@link SeatRenewals}) and the housekeeping (topology, dead workers). At stop it hands the shards over and lets
+ * running batches finish, bounded by the shutdown timeout.
  */
 public class RelayEngine implements SmartLifecycle, DisposableBean {
 
@@ -56,21 +44,16 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     private final Settings settings;
     private final ExchangeCheck exchanges;
     private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
-    private final List<Consumer<BusinessRelay>> metaListeners = new CopyOnWriteArrayList<>();
-    private final List<Consumer<BusinessRelay>> startListeners = new CopyOnWriteArrayList<>();
-    private WakeSubscriber wakeSubscriber;
-    private KeyspaceWakeSource keyspaceWake;
+    private final RelayListeners metaListeners = new RelayListeners("K:meta change");
+    private final RelayListeners startListeners = new RelayListeners("start");
+    private final EngineWakeups wakeups;
     private ScheduledExecutorService housekeeping;
-    /** Renews the seats in the businesses' shard divisions (a thread of its own: a slow housekeeping round must not
-     * let a seat expire). */
-    private ScheduledExecutorService seats;
-    /** Added to a renewal period in a graceful stop's hand-over: the others' renewal calls and their sweep pops. */
-    static final Duration HAND_OVER_MARGIN = ShardDivision.JOIN_MARGIN;
+    private final SeatRenewals seats;
     /** This instance's name in every business's {@code {K:cursor}:seats}: pid@host and a random suffix. */
     private final String holder = ManagementFactory.getRuntimeMXBean().getName() + "-"
             + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
 
-    private ScheduledExecutorService starter;
+    private final EngineStart starting;
     private volatile boolean running;
 
     /**
@@ -138,6 +121,15 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         this.redisConnectionFactory = redisConnectionFactory;
         this.settings = settings;
         this.exchanges = new ExchangeCheck(publisher, settings.verifyExchanges());
+        this.wakeups =
+                new EngineWakeups(redisConnectionFactory, settings.wake(), clock, this.events, metaListeners::tell);
+        this.seats = new SeatRenewals(settings.division(), this::businessRelays, wakeups::follow);
+        this.starting = new EngineStart(
+                this,
+                redisConnectionFactory,
+                settings,
+                new EngineStart.Steps(
+                        this::isRunning, this::prepareExchanges, this::recordTopologies, this::startRelaying));
         for (BusinessSpec spec : specs) {
             relays.put(spec.name(), newRelay(spec));
         }
@@ -162,92 +154,25 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
      */
     @Override
     public synchronized void start() {
-        if (running || starter != null) {
+        if (running || starting.waiting()) {
             return;
         }
         warnIfHeapTooSmall();
-        if (connect()) {
-            startRelaying();
-            return;
-        }
-        long every = Math.max(10, settings.startRetry().toMillis());
-        starter = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-start"));
-        starter.scheduleWithFixedDelay(this::retryStart, every, every, TimeUnit.MILLISECONDS);
+        starting.start();
     }
 
-    /** A scheduled task: must not throw. A refusal now is logged (the process is up already) and tried again. */
-    private synchronized void retryStart() {
-        if (running || starter == null) {
-            return;
-        }
-        try {
-            if (connect()) {
-                startRelaying();
-                starter.shutdown();
-                starter = null;
-            }
-        } catch (RuntimeException e) {
-            log.error(
-                    "delay-relay cannot start, readiness DOWN; trying again every {} ms: {}",
-                    settings.startRetry().toMillis(),
-                    e.getMessage());
-        }
-    }
-
-    /**
-     * Checks that Redis and RabbitMQ answer and the exchanges exist, and records the shard counts. False (after a
-     * WARN naming the server) when one is not reachable.
-     */
-    private boolean connect() {
-        String service = "Redis";
-        try {
-            pingRedis();
-            service = "RabbitMQ";
-            prepareExchanges();
-            service = "Redis";
-            relays.values()
-                    .forEach(relay ->
-                            relay.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS));
-            return true;
-        } catch (RuntimeException e) {
-            boolean redis = service.equals("Redis");
-            return ServiceFailure.waitOrThrow(
-                    e, service, redis ? settings.redisEndpoint() : settings.rabbitEndpoint(), settings.startRetry());
-        }
-    }
-
-    /** One ping; asked again at once when the first failure is {@link ServiceFailure#UNCLEAR}, not waited on. */
-    private void pingRedis() {
-        try (RedisConnection connection = redisConnectionFactory.getConnection()) {
-            connection.ping();
-        } catch (RuntimeException first) {
-            if (ServiceFailure.ofRedis(first) != ServiceFailure.UNCLEAR) {
-                throw first;
-            }
-            log.debug("Redis connection failed without a network error or an answer; asking again at once", first);
-            try (RedisConnection connection = redisConnectionFactory.getConnection()) {
-                connection.ping();
-            }
-        }
+    /** Records every business's shard count in {@code K:meta}, draining the producers' fallback when it was lost. */
+    private void recordTopologies() {
+        relays.values()
+                .forEach(relay ->
+                        relay.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS));
     }
 
     private void startRelaying() {
-        wakeSubscriber = new WakeSubscriber(redisConnectionFactory);
-        relays.values().forEach(this::subscribeWake);
-        wakeSubscriber.start();
-        keyspaceWake = new KeyspaceWakeSource(redisConnectionFactory, settings.wake(), clock::nowMs);
-        keyspaceWake.start();
-        keyspaceWake.onModeChange(on -> relays.values().forEach(relay -> useWakeMode(relay, on)));
-        relays.values().forEach(this::subscribeKeyspace);
-        relays.values().forEach(BusinessRelay::renewSeat);
-        relays.values().forEach(this::followShare);
+        wakeups.start(this::businessRelays);
+        relays.values().forEach(seats::join);
         relays.values().forEach(BusinessRelay::start);
-        if (settings.division().enabled()) {
-            long renewMs = Math.max(1, settings.division().renewEvery().toMillis());
-            seats = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-seats"));
-            // at a fixed rate: a slow renewal must not push the next ones later (the hand-over bound counts on them)
-            seats.scheduleAtFixedRate(this::renewSeats, renewMs, renewMs, TimeUnit.MILLISECONDS);
-        }
+        seats.start();
         housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
         long interval = settings.reaperInterval().toMillis();
         TopologyKeeper topologyKeeper = new TopologyKeeper(
@@ -285,8 +210,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                 BusinessRelay removed = relays.remove(name);
                 if (running) {
                     removed.stop(settings.shutdownTimeout());
-                    wakeSubscriber.unsubscribe(removed.spec().keys().wake());
-                    keyspaceWake.unsubscribe(removed);
+                    wakeups.remove(removed);
                 }
                 log.info("business={} removed from configuration: stopped; its entries stay in Redis", name);
             }
@@ -303,11 +227,9 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                 relays.put(next.name(), added);
                 if (running) {
                     added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
-                    subscribeWake(added);
-                    subscribeKeyspace(added);
-                    tell(startListeners, added, "start");
-                    added.renewSeat();
-                    followShare(added);
+                    wakeups.add(added);
+                    startListeners.tell(added);
+                    seats.join(added);
                     added.start();
                 }
                 continue;
@@ -346,10 +268,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     /** Stops trying to start (the lifecycle's stop is called only once the engine runs). */
     @Override
     public synchronized void destroy() {
-        if (starter != null) {
-            starter.shutdownNow();
-            starter = null;
-        }
+        starting.cancel();
     }
 
     @Override
@@ -362,47 +281,14 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         if (housekeeping != null) {
             housekeeping.shutdownNow();
         }
-        if (seats != null) {
-            seats.shutdownNow();
-        }
+        seats.stop();
         long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
-        handOver(deadline);
+        seats.handOver(deadline);
         for (BusinessRelay relay : relays.values()) {
             relay.stop(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
         }
-        if (wakeSubscriber != null) {
-            wakeSubscriber.stop();
-        }
-        if (keyspaceWake != null) {
-            keyspaceWake.close();
-        }
+        wakeups.stop();
         log.info("delay-relay stopped");
-    }
-
-    /**
-     * A graceful stop's hand-over: every seat is given up first, and when another instance holds a seat the workers
-     * relay on for one renewal period plus {@link #HAND_OVER_MARGIN} (within the shutdown timeout), until every other
-     * instance has renewed and taken its part of this one's shards; so no shard is nobody's meanwhile.
-     */
-    private void handOver(long deadline) {
-        boolean others = false;
-        for (BusinessRelay relay : relays.values()) {
-            others |= relay.leaveSeat();
-        }
-        if (!others || !settings.division().enabled()) {
-            return;
-        }
-        long waitNanos = Math.min(
-                settings.division().renewEvery().plus(HAND_OVER_MARGIN).toNanos(),
-                Math.max(0, deadline - System.nanoTime()) / 2);
-        log.info(
-                "seats given up; relaying on for {} ms while the other instances take the shards over",
-                TimeUnit.NANOSECONDS.toMillis(waitNanos));
-        try {
-            TimeUnit.NANOSECONDS.sleep(waitNanos);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 
     @Override
@@ -413,25 +299,6 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     @Override
     public int getPhase() {
         return Integer.MAX_VALUE - 1000;
-    }
-
-    /** Hears the business's {@code K:wake} channel: producers' wake-ups and operators' meta notices. */
-    private void subscribeWake(BusinessRelay relay) {
-        BusinessSpec spec = relay.spec();
-        wakeSubscriber.subscribe(spec.name(), spec.keys().wake(), relay, () -> metaChanged(relay));
-    }
-
-    /** Hears the business's shard keys; with notifications on, its idle workers sweep only every safety-sweep. */
-    private void subscribeKeyspace(BusinessRelay relay) {
-        keyspaceWake.subscribe(relay.spec().keys(), relay);
-        useWakeMode(relay, keyspaceWake.active());
-    }
-
-    /** With notifications working idle workers sleep up to the safety sweep, else max-idle; the gauge follows. */
-    private void useWakeMode(BusinessRelay relay, boolean keyspace) {
-        relay.state().useSafetySweep(keyspace ? settings.wake().safetySweep() : null);
-        BusinessSpec spec = relay.spec();
-        events.emit(spec, -1, e -> e.wakeMode(spec, keyspace));
     }
 
     /**
@@ -452,43 +319,9 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         startListeners.add(listener);
     }
 
-    private void metaChanged(BusinessRelay relay) {
-        tell(metaListeners, relay, "K:meta change");
-    }
-
-    private static void tell(List<Consumer<BusinessRelay>> listeners, BusinessRelay relay, String what) {
-        for (Consumer<BusinessRelay> listener : listeners) {
-            try {
-                listener.accept(relay);
-            } catch (RuntimeException e) {
-                log.warn("business={}: a {} listener failed: {}", relay.spec().name(), what, e.toString());
-            }
-        }
-    }
-
     /** The business relays, by name. */
     public Map<String, BusinessRelay> relays() {
         return Map.copyOf(relays);
-    }
-
-    /** A scheduled task: must not throw, or its schedule ends ({@link BusinessRelay#renewSeat} never throws). */
-    private void renewSeats() {
-        for (BusinessRelay relay : relays.values()) {
-            relay.renewSeat();
-            followShare(relay);
-        }
-    }
-
-    /** The keyspace channels heard follow the shards this instance pops (never throws: checked again in 500 ms). */
-    private void followShare(BusinessRelay relay) {
-        try {
-            keyspaceWake.follow(relay);
-        } catch (RuntimeException e) {
-            log.debug(
-                    "business={}: following its share with the keyspace channels failed",
-                    relay.spec().name(),
-                    e);
-        }
     }
 
     /** This instance's name in the businesses' {@code {K:cursor}:seats}. */

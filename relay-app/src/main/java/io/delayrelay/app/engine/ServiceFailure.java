@@ -56,7 +56,7 @@ enum ServiceFailure {
             + " spring.rabbitmq.virtual-host: the virtual host must exist and the user needs permissions on it"
             + " (write and read, configure too for declare-exchange).";
 
-    private static final Logger log = LoggerFactory.getLogger(RelayEngine.class);
+    private static final Logger log = LoggerFactory.getLogger(EngineStart.class);
 
     /**
      * At start: false after a WARN naming the server when {@code service} ("Redis" or "RabbitMQ") is not reachable

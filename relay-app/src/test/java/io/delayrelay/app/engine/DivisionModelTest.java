@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * leaves, kills, seats given up and taken again, and time passing, on {@link ShardDivision} and the real
  * {@code seat.lua} on the real Redis. Every live instance renews at its own phase every third of the TTL, as the
  * engine's seat thread does; a graceful leaver gives its seat up and relays on for a renewal period plus the margin
- * ({@link RelayEngine#HAND_OVER_MARGIN}); a killed instance's seat expires a TTL after its last renewal. After every
+ * ({@link SeatRenewals.HAND_OVER_MARGIN}); a killed instance's seat expires a TTL after its last renewal. After every
  * step: <b>every shard is popped by a live instance</b>, except, for the stated bounds only, the shards of an
  * instance killed within TTL + a renewal period or that gave its seat up within a renewal period; and once the
  * overlap is over with no change, each shard has exactly one popper.
@@ -40,7 +40,7 @@ class DivisionModelTest {
     private static final int SHARDS = 16;
     private static final Duration TTL = Duration.ofSeconds(9);
     private static final long RENEW = TTL.toNanos() / 3;
-    private static final long MARGIN = RelayEngine.HAND_OVER_MARGIN.toNanos();
+    private static final long MARGIN = SeatRenewals.HAND_OVER_MARGIN.toNanos();
     private static final RelayTestKit KIT = new RelayTestKit();
     private static final SeatStore STORE = new SeatStore(KIT.redisFactory());
 
