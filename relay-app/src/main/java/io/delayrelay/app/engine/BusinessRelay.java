@@ -13,11 +13,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One business in the engine: its state, its worker pool, its batch settler, and what its workers share (the wake
- * signal, the known due times). Starts, stops and re-configures them together.
- * <p>
- * Longer than 300 lines because it is where a business's parts meet: start and stop, topology adoption, hot reload,
- * the wake-up sources' port ({@link ShardWakeups}) and its seat in the fleet's {@link ShardDivision}; the work of
- * each lives in its own class.
+ * signal, the known due times). Starts, stops and re-configures them together, and is the wake-up sources' port
+ * ({@link ShardWakeups}). Its seat in the fleet is its {@link SeatKeeper}'s.
  */
 public final class BusinessRelay implements ShardWakeups {
 
@@ -25,7 +22,6 @@ public final class BusinessRelay implements ShardWakeups {
 
     private final ShardStore store;
     private final TopologyStore topology;
-    private final SeatStore fleet;
     private final WakeSignal signal = new WakeSignal();
     private final ShardSchedule schedule;
     private final BusinessState state;
@@ -75,7 +71,6 @@ public final class BusinessRelay implements ShardWakeups {
             RateGovernor governor) {
         this.store = store;
         this.topology = new TopologyStore(store.redis());
-        this.fleet = new SeatStore(store.redis());
         this.events = events;
         this.clock = clock;
         this.division = division;
@@ -85,7 +80,8 @@ public final class BusinessRelay implements ShardWakeups {
         this.governor = governor;
         this.settler =
                 new BatchSettler(spec.threadNamePrefix(), store, publisher, events, clock, this::retryAt, ability);
-        this.seats = new SeatKeeper(division, ability, fleet, publisher, state, events, this::sweepGained);
+        this.seats = new SeatKeeper(
+                division, ability, new SeatStore(store.redis()), publisher, state, events, this::sweepGained);
         this.workers = new WorkerPool(
                 state,
                 (index, keepRunning) -> new ScanWorker(
@@ -151,7 +147,7 @@ public final class BusinessRelay implements ShardWakeups {
      */
     void adoptTopology(long topologyVersion, int producersFallback) {
         BusinessSpec spec = state.spec();
-        adopt(topologyVersion, producersWroteBeyond(spec, producersFallback) ? producersFallback : 0);
+        adopt(topologyVersion, topology.producersWroteBeyond(spec, producersFallback) ? producersFallback : 0);
     }
 
     /**
@@ -163,36 +159,7 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     private void adopt(long topologyVersion, int producersFallback) {
-        ShardTopology meta = topology.reshard(state.spec(), topologyVersion, producersFallback);
-        warnIfNotApplied(state.spec(), meta);
-        state.followTopology(meta);
-    }
-
-    /** Whether K:meta records no shard count and a shard in {@code [shards, fallback)} holds anything. */
-    private boolean producersWroteBeyond(BusinessSpec spec, int fallback) {
-        if (fallback <= spec.shards() || topology.recordedTopology(spec.keys()) != null) {
-            return false;
-        }
-        for (int shard = spec.shards(); shard < fallback; shard++) {
-            if (topology.holdsAnything(spec.keys(), shard)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** An instance whose configuration is older than the one that recorded K:meta's shard count says so. */
-    private static void warnIfNotApplied(BusinessSpec spec, ShardTopology meta) {
-        if (!meta.applied()) {
-            log.warn(
-                    "business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
-                            + "recorded shards {}; following it (this instance scans {} shards)",
-                    spec.name(),
-                    spec.shards(),
-                    spec.keys().meta(),
-                    meta.shards(),
-                    meta.scanWidth(spec.shards()));
-        }
+        state.followTopology(topology.reshard(state.spec(), topologyVersion, producersFallback));
     }
 
     /**
@@ -201,11 +168,7 @@ public final class BusinessRelay implements ShardWakeups {
      */
     synchronized void update(BusinessSpec next, long topologyVersion) {
         BusinessSpec previous = state.spec();
-        ShardTopology meta = null;
-        if (next.shards() != previous.shards()) {
-            meta = topology.reshard(next, topologyVersion);
-            warnIfNotApplied(next, meta);
-        }
+        ShardTopology meta = next.shards() != previous.shards() ? topology.reshard(next, topologyVersion) : null;
         state.apply(next, meta);
         if (next.shards() != previous.shards()) {
             log.info(
@@ -265,23 +228,14 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /**
-     * An entry of {@code shard} was put back by this instance for a retry at {@code dueMs}. When the shard is no
-     * longer this instance's (handed over while its batch awaited the broker), its current owner is told on
-     * {@code K:wake}, so the retry is popped at its time, not at the next sweep. Never throws.
+     * An entry of {@code shard} was put back by this instance for a retry at {@code dueMs}. A shard no longer this
+     * instance's (handed over while its batch awaited the broker) is its current owner's to pop ({@link SeatKeeper}).
      */
     private void retryAt(int shard, long dueMs) {
         if (division.owns(shard)) {
             announce(shard, dueMs);
-            return;
-        }
-        try {
-            fleet.announceToFleet(state.spec().keys(), shard, dueMs);
-        } catch (RuntimeException e) {
-            log.debug(
-                    "business={} shard={}: telling the fleet of a retry failed",
-                    state.spec().name(),
-                    shard,
-                    e);
+        } else {
+            seats.retryElsewhere(shard, dueMs);
         }
     }
 
@@ -351,25 +305,7 @@ public final class BusinessRelay implements ShardWakeups {
      * "given up: reason", or "every shard" (division off, alone, or not renewed for a whole TTL).
      */
     public String seatSummary() {
-        String givenUp = division.givenUp();
-        if (givenUp != null) {
-            return "given up: " + givenUp;
-        }
-        ShardDivision.Share share = division.effective();
-        if (share.of() <= 1) {
-            return "every shard";
-        }
-        StringBuilder text = new StringBuilder()
-                .append("seat ")
-                .append(share.seat())
-                .append(", rank ")
-                .append(share.rank())
-                .append(" of ")
-                .append(share.of())
-                .append(", shards");
-        BitSet owned = ownedShards();
-        owned.stream().forEach(s -> text.append(' ').append(s));
-        return text.toString();
+        return division.summary(state.scanWidth());
     }
 
     /** This instance's share of the shards (ops views). */

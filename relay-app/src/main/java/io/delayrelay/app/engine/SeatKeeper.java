@@ -195,6 +195,22 @@ final class SeatKeeper {
     }
 
     /**
+     * Tells the fleet on {@code K:wake} of a retry at {@code dueMs} put back in a shard no longer this instance's: its
+     * current owner pops it at its time, not at the next sweep. Never throws.
+     */
+    void retryElsewhere(int shard, long dueMs) {
+        try {
+            seats.announceToFleet(state.spec().keys(), shard, dueMs);
+        } catch (RuntimeException e) {
+            log.debug(
+                    "business={} shard={}: telling the fleet of a retry failed",
+                    state.spec().name(),
+                    shard,
+                    e);
+        }
+    }
+
+    /**
      * Gives the seat up at a graceful stop; the share stays in force until the workers stop. Returns whether
      * another instance holds a seat (then the workers relay on for the hand-over period first).
      */

@@ -232,6 +232,34 @@ public final class ShardDivision {
         return gained(ownedBefore, width);
     }
 
+    /**
+     * This instance's place in the division of {@code width} shards: "seat 5, rank 1 of 3, shards 1 4 7 10",
+     * "given up: reason", or "every shard" (division off, alone, or not renewed for a whole TTL).
+     */
+    String summary(int width) {
+        if (givenUp != null) {
+            return "given up: " + givenUp;
+        }
+        Share now = effective();
+        if (now.of() <= 1) {
+            return "every shard";
+        }
+        StringBuilder text = new StringBuilder()
+                .append("seat ")
+                .append(now.seat())
+                .append(", rank ")
+                .append(now.rank())
+                .append(" of ")
+                .append(now.of())
+                .append(", shards");
+        for (int shard = 0; shard < width; shard++) {
+            if (owns(shard)) {
+                text.append(' ').append(shard);
+            }
+        }
+        return text.toString();
+    }
+
     /** Which of the shards {@code 0..width-1} this instance pops now (formers included). */
     boolean[] ownership(int width) {
         boolean[] owned = new boolean[width];

@@ -9,6 +9,8 @@ import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.api.internal.ShardTopology;
 import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -21,6 +23,8 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
  * answer is a {@link ShardTopology}, so the scan-width rule is the one producers use.
  */
 public class TopologyStore {
+
+    private static final Logger log = LoggerFactory.getLogger(TopologyStore.class);
 
     @SuppressWarnings("rawtypes")
     private static final RedisScript<List> RESHARD = lua("reshard", List.class);
@@ -50,7 +54,7 @@ public class TopologyStore {
     /**
      * Like {@link #reshard(BusinessSpec, long)}. When {@code K:meta} records no shard count (never written, or lost),
      * producers have been hashing into their fallback count {@code producersFallback}. A larger fallback is drained
-     * like an earlier count (0: none).
+     * like an earlier count (0: none). An instance whose configuration lost to a higher version says so in a WARN.
      */
     public ShardTopology reshard(BusinessSpec spec, long topologyVersion, int producersFallback) {
         List<?> reply = redis.execute(
@@ -61,7 +65,19 @@ public class TopologyStore {
                 num(producersFallback));
         boolean applied = ((Number) reply.get(0)).longValue() == 1;
         int shards = ((Number) reply.get(1)).intValue();
-        return new ShardTopology(shards, ShardTopology.parseList(text((byte[]) reply.get(2))), null, applied);
+        ShardTopology meta =
+                new ShardTopology(shards, ShardTopology.parseList(text((byte[]) reply.get(2))), null, applied);
+        if (!applied) {
+            log.warn(
+                    "business={}: shards {} not recorded in {}: a configuration with a higher relay.topology-version "
+                            + "recorded shards {}; following it (this instance scans {} shards)",
+                    spec.name(),
+                    spec.shards(),
+                    spec.keys().meta(),
+                    meta.shards(),
+                    meta.scanWidth(spec.shards()));
+        }
+        return meta;
     }
 
     /**
@@ -97,6 +113,22 @@ public class TopologyStore {
         }
         byte[] rest = redis.execute(UNDRAIN, List.of(bytes(keys.meta())), args);
         return new ShardTopology(shards, ShardTopology.parseList(text(rest)), null);
+    }
+
+    /**
+     * Whether {@code K:meta} records no shard count while a shard in {@code [spec.shards(), fallback)} holds
+     * anything: producers wrote beyond this instance's count, hashing into their fallback count.
+     */
+    boolean producersWroteBeyond(BusinessSpec spec, int fallback) {
+        if (fallback <= spec.shards() || recordedTopology(spec.keys()) != null) {
+            return false;
+        }
+        for (int shard = spec.shards(); shard < fallback; shard++) {
+            if (holdsAnything(spec.keys(), shard)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
