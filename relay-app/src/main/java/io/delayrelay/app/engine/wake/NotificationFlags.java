@@ -1,30 +1,21 @@
 package io.delayrelay.app.engine.wake;
 
-import java.util.ArrayList;
 import java.util.List;
 
-import io.lettuce.core.AbstractRedisClient;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulConnection;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.lettuce.core.codec.StringCodec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Redis' {@code notify-keyspace-events} on every master, read (and set, when {@code relay.wake.configure-redis}
- * allows it) on one connection kept for it: {@link KeyspaceWakeSource} checks them at start and then every half
- * second, because a Redis restart without them in redis.conf, a failover or a new cluster master drops them
- * silently. On a cluster the masters are those the client knows now ({@code upstream()}).
+ * allows it). {@link KeyspaceWakeSource} checks them at start and then every half second: a Redis restart without
+ * them in redis.conf, a failover or a new cluster master drops them silently.
  */
-final class NotificationFlags implements AutoCloseable {
+final class NotificationFlags {
 
     private static final Logger log = LoggerFactory.getLogger(NotificationFlags.class);
     static final String CONFIG = "notify-keyspace-events";
 
-    private final StatefulConnection<String, String> connection;
+    private final KeyspaceConnection connection;
     private final boolean configureRedis;
 
     /**
@@ -35,11 +26,9 @@ final class NotificationFlags implements AutoCloseable {
      */
     record Check(String missing, boolean setAgain) {}
 
-    NotificationFlags(AbstractRedisClient client, boolean configureRedis) {
+    NotificationFlags(KeyspaceConnection connection, boolean configureRedis) {
         this.configureRedis = configureRedis;
-        this.connection = client instanceof RedisClusterClient cluster
-                ? cluster.connect(StringCodec.UTF8)
-                : ((RedisClient) client).connect(StringCodec.UTF8);
+        this.connection = connection;
     }
 
     /** Reads the flags on every master (one CONFIG GET each), setting them first when missing and allowed. */
@@ -62,26 +51,11 @@ final class NotificationFlags implements AutoCloseable {
     }
 
     private List<String> read() {
-        List<String> values = new ArrayList<>();
-        if (connection instanceof StatefulRedisClusterConnection<String, String> cluster) {
-            cluster.sync().upstream().commands().configGet(CONFIG).forEach(m -> values.add(m.getOrDefault(CONFIG, "")));
-        } else {
-            values.add(single().sync().configGet(CONFIG).getOrDefault(CONFIG, ""));
-        }
-        return values;
+        return connection.configGet(CONFIG);
     }
 
     private void write(String value) {
-        if (connection instanceof StatefulRedisClusterConnection<String, String> cluster) {
-            cluster.sync().upstream().commands().configSet(CONFIG, value);
-        } else {
-            single().sync().configSet(CONFIG, value);
-        }
-    }
-
-    @SuppressWarnings("unchecked")
-    private StatefulRedisConnection<String, String> single() {
-        return (StatefulRedisConnection<String, String>) connection;
+        connection.configSet(CONFIG, value);
     }
 
     static boolean hasFlags(String value) {
@@ -97,10 +71,5 @@ final class NotificationFlags implements AutoCloseable {
             flags += "z";
         }
         return flags;
-    }
-
-    @Override
-    public void close() {
-        connection.close();
     }
 }

@@ -102,19 +102,19 @@ class ShardPeeksTest {
     @Test
     void aNotificationChannelNamesItsShardOnlyWhenItIsOneOfTheBusinesssShardKeys() {
         byte[] prefix = "__keyspace@0__:dq:orders:".getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:orders:7"), prefix, 16))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:orders:7"), prefix, 16))
                 .isEqualTo(7);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:orders:15"), prefix, 16))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:orders:15"), prefix, 16))
                 .isEqualTo(15);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:orders:16"), prefix, 16))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:orders:16"), prefix, 16))
                 .isEqualTo(-1);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:orders:"), prefix, 16))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:orders:"), prefix, 16))
                 .isEqualTo(-1);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:orders:1x"), prefix, 16))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:orders:1x"), prefix, 16))
                 .isEqualTo(-1);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:ordersX:1"), prefix, 16))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:ordersX:1"), prefix, 16))
                 .isEqualTo(-1);
-        assertThat(KeyspaceWakeSource.shardOf(bytes("__keyspace@0__:dq:orders:12345"), prefix, 99_999))
+        assertThat(KeyspaceSubscription.shardOf(bytes("__keyspace@0__:dq:orders:12345"), prefix, 99_999))
                 .as("at most 4 digits (4,096 shards)")
                 .isEqualTo(-1);
     }
