@@ -36,19 +36,12 @@ public final class BusinessRelay implements ShardWakeups {
 
     private final SeatKeeper seats;
     /**
-     * Guards a shard's poll interval and the polled count reported after it, so the last count reported is the one in
-     * force. Not this relay's monitor: a seat renewal holds that across its Redis calls, and the wake-up source calls
-     * {@link #pollEvery} under its own lock on its check thread, which must not wait for Redis.
+     * Guards a shard's poll interval and the polled count reported after it. Not this relay's monitor: the wake-up
+     * source calls {@link #pollEvery} under its own lock, and must not wait for Redis.
      */
     private final Object polledLock = new Object();
     /** The polled-shard count last reported (the gauge starts at 0). */
     private int reportedPolled;
-
-    /** A business relay that pops every shard (no division across the fleet). */
-    BusinessRelay(
-            BusinessSpec spec, ShardStore store, BatchPublisher publisher, EventReporter events, RedisClock clock) {
-        this(spec, store, publisher, events, clock, ShardDivision.none());
-    }
 
     BusinessRelay(
             BusinessSpec spec,
@@ -131,19 +124,14 @@ public final class BusinessRelay implements ShardWakeups {
         signal.wakeAll();
     }
 
-    /**
-     * Records in {@code K:meta} the shard count (unless a configuration with a higher topology version recorded its
-     * own) and scans every shard count {@code K:meta} records.
-     */
+    /** Records the shard count in {@code K:meta} (unless a higher topology version owns it) and scans what it records. */
     void adoptTopology(long topologyVersion) {
         adopt(topologyVersion, 0);
     }
 
     /**
-     * Like {@link #adoptTopology(long)}, at start: when {@code K:meta} records no shard count (never written, or lost
-     * while the relay was down), producers have been hashing into {@code producersFallback} (relay-api's
-     * default-shards). When a shard beyond this count, up to the fallback, holds anything, the fallback count is
-     * drained like an earlier one, so nothing they wrote is left unscanned; a new business costs no extra scanning.
+     * Like {@link #adoptTopology(long)}, at start. When {@code K:meta} lost its count, producers hashed into
+     * {@code producersFallback}: if they wrote beyond this count, the fallback drains like an earlier count.
      */
     void adoptTopology(long topologyVersion, int producersFallback) {
         BusinessSpec spec = state.spec();
@@ -212,9 +200,8 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /**
-     * An entry of {@code shard} is due at {@code dueMs}: announced by a producer's wake-up, read by a keyspace
-     * notification's peek, or put back for a retry by this instance (nothing announces those). The workers are woken
-     * only when that is earlier than what they knew.
+     * An entry of {@code shard} is due at {@code dueMs} (a producer's wake-up, a peek, or a retry put back here). The
+     * workers are woken only when that is earlier than what they knew.
      */
     @Override
     public void announce(int shard, long dueMs) {
@@ -227,10 +214,7 @@ public final class BusinessRelay implements ShardWakeups {
         }
     }
 
-    /**
-     * An entry of {@code shard} was put back by this instance for a retry at {@code dueMs}. A shard no longer this
-     * instance's (handed over while its batch awaited the broker) is its current owner's to pop ({@link SeatKeeper}).
-     */
+    /** A retry put back at {@code dueMs}: announced here, or to the shard's current owner ({@link SeatKeeper}). */
     private void retryAt(int shard, long dueMs) {
         if (division.owns(shard)) {
             announce(shard, dueMs);
@@ -240,11 +224,8 @@ public final class BusinessRelay implements ShardWakeups {
     }
 
     /**
-     * Also true for a shard another instance pops: a peek of it here would be wasted. Otherwise true only when the
-     * shard is about to be popped: its known due time is within {@code ms} (that pop reads whatever the write added).
-     * Not within the business's round: a worker pops a shard at its known due time (plus the linger), so a write due
-     * before that would wait for it, up to the lead or twice the linger. A claimed shard is peeked (its pop may have
-     * read it before the write).
+     * True for a shard another instance pops (a peek here would be wasted), or whose known due time is within
+     * {@code ms}: that pop reads whatever the write added. A claimed shard is peeked: its pop may have read it first.
      */
     @Override
     public boolean popsWithin(int shard, long ms) {
@@ -274,30 +255,12 @@ public final class BusinessRelay implements ShardWakeups {
 
     @Override
     public BitSet ownedShards() {
-        int width = state.scanWidth();
-        BitSet owned = new BitSet(width);
-        for (int shard = 0; shard < width; shard++) {
-            if (division.owns(shard)) {
-                owned.set(shard);
-            }
-        }
-        return owned;
+        return division.owned(state.scanWidth());
     }
 
-    /**
-     * Renews this instance's seat in the fleet's division of the shards, or gives it up while this instance cannot
-     * relay the business ({@link SeatKeeper}); shards that became this instance's are swept at once. Never throws.
-     */
-    void renewSeat() {
-        seats.renew();
-    }
-
-    /**
-     * Gives up the seat at a graceful stop and returns whether another instance holds one: the workers then relay on
-     * for one renewal period plus a margin, until every other instance has taken its part of this one's shards.
-     */
-    boolean leaveSeat() {
-        return seats.leave();
+    /** This instance's seat in the fleet's division of the business's shards. */
+    SeatKeeper seats() {
+        return seats;
     }
 
     /**

@@ -1,8 +1,12 @@
 package io.delayrelay.app.engine;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.RelayConfigurationException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.amqp.AmqpConnectException;
@@ -30,6 +34,24 @@ final class ExchangeCheck {
      * permissions or virtual host throws (the engine waits for the first, fails start-up on the second) instead of
      * starting a relay that cannot publish.
      */
+    /**
+     * At start: checks every business's exchange, and throws naming every one missing.
+     *
+     * @throws RelayConfigurationException when an exchange is missing
+     */
+    void requireAtStart(List<BusinessSpec> specs) {
+        List<ConfigProblem> missing = new ArrayList<>();
+        for (BusinessSpec spec : specs) {
+            ConfigProblem problem = problemAtStart(spec);
+            if (problem != null) {
+                missing.add(problem);
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw new RelayConfigurationException(missing);
+        }
+    }
+
     ConfigProblem problemAtStart(BusinessSpec spec) {
         try {
             publisher.prepareExchange(spec);

@@ -6,6 +6,7 @@ import java.util.Comparator;
 import java.util.List;
 
 import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.LoggerFactory;
 import org.springframework.util.unit.DataSize;
 
 /**
@@ -23,6 +24,14 @@ public final class HeapBudget {
     /** Most bytes the workers of one business may hold in flight on this instance. */
     public static long inFlightBytes(BusinessSpec spec) {
         return spec.threads() * InFlightBudget.BATCHES_OF_DATA * spec.batchBytes();
+    }
+
+    /** Logs {@link #warning} for the JVM's max heap, if any. */
+    static void warnIfTooSmall(Collection<BusinessSpec> specs) {
+        String warning = warning(specs, Runtime.getRuntime().maxMemory());
+        if (warning != null) {
+            LoggerFactory.getLogger(HeapBudget.class).warn(warning);
+        }
     }
 
     /** The warning to log, or null when the in-flight data of every business fits in half of {@code maxHeap}. */

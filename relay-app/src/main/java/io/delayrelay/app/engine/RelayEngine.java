@@ -9,14 +9,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
-import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -40,14 +36,13 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     private final BatchPublisher publisher;
     private final EventReporter events;
     private final RedisClock clock;
-    private final RedisConnectionFactory redisConnectionFactory;
     private final Settings settings;
     private final ExchangeCheck exchanges;
     private final Map<String, BusinessRelay> relays = new ConcurrentHashMap<>();
     private final RelayListeners metaListeners = new RelayListeners("K:meta change");
     private final RelayListeners startListeners = new RelayListeners("start");
     private final EngineWakeups wakeups;
-    private ScheduledExecutorService housekeeping;
+    private Housekeeping housekeeping;
     private final SeatRenewals seats;
     /** This instance's name in every business's {@code {K:cursor}:seats}: pid@host and a random suffix. */
     private final String holder = ManagementFactory.getRuntimeMXBean().getName() + "-"
@@ -83,27 +78,6 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
             ShardDivision.Settings division) {
 
         public static final Duration DEFAULT_START_RETRY = Duration.ofSeconds(10);
-
-        /** Retries every 10 s; the servers are named without address. */
-        public Settings(
-                Duration reaperInterval,
-                Duration shutdownTimeout,
-                boolean verifyExchanges,
-                Duration reshardGrace,
-                long topologyVersion,
-                KeyspaceWakeSource.Settings wake) {
-            this(
-                    reaperInterval,
-                    shutdownTimeout,
-                    verifyExchanges,
-                    reshardGrace,
-                    topologyVersion,
-                    wake,
-                    DEFAULT_START_RETRY,
-                    "(address not known)",
-                    "(address not known)",
-                    ShardDivision.Settings.DEFAULT);
-        }
     }
 
     public RelayEngine(
@@ -118,7 +92,6 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         this.publisher = publisher;
         this.events = new EventReporter(events);
         this.clock = clock;
-        this.redisConnectionFactory = redisConnectionFactory;
         this.settings = settings;
         this.exchanges = new ExchangeCheck(publisher, settings.verifyExchanges());
         this.wakeups =
@@ -146,8 +119,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     }
 
     /**
-     * Starts relaying when Redis and RabbitMQ answer; when one is not reachable, returns at once and keeps trying on
-     * a thread of its own (not running meanwhile, so readiness stays down).
+     * Starts relaying when Redis and RabbitMQ answer, or keeps trying on a thread of its own ({@link EngineStart}).
      *
      * @throws ServiceAccessException when a server refuses the relay
      * @throws RelayConfigurationException when an exchange is missing
@@ -161,7 +133,6 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         starting.start();
     }
 
-    /** Records every business's shard count in {@code K:meta}, draining the producers' fallback when it was lost. */
     private void recordTopologies() {
         relays.values()
                 .forEach(relay ->
@@ -173,27 +144,18 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         relays.values().forEach(seats::join);
         relays.values().forEach(BusinessRelay::start);
         seats.start();
-        housekeeping = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("relay-housekeeping"));
-        long interval = settings.reaperInterval().toMillis();
         TopologyKeeper topologyKeeper = new TopologyKeeper(
                 this::businessRelays, settings.reshardGrace(), System::nanoTime, events, settings.topologyVersion());
-        housekeeping.scheduleWithFixedDelay(topologyKeeper, interval, interval, TimeUnit.MILLISECONDS);
-        housekeeping.scheduleWithFixedDelay(this::restartDeadWorkers, interval, interval, TimeUnit.MILLISECONDS);
+        housekeeping = new Housekeeping(
+                this::businessRelays, topologyKeeper, settings.reaperInterval().toMillis());
+        housekeeping.start();
         running = true;
         log.info("delay-relay started with {} business(es): {}", relays.size(), relays.keySet());
     }
 
     private void prepareExchanges() {
-        List<ConfigProblem> missing = new ArrayList<>();
-        for (BusinessRelay relay : relays.values()) {
-            ConfigProblem problem = exchanges.problemAtStart(relay.spec());
-            if (problem != null) {
-                missing.add(problem);
-            }
-        }
-        if (!missing.isEmpty()) {
-            throw new RelayConfigurationException(missing);
-        }
+        exchanges.requireAtStart(
+                relays.values().stream().map(BusinessRelay::spec).toList());
     }
 
     /**
@@ -217,52 +179,49 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         }
         for (BusinessSpec next : wanted.values()) {
             BusinessRelay current = relays.get(next.name());
-            if (current == null) {
-                ConfigProblem problem = exchanges.problem(next);
-                if (problem != null) {
-                    problems.add(problem);
-                    continue;
-                }
-                BusinessRelay added = newRelay(next);
-                relays.put(next.name(), added);
-                if (running) {
-                    added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
-                    wakeups.add(added);
-                    startListeners.tell(added);
-                    seats.join(added);
-                    added.start();
-                }
-                continue;
+            ConfigProblem problem = current == null ? exchanges.problem(next) : problemOfChange(current.spec(), next);
+            if (problem != null) {
+                problems.add(problem);
+            } else if (current == null) {
+                add(next);
+            } else {
+                current.update(next, settings.topologyVersion());
             }
-            BusinessSpec old = current.spec();
-            if (!old.keys().equals(next.keys())) {
-                problems.add(ConfigProblem.property(
-                        next.name(),
-                        "source-key",
-                        next.keys().sourceKey(),
-                        "cannot change while running (was " + old.keys().sourceKey() + "); restart the relay"));
-                continue;
-            }
-            if (!old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange()) {
-                ConfigProblem problem = exchanges.problem(next);
-                if (problem != null) {
-                    problems.add(problem);
-                    continue;
-                }
-            }
-            current.update(next, settings.topologyVersion());
         }
         warnIfHeapTooSmall();
         return problems;
     }
 
-    private void warnIfHeapTooSmall() {
-        String warning = HeapBudget.warning(
-                relays.values().stream().map(BusinessRelay::spec).toList(),
-                Runtime.getRuntime().maxMemory());
-        if (warning != null) {
-            log.warn(warning);
+    /** A business added by a reload: set up, and started when the engine runs. */
+    private void add(BusinessSpec spec) {
+        BusinessRelay added = newRelay(spec);
+        relays.put(spec.name(), added);
+        if (running) {
+            added.adoptTopology(settings.topologyVersion(), TopologyKeeper.PRODUCERS_FALLBACK_SHARDS);
+            wakeups.add(added);
+            startListeners.tell(added);
+            seats.join(added);
+            added.start();
         }
+    }
+
+    /** What keeps a running business from taking a reloaded change (its source key, a missing exchange), or null. */
+    private ConfigProblem problemOfChange(BusinessSpec old, BusinessSpec next) {
+        if (!old.keys().equals(next.keys())) {
+            return ConfigProblem.property(
+                    next.name(),
+                    "source-key",
+                    next.keys().sourceKey(),
+                    "cannot change while running (was " + old.keys().sourceKey() + "); restart the relay");
+        }
+        boolean exchangeChanged =
+                !old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange();
+        return exchangeChanged ? exchanges.problem(next) : null;
+    }
+
+    private void warnIfHeapTooSmall() {
+        HeapBudget.warnIfTooSmall(
+                relays.values().stream().map(BusinessRelay::spec).toList());
     }
 
     /** Stops trying to start (the lifecycle's stop is called only once the engine runs). */
@@ -279,7 +238,7 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
         }
         running = false;
         if (housekeeping != null) {
-            housekeeping.shutdownNow();
+            housekeeping.stop();
         }
         seats.stop();
         long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
@@ -302,18 +261,16 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     }
 
     /**
-     * Calls {@code listener} with a business whenever its {@code K:meta} may have changed: a
-     * {@value io.delayrelay.api.MetaFields#CHANGED_NOTICE} notice on its {@code K:wake} channel, and every
-     * (re)subscription of that channel. Called on the subscriber's thread: the listener must not block.
+     * Calls {@code listener} with a business whose {@code K:meta} may have changed: a notice on its {@code K:wake}
+     * channel, or a (re)subscription of it. Called on the subscriber's thread: the listener must not block.
      */
     public void onMetaChanged(Consumer<BusinessRelay> listener) {
         metaListeners.add(listener);
     }
 
     /**
-     * Calls {@code listener} with a business added by a reload after it is set up and before its workers start, on
-     * the reloading thread: what must hold from the workers' first pop on (an operator's pause of the fleet) is
-     * applied there. A listener that fails is logged; the business starts anyway.
+     * Calls {@code listener} with a business added by a reload before its workers start, on the reloading thread
+     * (an operator's pause of the fleet holds from the first pop on). A failing listener is logged only.
      */
     public void beforeStart(Consumer<BusinessRelay> listener) {
         startListeners.add(listener);
@@ -327,20 +284,6 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
     /** This instance's name in the businesses' {@code {K:cursor}:seats}. */
     public String holder() {
         return holder;
-    }
-
-    /** A scheduled task: must not throw, or its schedule ends. */
-    private void restartDeadWorkers() {
-        for (BusinessRelay relay : relays.values()) {
-            try {
-                relay.restartDeadWorkers();
-            } catch (RuntimeException e) {
-                log.warn(
-                        "business={}: restarting dead workers failed: {}",
-                        relay.spec().name(),
-                        e.toString());
-            }
-        }
     }
 
     private Collection<BusinessRelay> businessRelays() {

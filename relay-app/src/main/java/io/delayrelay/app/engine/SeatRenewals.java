@@ -42,7 +42,7 @@ final class SeatRenewals {
 
     /** Takes a seat for a business before its workers start. */
     void join(BusinessRelay relay) {
-        relay.renewSeat();
+        relay.seats().renew();
         renewed.accept(relay);
     }
 
@@ -72,7 +72,7 @@ final class SeatRenewals {
     void handOver(long deadlineNanos) {
         boolean others = false;
         for (BusinessRelay relay : relays.get()) {
-            others |= relay.leaveSeat();
+            others |= relay.seats().leave();
         }
         if (!others || !settings.enabled()) {
             return;
@@ -90,7 +90,7 @@ final class SeatRenewals {
         }
     }
 
-    /** A scheduled task: must not throw, or its schedule ends ({@link BusinessRelay#renewSeat} never throws). */
+    /** A scheduled task: must not throw, or its schedule ends ({@link SeatKeeper#renew} never throws). */
     private void renewAll() {
         for (BusinessRelay relay : relays.get()) {
             join(relay);

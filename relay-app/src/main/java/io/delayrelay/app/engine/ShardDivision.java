@@ -2,6 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import java.util.function.LongSupplier;
 import java.util.stream.IntStream;
@@ -10,34 +11,10 @@ import io.delayrelay.api.DelayQueueKeys;
 
 /**
  * This instance's share of one business's shards in the fleet's division (DESIGN.md: "INCR K:cursor"). Each instance
- * that can relay the business holds a seat drawn with {@code INCR K:cursor} and renews it every third of the seat TTL
- * ({@code seat.lua}); the live seats, in INCR order, divide the shards: the instance of rank r among n pops the
- * shards s with s mod n = r, and leaves the others alone (no pop, no peek on their notifications, no sweep). So in the
- * steady state one instance of the fleet pops a given shard, and the fleet's idle cost does not grow with its size.
- * <p>
- * <b>A seat means "I relay".</b> An instance that cannot relay the business ({@link RelayAbility}: its own
- * configuration pauses it, RabbitMQ has not answered its publishes for {@code give-up-after}, its workers are wedged)
- * gives its seat up ({@link #giveUp}) and pops nothing; the others take its shards at their next renewal. It takes a
- * seat again (at the end of the order) once it can.
- * <p>
- * <b>Hand-over with an overlap.</b> The instances learn of a join, a leave or an expired seat each at its own
- * renewal, up to a third of the TTL apart. So that no shard is nobody's meanwhile, an instance keeps popping the
- * shards of every share it held within the last {@link Settings#overlap() overlap} (seat TTL plus one renewal period)
- * beside those of its current share: by then every other live instance has renewed and adopted the change, or has
- * gone a whole TTL without a renewal and pops every shard. Pops are atomic: two owners of a shard cost work, never a
- * duplicate. A graceful stop gives the seat up first and relays on for one renewal period plus a margin before its
- * workers stop ({@link RelayEngine#stop}), for the same reason. A joining instance (its first seat, or a seat taken
- * again) pops every shard until its next renewal plus the margin: its view of the others' shares names seats they may
- * not have renewed into yet.
- * <p>
- * Hand-over of a dead instance: its seat, not renewed within the TTL, is dropped by the next renewal of another
- * instance, and every instance takes its new share at its own next renewal: a shard whose instance stopped renewing at
- * t is popped by another one by t + TTL + TTL/3 (12 s at the default 9 s TTL; the killed instance's leases take the
- * lease, 30 s, anyway). Newly taken shards are swept (popped once) at once.
- * <p>
- * An instance that could not renew its seat for a whole TTL pops every shard: it may have been dropped, and a shard
- * no one pops would be worse than a shard popped twice. With one live seat, or with the division disabled, the
- * instance pops every shard. Thread-safe: renewed on one thread, read by the workers and the wake-up sources.
+ * that can relay the business holds a seat ({@code seat.lua}); the live seats, in INCR order, divide the shards: rank r
+ * of n pops the shards s with s mod n = r. So one instance pops a given shard, and the idle cost does not grow with
+ * the fleet. A seat means "I relay": an instance that cannot ({@link RelayAbility}) gives it up ({@link #giveUp}).
+ * Thread-safe: renewed on one thread, read by the workers and the wake-up sources.
  */
 public final class ShardDivision {
 
@@ -197,7 +174,14 @@ public final class ShardDivision {
     /**
      * Renews the seat (drawing one when it has none, it expired, or it was given up) and returns the shards of
      * {@code width} this instance pops now and did not before (empty when nothing changed). A failure is thrown to
-     * the caller; after a whole TTL without a renewal the instance pops every shard (see the class comment).
+     * the caller.
+     * <p>
+     * The instances learn of a change each at its own renewal, up to a third of the TTL apart. So that no shard is
+     * nobody's meanwhile, a replaced share is still popped for the {@link Settings#overlap() overlap}. A joining
+     * instance pops every shard until its next renewal plus {@link #JOIN_MARGIN}: the others may not have renewed
+     * into the seats its view names. Pops are atomic: two owners of a shard cost work, never a duplicate. A dead
+     * instance's seat is dropped at the next renewal after its TTL; its shards are popped again within TTL + TTL/3.
+     * An instance that could not renew for a whole TTL pops every shard: a shard popped twice beats one nobody pops.
      */
     List<Integer> renew(SeatStore seats, DelayQueueKeys keys, int width) {
         boolean[] owned = ownership(width);
@@ -224,18 +208,12 @@ public final class ShardDivision {
         return gained(owned, width);
     }
 
-    /**
-     * The shards newly this instance's when the renewal failed: after a whole TTL without one, every shard (called
-     * by the renewing thread when {@link #renew} threw).
-     */
+    /** The shards newly this instance's when {@link #renew} threw: after a whole TTL without one, every shard. */
     List<Integer> renewalFailed(boolean[] ownedBefore, int width) {
         return gained(ownedBefore, width);
     }
 
-    /**
-     * This instance's place in the division of {@code width} shards: "seat 5, rank 1 of 3, shards 1 4 7 10",
-     * "given up: reason", or "every shard" (division off, alone, or not renewed for a whole TTL).
-     */
+    /** This instance's place among {@code width} shards: "seat 5, rank 1 of 3, shards 1 4", "given up: …", or "every shard". */
     String summary(int width) {
         if (givenUp != null) {
             return "given up: " + givenUp;
@@ -252,12 +230,19 @@ public final class ShardDivision {
                 .append(" of ")
                 .append(now.of())
                 .append(", shards");
+        owned(width).stream().forEach(shard -> text.append(' ').append(shard));
+        return text.toString();
+    }
+
+    /** The shards of {@code 0..width-1} this instance pops now (formers included). */
+    BitSet owned(int width) {
+        BitSet owned = new BitSet(width);
         for (int shard = 0; shard < width; shard++) {
             if (owns(shard)) {
-                text.append(' ').append(shard);
+                owned.set(shard);
             }
         }
-        return text.toString();
+        return owned;
     }
 
     /** Which of the shards {@code 0..width-1} this instance pops now (formers included). */

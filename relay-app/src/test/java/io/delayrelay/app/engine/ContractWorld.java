@@ -126,7 +126,8 @@ final class ContractWorld {
         shared.clock().setNow(startMs);
         EventReporter events = new EventReporter(RelayEvents.NOOP);
         for (int i = 0; i < INSTANCES; i++) {
-            BusinessRelay relay = new BusinessRelay(spec(shards), shared.stores()[i], null, events, new RedisClock());
+            BusinessRelay relay = new BusinessRelay(
+                    spec(shards), shared.stores()[i], null, events, new RedisClock(), ShardDivision.none());
             relay.adoptTopology(0);
             relays[i] = relay;
             keepers[i] = new TopologyKeeper(() -> List.of(relay), Duration.ZERO, System::nanoTime, events, 0);

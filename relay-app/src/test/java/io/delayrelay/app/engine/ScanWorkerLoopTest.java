@@ -228,7 +228,11 @@ class ScanWorkerLoopTest {
                         false,
                         Duration.ofSeconds(5),
                         0,
-                        new KeyspaceWakeSource.Settings(KeyspaceWakeSource.Mode.OFF, false, Duration.ofSeconds(5))));
+                        new KeyspaceWakeSource.Settings(KeyspaceWakeSource.Mode.OFF, false, Duration.ofSeconds(5)),
+                        RelayEngine.Settings.DEFAULT_START_RETRY,
+                        "(address not known)",
+                        "(address not known)",
+                        ShardDivision.Settings.DEFAULT));
         engine.start();
         try {
             // the restarted worker may deliver before the restart is counted: wait for both

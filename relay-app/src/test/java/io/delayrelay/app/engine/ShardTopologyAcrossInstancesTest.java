@@ -161,7 +161,7 @@ class ShardTopologyAcrossInstancesTest {
      */
     @Test
     void aRelayStartingWithoutMetaScansTheShardsProducersFellBackTo() {
-        BusinessRelay fresh = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        BusinessRelay fresh = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock(), ShardDivision.none());
         fresh.adoptTopology(NEW_VERSION, 16);
         assertThat(meta(MetaFields.DRAINING))
                 .as("nothing written beyond 8: nothing to drain")
@@ -172,13 +172,13 @@ class ShardTopologyAcrossInstancesTest {
             c.zSetCommands().zAdd(bytes(newSpec.keys().shard(12)), kit.redisNowMs(), bytes("hashed into 16 shards"));
         }
 
-        BusinessRelay relay = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        BusinessRelay relay = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock(), ShardDivision.none());
         relay.adoptTopology(NEW_VERSION, 16);
 
         assertThat(meta(MetaFields.SHARDS)).isEqualTo("8");
         assertThat(meta(MetaFields.DRAINING)).isEqualTo("16");
         assertThat(relay.state().scanWidth()).isEqualTo(16);
-        BusinessRelay again = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock());
+        BusinessRelay again = new BusinessRelay(newSpec, store, null, EVENTS, new RedisClock(), ShardDivision.none());
         again.adoptTopology(NEW_VERSION, 16);
         assertThat(meta(MetaFields.DRAINING))
                 .as("a count recorded before is not a fallback: nothing added")
@@ -186,7 +186,7 @@ class ShardTopologyAcrossInstancesTest {
     }
 
     private BusinessRelay relay(BusinessSpec spec, long topologyVersion) {
-        BusinessRelay relay = new BusinessRelay(spec, store, null, EVENTS, new RedisClock());
+        BusinessRelay relay = new BusinessRelay(spec, store, null, EVENTS, new RedisClock(), ShardDivision.none());
         relay.adoptTopology(topologyVersion);
         return relay;
     }

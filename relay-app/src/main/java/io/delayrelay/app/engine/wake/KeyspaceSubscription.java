@@ -65,6 +65,53 @@ record KeyspaceSubscription(
         return channel;
     }
 
+    /**
+     * Subscribes the channels of the shards {@code wakeups} pops now and unsubscribes the others (its share in the
+     * fleet's division changed, or its shard count). A busy shard no longer this instance's is no longer polled
+     * either. A shard heard again is popped as its pops report, and swept once its subscription is confirmed.
+     */
+    void follow(KeyspaceConnection redis) {
+        BitSet owned = wakeups.ownedShards();
+        owned.clear(MAX_SHARDS, Math.max(MAX_SHARDS, owned.length()));
+        BitSet released = (BitSet) busy.clone();
+        released.andNot(owned);
+        for (int shard = released.nextSetBit(0); shard >= 0; shard = released.nextSetBit(shard + 1)) {
+            busy.clear(shard);
+            wakeups.pollEvery(shard, 0);
+        }
+        BitSet wanted = (BitSet) owned.clone();
+        wanted.andNot(busy);
+        BitSet added = (BitSet) wanted.clone();
+        added.andNot(heard);
+        BitSet dropped = (BitSet) heard.clone();
+        dropped.andNot(wanted);
+        if (!dropped.isEmpty()) {
+            redis.unsubscribe(channels(dropped));
+            heard.andNot(dropped);
+        }
+        if (!added.isEmpty()) {
+            redis.subscribe(channels(added));
+            heard.or(added);
+            for (int shard = added.nextSetBit(0); shard >= 0; shard = added.nextSetBit(shard + 1)) {
+                wakeups.pollEvery(shard, 0);
+            }
+        }
+    }
+
+    /** Subscribes every heard channel again (masters added to a cluster hear nothing until then). */
+    void subscribeAgain(KeyspaceConnection redis) {
+        if (!heard.isEmpty()) {
+            redis.subscribe(channels(heard));
+        }
+    }
+
+    /** Stops hearing this business. */
+    void unsubscribeAll(KeyspaceConnection redis) {
+        if (!heard.isEmpty()) {
+            redis.unsubscribe(channels(heard));
+        }
+    }
+
     /** The shard of this business a channel names, or -1 when it is not one of its shards. */
     int shardOf(byte[] channel) {
         return shardOf(channel, channelPrefix, peeks.maxShards());

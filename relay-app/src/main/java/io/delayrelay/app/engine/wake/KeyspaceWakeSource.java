@@ -1,9 +1,6 @@
 package io.delayrelay.app.engine.wake;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.BitSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -16,7 +13,6 @@ import java.util.function.LongSupplier;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.support.DaemonThreads;
 import io.delayrelay.app.support.Exceptions;
-import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
@@ -32,8 +28,6 @@ public final class KeyspaceWakeSource {
 
     private static final Logger log = LoggerFactory.getLogger(KeyspaceWakeSource.class);
     private static final String CONFIG = NotificationFlags.CONFIG;
-    private static final byte[] ZADD = "zadd".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] ZINCR = "zincr".getBytes(StandardCharsets.US_ASCII);
 
     /** How the relay may use keyspace notifications. */
     public enum Mode {
@@ -108,7 +102,8 @@ public final class KeyspaceWakeSource {
             return false;
         }
         try {
-            KeyspaceConnection opened = KeyspaceConnection.open(connectionFactory, new Listener());
+            KeyspaceConnection opened =
+                    KeyspaceConnection.open(connectionFactory, new Notifications(subscriptions, nowMs));
             redis = opened;
             flags = new NotificationFlags(opened, settings.configureRedis());
             String missing = flags.check().missing();
@@ -208,11 +203,7 @@ public final class KeyspaceWakeSource {
                 now.size());
         subscribedMasters = now;
         synchronized (this) {
-            for (KeyspaceSubscription s : subscriptions) {
-                if (!s.heard().isEmpty()) {
-                    redis.subscribe(s.channels(s.heard()));
-                }
-            }
+            subscriptions.forEach(s -> s.subscribeAgain(redis));
         }
     }
 
@@ -255,7 +246,7 @@ public final class KeyspaceWakeSource {
     /**
      * Subscribes the keyspace channels of the shards {@code wakeups} pops now and unsubscribes the others (its share
      * in the fleet's division changed, or its shard count). Called after every seat renewal and every flag check; a
-     * channel newly subscribed sweeps its shard once its subscription is confirmed ({@link Listener#subscribed}).
+     * channel newly subscribed sweeps its shard once its subscription is confirmed ({@link Notifications#subscribed}).
      */
     public void follow(ShardWakeups wakeups) {
         for (KeyspaceSubscription s : subscriptions) {
@@ -266,36 +257,9 @@ public final class KeyspaceWakeSource {
     }
 
     private synchronized void heedShare(KeyspaceSubscription s) {
-        if (redis == null || !subscriptions.contains(s)) {
-            return;
-        }
-        int max = KeyspaceSubscription.MAX_SHARDS;
-        BitSet owned = s.wakeups().ownedShards();
-        owned.clear(max, Math.max(max, owned.length()));
-        // a busy shard that is no longer this instance's is no longer polled here either
-        BitSet released = (BitSet) s.busy().clone();
-        released.andNot(owned);
-        for (int shard = released.nextSetBit(0); shard >= 0; shard = released.nextSetBit(shard + 1)) {
-            s.busy().clear(shard);
-            s.wakeups().pollEvery(shard, 0);
-        }
-        BitSet wanted = (BitSet) owned.clone();
-        wanted.andNot(s.busy());
-        BitSet added = (BitSet) wanted.clone();
-        added.andNot(s.heard());
-        BitSet dropped = (BitSet) s.heard().clone();
-        dropped.andNot(wanted);
-        if (!dropped.isEmpty()) {
-            redis.unsubscribe(s.channels(dropped));
-            s.heard().andNot(dropped);
-        }
-        if (!added.isEmpty()) {
-            redis.subscribe(s.channels(added));
-            s.heard().or(added);
-            // heard again (its subscription is confirmed): popped as its pops report, and swept once (subscribed)
-            for (int shard = added.nextSetBit(0); shard >= 0; shard = added.nextSetBit(shard + 1)) {
-                s.wakeups().pollEvery(shard, 0);
-            }
+        KeyspaceConnection connection = redis;
+        if (connection != null && subscriptions.contains(s)) {
+            s.follow(connection);
         }
     }
 
@@ -306,16 +270,6 @@ public final class KeyspaceWakeSource {
         }
     }
 
-    /** The shards of {@code wakeups} polled instead of heard because they are busy (tests). */
-    synchronized BitSet busy(ShardWakeups wakeups) {
-        for (KeyspaceSubscription s : subscriptions) {
-            if (s.wakeups() == wakeups) {
-                return (BitSet) s.busy().clone();
-            }
-        }
-        return new BitSet();
-    }
-
     /** Stops hearing the shard keys of the business behind {@code wakeups}. */
     public synchronized void unsubscribe(ShardWakeups wakeups) {
         if (redis == null) {
@@ -324,21 +278,9 @@ public final class KeyspaceWakeSource {
         for (KeyspaceSubscription s : subscriptions) {
             if (s.wakeups() == wakeups) {
                 subscriptions.remove(s);
-                if (!s.heard().isEmpty()) {
-                    redis.unsubscribe(s.channels(s.heard()));
-                }
+                s.unsubscribeAll(redis);
             }
         }
-    }
-
-    /** The keyspace channels {@code wakeups} hears now (tests). */
-    synchronized BitSet heard(ShardWakeups wakeups) {
-        for (KeyspaceSubscription s : subscriptions) {
-            if (s.wakeups() == wakeups) {
-                return (BitSet) s.heard().clone();
-            }
-        }
-        return new BitSet();
     }
 
     public void close() {
@@ -350,40 +292,6 @@ public final class KeyspaceWakeSource {
         }
         if (redis != null) {
             redis.close();
-        }
-    }
-
-    private final class Listener extends RedisPubSubAdapter<byte[], byte[]> {
-
-        @Override
-        public void message(byte[] channel, byte[] event) {
-            boolean write = Arrays.equals(ZADD, event) || Arrays.equals(ZINCR, event);
-            for (KeyspaceSubscription s : subscriptions) {
-                int shard = s.shardOf(channel);
-                if (shard >= 0) {
-                    // every notification counts towards busy (each costs a wake-up); only writes are peeked
-                    s.notified().incrementAndGet(shard);
-                    if (write) {
-                        s.peeks().notified(shard);
-                    }
-                    return;
-                }
-            }
-        }
-
-        /**
-         * After every (re)subscription of a shard's channel (a shard newly this instance's, a reconnect, a new
-         * cluster master) the workers pop that shard: notifications may have been lost meanwhile.
-         */
-        @Override
-        public void subscribed(byte[] channel, long count) {
-            for (KeyspaceSubscription s : subscriptions) {
-                int shard = s.shardOf(channel);
-                if (shard >= 0) {
-                    s.wakeups().announce(shard, nowMs.getAsLong());
-                    return;
-                }
-            }
         }
     }
 }
