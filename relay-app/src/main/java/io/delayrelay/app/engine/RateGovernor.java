@@ -13,18 +13,9 @@ import org.springframework.data.redis.core.script.RedisScript;
 import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
- * A business's fleet-wide rate cap ({@code max-rate}) as this instance's workers see it. Before a pop a worker takes
- * an allowance from the business's token bucket in Redis ({@code K:rate}, charged by rate.lua on Redis time, shared
- * by every instance) and pops at most that many entries; what the pop did not use goes back into the bucket. The
- * bucket refills at max-rate per second and holds at most a tenth of a second's worth (the burst). A worker takes a
- * chunk, a fiftieth of a second's worth (at most a batch), and nothing while less than that is there: a capped
- * business pops batches of a useful size, not one entry per token, and no bigger, so that its shards drain at the
- * same pace and the earliest due across them go first.
- * <p>
- * When the bucket has no chunk left the workers of this instance wait, without asking Redis, until the bucket says
- * one will be there (a local gate on the monotonic clock): capped workers sleep, they do not spin. A business without
- * a cap never calls Redis here. The cap is read from the spec at every call, so a reloaded max-rate applies to the
- * next pop; the gate of an earlier rate is ignored.
+ * A business's fleet-wide rate cap ({@code max-rate}) as this instance's workers see it. The cap is a token bucket in
+ * Redis ({@code K:rate}, charged by rate.lua on Redis time), shared by every instance: before a pop a worker takes an
+ * allowance, and gives back what the pop did not use. A business without a cap never calls Redis here.
  */
 class RateGovernor {
 
@@ -79,6 +70,11 @@ class RateGovernor {
     /**
      * The most entries the next pop may take: {@code want} without a cap; else what the bucket grants, at most a
      * chunk (0: nothing now, the gate is closed until a chunk is there).
+     * <p>
+     * The bucket refills at max-rate per second and holds a tenth of a second's worth ({@link #burst}). A worker
+     * takes a chunk, a fiftieth of a second's worth ({@link #chunk}), and nothing while less is there: capped pops are
+     * batches of a useful size. While the bucket has no chunk the workers wait on a local gate ({@link #closedForMs}),
+     * without asking Redis. The cap is read from the spec at every call: a reloaded max-rate applies to the next pop.
      */
     int take(BusinessSpec spec, int want) {
         if (!spec.rateCapped()) {
