@@ -12,11 +12,11 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.support.Exceptions;
+import io.delayrelay.app.support.RedisClusters;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
-import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -93,17 +93,12 @@ public class ShardStore {
     /** On the relay's byte template (the {@code relayRedisTemplate} bean the ops, metrics and fleet beans share). */
     public ShardStore(RedisTemplate<byte[], byte[]> redis) {
         this.redis = redis;
-        this.combines = !isCluster(redis.getConnectionFactory());
+        this.combines = !RedisClusters.isCluster(redis.getConnectionFactory());
     }
 
     /** The template this store works on: the engine's other key-family stores share it. */
     RedisTemplate<byte[], byte[]> redis() {
         return redis;
-    }
-
-    /** A Redis Cluster connection factory: keys of different slots may not meet in one script call. */
-    static boolean isCluster(RedisConnectionFactory factory) {
-        return factory instanceof LettuceConnectionFactory lettuce && lettuce.isClusterAware();
     }
 
     /**

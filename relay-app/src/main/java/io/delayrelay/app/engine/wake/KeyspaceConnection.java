@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletionStage;
 
+import io.delayrelay.app.support.RedisClusters;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.pubsub.RedisPubSubListener;
@@ -13,7 +14,7 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
 /**
  * The Redis calls the keyspace wake-up source makes, on a single Redis ({@link StandaloneKeyspace}) or a Redis
  * Cluster ({@link ClusterKeyspace}). The source is written once against this interface, as ShedLock writes its lock
- * once against {@code InternalRedisLockTemplate}; whether Redis is a cluster is asked here and nowhere else.
+ * once against {@code InternalRedisLockTemplate}; {@link #open} picks the variant ({@link RedisClusters}).
  */
 interface KeyspaceConnection extends AutoCloseable {
 
@@ -28,8 +29,8 @@ interface KeyspaceConnection extends AutoCloseable {
      */
     static KeyspaceConnection open(RedisConnectionFactory factory, RedisPubSubListener<byte[], byte[]> listener) {
         LettuceConnectionFactory lettuce = (LettuceConnectionFactory) factory;
-        if (lettuce.getNativeClient() instanceof RedisClusterClient cluster) {
-            return new ClusterKeyspace(cluster, lettuce.getDatabase(), listener);
+        if (RedisClusters.isCluster(factory)) {
+            return new ClusterKeyspace((RedisClusterClient) lettuce.getNativeClient(), lettuce.getDatabase(), listener);
         }
         return new StandaloneKeyspace((RedisClient) lettuce.getNativeClient(), lettuce.getDatabase(), listener);
     }
