@@ -331,8 +331,8 @@ public final class Bench {
                 }
             }
             // The label states the relay's defaults (parseSettings reads threads and batch from it).
-            String defaults =
-                    "defaults: " + BusinessSettings.DEFAULT_THREADS + " threads, batch " + BusinessSettings.DEFAULT_BATCH_SIZE;
+            String defaults = "defaults: " + BusinessSettings.DEFAULT_THREADS + " threads, batch "
+                    + BusinessSettings.DEFAULT_BATCH_SIZE;
             Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 0, cap);
             report.relayDefault(
                     relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 1_000, cap));
