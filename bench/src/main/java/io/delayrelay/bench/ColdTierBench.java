@@ -128,7 +128,8 @@ final class ColdTierBench {
         factory.start();
         ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
         try {
-            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off, docs/cold-tier.md)
+            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off,
+            // docs/design/cold-tier-choice.md)
             ColdStore store = new ColdStore(
                     ByteRedisTemplates.create(factory), Integer.getInteger("bench.cold.slice", ColdStore.SLICE));
             long base = infra.stats().usedMemory();
