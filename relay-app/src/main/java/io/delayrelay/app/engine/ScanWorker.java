@@ -232,14 +232,17 @@ final class ScanWorker implements Runnable {
             popping = shards;
             boolean[] known = new boolean[claimed.size()];
             long[] stamps = new long[claimed.size()];
+            long[] claimedDue = new long[claimed.size()];
             for (int i = 0; i < shards.length; i++) {
                 shards[i] = claimed.get(i).shard();
                 stamps[i] = schedule.stamp(shards[i]);
+                claimedDue[i] = claimed.get(i).dueMs();
                 // its last pop came back full, or a pop or a peek read an entry due by now (not a sweep's mark):
                 // the pop skips the emptiness probe (EXISTS and two ZRANGEs), which would only say what is known
                 known[i] = knownFull.get(shards[i]) || claimed.get(i).dueMs() > NOT_LINGERED;
                 knownFull.clear(shards[i]);
             }
+            Round round = new Round(shards, known, spec.batchSize(), leadMs, stamps, claimedDue);
             if (shards.length == 1) {
                 MDC.put("shard", Integer.toString(shards[0]));
             }
@@ -247,7 +250,7 @@ final class ScanWorker implements Runnable {
             long receivedNanos;
             try {
                 ability.busy(index);
-                results = acks.pop(spec, shards, known, spec.batchSize(), leadMs);
+                results = popRound(spec, round);
                 // (the reply is in hand: DueGate's offset counts from here)
                 receivedNanos = System.nanoTime();
             } catch (RuntimeException e) {
@@ -367,8 +370,8 @@ final class ScanWorker implements Runnable {
     private PopResult pop(BusinessSpec spec, int shard, int limit) {
         long stamp = schedule.stamp(shard);
         ability.busy(index);
-        PopResult popped = acks.pop(spec, new int[] {shard}, new boolean[] {picker.lastKnownDue()}, limit)
-                .get(0);
+        PopResult popped =
+                popRound(spec, Round.of(shard, picker.lastKnownDue(), limit, 0)).get(0);
         if (popped.redisNowMs() > 0) {
             clock.observe(popped.redisNowMs());
         }
@@ -383,6 +386,24 @@ final class ScanWorker implements Runnable {
             schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
         }
         return popped;
+    }
+
+    /**
+     * One pop call, carrying the acks waiting in the {@link AckCarrier}. A carried ack that fails there (a key of the
+     * wrong type) is counted and logged with its shard; when the whole call fails, the acks go alone.
+     */
+    private List<PopResult> popRound(BusinessSpec spec, Round round) {
+        List<ShardStore.Ack> carried = acks.take();
+        ShardStore.Popped popped;
+        try {
+            popped = store.pop(spec, round, carried);
+        } catch (RuntimeException | Error e) {
+            // the pop failed (its shards are handled by the worker); the acks must not wait for another pop
+            acks.ackAlone(spec, carried);
+            throw e;
+        }
+        acks.failedInPop(spec, popped);
+        return popped.results();
     }
 
     /**

@@ -127,7 +127,7 @@ class ExpiredLeaseTakeBackTest {
         BusinessSpec shortLease = settings.lease(Duration.ofMillis(50)).build();
         settings.lease(lease);
         f.zadd(shortLease, 0, MEMBER, f.kit.redisNowMs() - 1_000);
-        PopResult lost = killedHolder.pop(shortLease, 0);
+        PopResult lost = killedHolder.pop(shortLease, Round.of(0), List.of()).single();
         assertThat(lost.entries()).hasSize(1);
         return lost;
     }

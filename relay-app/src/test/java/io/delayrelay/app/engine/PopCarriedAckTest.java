@@ -37,16 +37,16 @@ class PopCarriedAckTest {
         fx.zadd(spec, 0, "a", now - 20);
         fx.zadd(spec, 0, "b", now - 10);
         fx.zadd(spec, 1, "c", now - 10);
-        List<PopResult> first = fx.store.popMany(spec, new int[] {0, 1}, new boolean[] {false, false});
+        List<PopResult> first = fx.store
+                .pop(spec, Round.of(new int[] {0, 1}, new boolean[] {false, false}, 0), List.of())
+                .results();
         // "a" scheduled again while its delivery is in flight: held back until that delivery settles
         fx.zadd(spec, 0, "a", now - 5);
         fx.zadd(spec, 1, "d", now - 5);
 
-        ShardStore.CarriedPop popped = fx.store.popCarrying(
+        ShardStore.Popped popped = fx.store.pop(
                 spec,
-                new int[] {0, 1},
-                new boolean[] {true, true},
-                spec.batchSize(),
+                Round.of(new int[] {0, 1}, new boolean[] {true, true}, 0),
                 List.of(
                         new ShardStore.Ack(0, first.get(0).token(), List.of(bytes("a"), bytes("b")), false),
                         new ShardStore.Ack(1, "another token", List.of(bytes("c")), false)));
@@ -71,16 +71,14 @@ class PopCarriedAckTest {
         long now = fx.kit.redisNowMs();
         scheduleById(spec, "id-1", "body-1", now - 10);
         scheduleById(spec, "id-2", "body-2", now - 10);
-        PopResult leased = fx.store.pop(spec, 0);
+        PopResult leased = fx.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(leased.entries()).hasSize(2);
         // id-2 is scheduled again while in flight: its payload must stay
         scheduleById(spec, "id-2", "body-2 again", now + 60_000);
 
-        ShardStore.CarriedPop popped = fx.store.popCarrying(
+        ShardStore.Popped popped = fx.store.pop(
                 spec,
-                new int[] {0},
-                new boolean[] {false},
-                spec.batchSize(),
+                Round.of(0),
                 List.of(new ShardStore.Ack(0, leased.token(), List.of(bytes("id-1"), bytes("id-2")), true)));
 
         assertThat(popped.settled()).isEqualTo(2);
@@ -98,8 +96,8 @@ class PopCarriedAckTest {
         long now = fx.kit.redisNowMs();
         fx.zadd(spec, 0, "a", now - 10);
         fx.zadd(spec, 1, "b", now - 10);
-        PopResult a = fx.store.pop(spec, 0);
-        PopResult b = fx.store.pop(spec, 1);
+        PopResult a = fx.store.pop(spec, Round.of(0), List.of()).single();
+        PopResult b = fx.store.pop(spec, Round.of(1), List.of()).single();
         try (RedisConnection c = fx.kit.redis()) {
             byte[] attempts = bytes(spec.keys().attempts(1));
             c.keyCommands().del(attempts);
@@ -107,11 +105,9 @@ class PopCarriedAckTest {
         }
         fx.zadd(spec, 0, "c", now - 5);
 
-        ShardStore.CarriedPop popped = fx.store.popCarrying(
+        ShardStore.Popped popped = fx.store.pop(
                 spec,
-                new int[] {0},
-                new boolean[] {true},
-                spec.batchSize(),
+                Round.of(0, true, Integer.MAX_VALUE, 0),
                 List.of(
                         new ShardStore.Ack(1, b.token(), List.of(bytes("b")), false),
                         new ShardStore.Ack(0, a.token(), List.of(bytes("a")), false)));
@@ -130,11 +126,13 @@ class PopCarriedAckTest {
         long now = fx.kit.redisNowMs();
         fx.zadd(spec, 0, "a", now - 10);
         fx.zadd(spec, 1, "b", now - 10);
-        PopResult a = carrier.pop(spec, new int[] {0}, new boolean[] {true}, 10).get(0);
+        PopResult a =
+                fx.store.pop(spec, Round.of(0, true, 10, 0), carrier.take()).single();
         carrier.carry(spec, List.of(new ShardStore.Ack(0, a.token(), List.of(bytes("a")), false)));
         assertThat(carrier.waiting()).isEqualTo(1);
 
-        PopResult b = carrier.pop(spec, new int[] {1}, new boolean[] {true}, 10).get(0);
+        PopResult b =
+                fx.store.pop(spec, Round.of(1, true, 10, 0), carrier.take()).single();
         assertThat(fx.store.carryingPops.get())
                 .as("the pop of shard 1 carried shard 0's ack")
                 .isEqualTo(1);
