@@ -23,6 +23,12 @@ record Round(int[] shards, boolean[] knownDue, int limit, long leadMs, long[] st
         return new Round(new int[] {shard}, new boolean[] {knownDue}, limit, leadMs, new long[1], new long[1]);
     }
 
+    /** A round of one shard claimed at {@code claimedDueMs}, its schedule stamped {@code stamp}. */
+    static Round one(int shard, boolean knownDue, int limit, long stamp, long claimedDueMs) {
+        return new Round(
+                new int[] {shard}, new boolean[] {knownDue}, limit, 0, new long[] {stamp}, new long[] {claimedDueMs});
+    }
+
     /** A round of several shards with the whole batch, as a test pops them. */
     static Round of(int[] shards, boolean[] knownDue, long leadMs) {
         return new Round(shards, knownDue, Integer.MAX_VALUE, leadMs, new long[shards.length], new long[shards.length]);

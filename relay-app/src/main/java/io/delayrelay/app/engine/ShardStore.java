@@ -124,9 +124,11 @@ public class ShardStore {
     /**
      * What a pop answered: one result per shard of the round, in order; how many carried members it settled; and the
      * carried acks it could not settle (a key of the wrong type), each with Redis's error. The caller acks those
-     * alone, to count and log the failure with its shard.
+     * alone, to count and log the failure with its shard. {@code receivedNanos}: {@link System#nanoTime()} when the
+     * reply was in hand (a pop-ahead's {@link DueGate} counts from there).
      */
-    public record Popped(List<PopResult> results, long settled, List<Ack> failed, List<String> errors) {
+    public record Popped(
+            List<PopResult> results, long settled, List<Ack> failed, List<String> errors, long receivedNanos) {
 
         /** The result of a round of one shard. */
         public PopResult single() {
@@ -179,11 +181,11 @@ public class ShardStore {
             }
             throw e;
         }
-        return parsePopped(reply, token, carried);
+        return parsePopped(reply, token, carried, System.nanoTime());
     }
 
     /** pop.lua's reply: {settled, {section, error, ...}, shards, reply of shard 1, reply of shard 2, ...}. */
-    private static Popped parsePopped(List<?> reply, String token, List<Ack> carried) {
+    private static Popped parsePopped(List<?> reply, String token, List<Ack> carried, long receivedNanos) {
         List<?> errors = (List<?>) reply.get(1);
         List<Ack> failed = new ArrayList<>(errors.size() / 2);
         List<String> messages = new ArrayList<>(errors.size() / 2);
@@ -197,7 +199,7 @@ public class ShardStore {
         for (int g = 0; g < shards; g++) {
             at = parsePop(reply, at, token, results);
         }
-        return new Popped(results, asLong(reply.get(0)), failed, messages);
+        return new Popped(results, asLong(reply.get(0)), failed, messages, receivedNanos);
     }
 
     /** ack.lua's (and pop.lua's carried) ack sections: lease token, payload flag, member count, members. */
