@@ -56,8 +56,8 @@
 --   of the wrong type in one shard fails the call before anything moved (the caller then pops the shards one by one
 --   to find it). TIME is read once per call, when the first shard that is not empty is reached, and not at all when
 --   every shard is empty.
--- Carried acks. Every section is settled exactly as ack.lua settles it (lease token checked, payload invariant kept)
---   before the first shard is read, so a member settled here and scheduled again can be popped by this call. A
+-- Carried acks. Every section is settled by ack.lua's settle (lib/settle.lua, included by both: lease token checked,
+--   payload invariant kept) before the first shard is read, so a member settled here and scheduled again can be popped by this call. A
 --   section that fails (a key of the wrong type) fails only itself: its error is reported, the other sections and
 --   the pop go on (its members are settled, or not, as ack.lua would leave them; settling again changes nothing).
 -- Pop-ahead. With L > 0 the schedules of K:i due by now + L (the horizon; now is this call's Redis TIME) are taken
@@ -66,6 +66,8 @@
 --   at once when taken, so it is never taken before its retry time), and the late policy compares with now as before
 --   (an entry taken ahead is not late). The lease deadline stays now + ARGV[2]: the caller keeps L well below the
 --   lease.
+-- include: lib/settle.lua
+
 local lead = math.max(0, tonumber(ARGV[9]) or 0)
 local sections = tonumber(ARGV[10]) or 0
 local ackKeys = sections * 5
@@ -74,46 +76,6 @@ local flags = ARGV[6]
 local function key(g, i)
   return KEYS[ackKeys + (g - 1) * 6 + i]
 end
--- payload hashes known not to exist (read by a carried ack; nothing writes one later in this call)
-local noPayloads = {}
-
--- One carried ack section, as ack.lua's settle (kept the same: PopCarriedAckTest compares them)
-local function settle(s, token, anyPayload, members)
-  local function akey(i)
-    return KEYS[(s - 1) * 5 + i]
-  end
-  if #members == 0 then return 0 end
-  local records = redis.call('HMGET', akey(4), unpack(members))
-  local payloads = anyPayload ~= '0' or (not noPayloads[akey(2)] and redis.call('EXISTS', akey(2)) == 1)
-  if not payloads then noPayloads[akey(2)] = true end
-  local again, dead = {}, {}
-  if payloads then
-    again = redis.call('ZMSCORE', akey(1), unpack(members))
-    dead = redis.call('ZMSCORE', akey(5), unpack(members))
-  end
-  local owned, drop = {}, {}
-  for i, m in ipairs(members) do
-    local r = records[i]
-    if r and string.match(r, '^%d+:[^:]*:(.*)$') == token then
-      owned[#owned + 1] = m
-      if payloads and not again[i] and not dead[i] then
-        drop[#drop + 1] = m
-      end
-    end
-  end
-  if #owned > 0 then
-    redis.call('ZREM', akey(3), unpack(owned))
-    redis.call('HDEL', akey(4), unpack(owned))
-  end
-  if #drop > 0 then
-    local deleted = redis.pcall('HDEL', akey(2), unpack(drop))
-    if type(deleted) == 'table' and deleted.err then
-      error({err = 'WRONGTYPE ' .. akey(2) .. ' is not a hash (' .. deleted.err .. '); ' .. #owned
-          .. ' confirmed member(s) were settled, their payloads could not be deleted'})
-    end
-  end
-  return #owned
-end
 local settled, ackErrors = 0, {}
 local at = 11
 for s = 1, sections do
@@ -121,8 +83,9 @@ for s = 1, sections do
   local members = {}
   for i = 1, n do members[i] = ARGV[at + 2 + i] end
   at = at + 3 + n
+  -- a section that fails (an error reply, or a key of the wrong type met by a read) fails only itself
   local ok, result = pcall(settle, s, token, anyPayload, members)
-  if ok then
+  if ok and type(result) ~= 'table' then
     settled = settled + result
   else
     ackErrors[#ackErrors + 1] = s

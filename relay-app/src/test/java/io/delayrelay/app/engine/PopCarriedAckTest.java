@@ -3,7 +3,9 @@ package io.delayrelay.app.engine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.regex.Pattern;
 
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.junit.jupiter.api.AfterEach;
@@ -16,10 +18,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Acks carried by the next pop (pop.lua's carried ack sections, {@link AckCarrier}) against the real Redis: settled
- * exactly as ack.lua settles them (lease token checked, payload invariant kept) before the pop reads anything, a
- * section whose keys hold the wrong type fails alone, and a relay's acks ride on its pops, or go alone within the
- * linger when no pop comes.
+ * Acks carried by the next pop (pop.lua's carried ack sections, {@link AckCarrier}) against the real Redis. They are
+ * settled by ack.lua's own settle (lib/settle.lua, included by both scripts): lease token checked, payload invariant
+ * kept, before the pop reads anything. A section whose keys hold the wrong type fails alone. A relay's acks ride on
+ * its pops, or go alone within the linger when no pop comes.
  */
 class PopCarriedAckTest {
 
@@ -172,6 +174,21 @@ class PopCarriedAckTest {
         // the last round's acks have no pop to ride on: alone, within twice the linger (margin for a loaded box)
         await().atMost(Duration.ofSeconds(2)).until(() -> fx.inflight(spec) == 0);
         assertThat(publisher.published).as("nothing redelivered").hasSize(entries);
+    }
+
+    @Test
+    void ackLuaAndPopLuaBothRunTheOneSettleFragmentOnce() {
+        String fragment = LuaScripts.text("io/delayrelay/app/lua/lib/settle.lua");
+        assertThat(fragment).contains("local function settle(");
+        for (String script : List.of("ack", "pop")) {
+            String text = LuaScripts.text("io/delayrelay/app/lua/" + script + ".lua");
+            assertThat(text.split(Pattern.quote(fragment), -1))
+                    .as("%s.lua includes lib/settle.lua once", script)
+                    .hasSize(2);
+            assertThat(text.split(Pattern.quote("local function settle("), -1))
+                    .as("%s.lua has no settle of its own", script)
+                    .hasSize(2);
+        }
     }
 
     private void scheduleById(BusinessSpec spec, String id, String payload, long dueMs) {
