@@ -56,10 +56,11 @@
 --   of the wrong type in one shard fails the call before anything moved (the caller then pops the shards one by one
 --   to find it). TIME is read once per call, when the first shard that is not empty is reached, and not at all when
 --   every shard is empty.
--- Carried acks. Every section is settled by ack.lua's settle (lib/settle.lua, included by both: lease token checked,
---   payload invariant kept) before the first shard is read, so a member settled here and scheduled again can be popped by this call. A
---   section that fails (a key of the wrong type) fails only itself: its error is reported, the other sections and
---   the pop go on (its members are settled, or not, as ack.lua would leave them; settling again changes nothing).
+-- Carried acks. Every section is settled by ack.lua's settle (lib/settle.lua, included by both: lease token
+--   checked, payload invariant kept) before the first shard is read, so a member settled here and scheduled again
+--   can be popped by this call. A section that fails (a key of the wrong type) fails only itself: its error is
+--   reported, the other sections and the pop go on (its members are settled, or not, as ack.lua would leave them;
+--   settling again changes nothing).
 -- Pop-ahead. With L > 0 the schedules of K:i due by now + L (the horizon; now is this call's Redis TIME) are taken
 --   too, not only those due by now: the caller publishes each one when its due time comes (waiting on its own clock,
 --   never before it). Due retries and expired leases in inflight are looked at up to now only (a retry is published
