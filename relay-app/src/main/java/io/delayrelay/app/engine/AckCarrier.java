@@ -180,7 +180,7 @@ final class AckCarrier {
         try {
             if (acks.size() > 1 && store.combinesShards()) {
                 try {
-                    store.ackMany(spec, acks);
+                    store.ack(spec, acks);
                     return;
                 } catch (RuntimeException e) {
                     log.debug(
@@ -192,7 +192,7 @@ final class AckCarrier {
             }
             for (ShardStore.Ack a : acks) {
                 try {
-                    store.ack(spec, a.shard(), a.token(), a.members(), a.anyPayload());
+                    store.ack(spec, List.of(a));
                 } catch (RuntimeException e) {
                     failedAck(spec, a, e);
                 }

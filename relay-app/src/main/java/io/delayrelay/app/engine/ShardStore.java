@@ -143,7 +143,7 @@ public class ShardStore {
      * {@link PopResult#SKIPPED} (it is still due). With a lead the schedules due within it are taken too: the caller
      * publishes each at its due time, never before.
      * <p>
-     * {@code carried} acks of earlier rounds are settled first, exactly as {@link #ackMany} would. Several shards or
+     * {@code carried} acks of earlier rounds are settled first, exactly as {@link #ack} would. Several shards or
      * carried acks need a standalone Redis ({@link #combinesShards()}). A call that fails may have settled some of
      * the acks: the caller acks them alone (settling twice changes nothing).
      */
@@ -270,49 +270,32 @@ public class ShardStore {
         return new RateCharge((int) asLong(reply.get(0)), asLong(reply.get(1)), asLong(reply.get(2)));
     }
 
-    /**
-     * Forgets confirmed members leased under {@code token}. A member whose lease was taken back (expired) or leased
-     * again since is left alone. Returns how many were settled.
-     */
-    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members) {
-        return ack(spec, shard, token, members, true);
-    }
-
-    /**
-     * Like {@link #ack(BusinessSpec, int, String, List)}; {@code anyPayload} false says none of the members had a
-     * payload when popped, so the script skips the payload bookkeeping when the shard's payload hash does not exist.
-     */
-    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members, boolean anyPayload) {
-        if (members.isEmpty()) {
-            return 0;
-        }
-        Object[] args = new Object[2 + members.size()];
-        args[0] = bytes(token);
-        args[1] = anyPayload ? YES : NO;
-        for (int i = 0; i < members.size(); i++) {
-            args[2 + i] = members.get(i);
-        }
-        Long acked = redis.execute(ACK, spec.keys().shardKeyBytes(shard, ACK_KEYS), args);
-        return acked == null ? 0 : acked;
-    }
-
-    /** Confirmed members of one shard leased under {@code token}, to settle ({@link #ackMany}). */
+    /** Confirmed members of one shard leased under {@code token}, to settle ({@link #ack}). */
     public record Ack(int shard, String token, List<byte[]> members, boolean anyPayload) {}
 
     /**
-     * Settles the acks of several shards in one call of ack.lua (see its header), each only its members still leased
-     * under its token; standalone Redis only ({@link #combinesShards()}). A call that fails (a shard's keys hold the
-     * wrong type) may have settled the shards before the bad one: the caller acks them one by one, which settles
-     * the rest and changes nothing for those already settled. Returns how many were settled.
+     * Settles the acks in one call of ack.lua (see its header): forgets each confirmed member still leased under its
+     * ack's token; one whose lease was taken back (expired) or leased again since is left alone. {@code anyPayload}
+     * false says none of an ack's members had a payload when popped (the script may skip the payload bookkeeping).
+     * Acks of several shards need a standalone Redis ({@link #combinesShards()}). A call that fails (a shard's keys
+     * hold the wrong type) may have settled the shards before the bad one: the caller acks them one by one, which
+     * settles the rest and changes nothing for those already settled. Returns how many were settled.
      */
-    public long ackMany(BusinessSpec spec, List<Ack> acks) {
+    public long ack(BusinessSpec spec, List<Ack> acks) {
+        DelayQueueKeys keys = spec.keys();
+        List<Object> args = new ArrayList<>();
         if (acks.size() == 1) {
             Ack only = acks.get(0);
-            return ack(spec, only.shard(), only.token(), only.members(), only.anyPayload());
+            if (only.members().isEmpty()) {
+                return 0;
+            }
+            args.add(bytes(only.token()));
+            args.add(only.anyPayload() ? YES : NO);
+            args.addAll(only.members());
+            Long acked = redis.execute(ACK, keys.shardKeyBytes(only.shard(), ACK_KEYS), args.toArray());
+            return acked == null ? 0 : acked;
         }
-        DelayQueueKeys keys = spec.keys();
         List<byte[]> keyList = new ArrayList<>(acks.size() * ACK_KEYS.length);
-        List<Object> args = new ArrayList<>();
         for (Ack a : acks) {
             keyList.addAll(keys.shardKeyBytes(a.shard(), ACK_KEYS));
         }

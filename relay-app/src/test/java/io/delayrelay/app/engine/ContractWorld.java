@@ -509,7 +509,7 @@ final class ContractWorld {
     }
 
     /**
-     * Acks of several leases in one ack.lua call ({@link ShardStore#ackMany}), as the settler acks the confirmed
+     * Acks of several leases in one ack.lua call ({@link ShardStore#ack}), as the settler acks the confirmed
      * entries of a pop of several shards: each settles only its members still leased under its token.
      */
     void ackMany(List<Integer> picks, int mask) {
@@ -532,7 +532,7 @@ final class ContractWorld {
         if (acks.size() > 1) {
             covered("acks of several leases in one call");
         }
-        long settled = shared.stores()[instance].ackMany(relays[instance].spec(), acks);
+        long settled = shared.stores()[instance].ack(relays[instance].spec(), acks);
         same("acks of " + acks.size() + " leases in one call", expected, settled);
     }
 
@@ -588,7 +588,8 @@ final class ContractWorld {
             covered("acks of leases taken back or settled already");
         }
         long settled = shared.stores()[lease.instance()].ack(
-                spec(lease), lease.shard(), lease.token(), bytes(members), lease.anyPayload());
+                spec(lease),
+                List.of(new ShardStore.Ack(lease.shard(), lease.token(), bytes(members), lease.anyPayload())));
         same("ack of " + members + " under " + lease.token(), expected, settled);
     }
 

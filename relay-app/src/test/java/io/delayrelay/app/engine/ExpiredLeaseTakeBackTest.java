@@ -59,7 +59,7 @@ class ExpiredLeaseTakeBackTest {
                 .isEqualTo(DueBatch.messageId(spec.name(), bytes(MEMBER), originalDue));
         assertThat(events.expired.get()).as("counted once").isEqualTo(1);
         await().atMost(Duration.ofSeconds(5)).until(() -> f.inflight(spec) == 0);
-        assertThat(killedHolder.ack(spec, 0, lost.token(), List.of(bytes(MEMBER))))
+        assertThat(killedHolder.ack(spec, List.of(new ShardStore.Ack(0, lost.token(), List.of(bytes(MEMBER)), true))))
                 .as("the dead holder's late ack owns nothing")
                 .isZero();
         assertThat(events.dead).isEmpty();

@@ -62,7 +62,8 @@ class LeaseOwnershipTest {
                 .as("a member in flight is not leased a second time")
                 .isEmpty();
 
-        assertThat(store.ack(spec, shard, first.token(), members())).isEqualTo(1);
+        assertThat(store.ack(spec, List.of(new ShardStore.Ack(shard, first.token(), members(), true))))
+                .isEqualTo(1);
         assertThat(score(keys.shard(shard)))
                 .as("the new schedule is still in its shard")
                 .isNotNull();
@@ -84,13 +85,14 @@ class LeaseOwnershipTest {
     void staleAckOrRequeueOfAnEarlierLeaseDoesNotTouchTheCurrentLease() {
         scheduleNow("v1");
         PopResult first = store.pop(spec, Round.of(shard), List.of()).single();
-        store.ack(spec, shard, first.token(), members());
+        store.ack(spec, List.of(new ShardStore.Ack(shard, first.token(), members(), true)));
         scheduleNow("v2");
         PopResult second = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(second.entries()).hasSize(1);
 
         // the first batch's settle arrives again (e.g. a retried settle): it owns nothing any more
-        assertThat(store.ack(spec, shard, first.token(), members())).isZero();
+        assertThat(store.ack(spec, List.of(new ShardStore.Ack(shard, first.token(), members(), true))))
+                .isZero();
         assertThat(store.requeue(spec, shard, first.token(), members(), 1, "stale")
                         .dead())
                 .isEmpty();
@@ -99,7 +101,8 @@ class LeaseOwnershipTest {
                 .isNotNull();
         assertThat(payload()).isEqualTo("v2");
 
-        assertThat(store.ack(spec, shard, second.token(), members())).isEqualTo(1);
+        assertThat(store.ack(spec, List.of(new ShardStore.Ack(shard, second.token(), members(), true))))
+                .isEqualTo(1);
         assertThat(kit.keysOf(business))
                 .as("everything settled, nothing left behind")
                 .noneMatch(k -> k.endsWith(":payloads") || k.endsWith(":inflight") || k.endsWith(":attempts"));
@@ -129,7 +132,7 @@ class LeaseOwnershipTest {
                 .as("same original due time, same message id")
                 .isEqualTo(originalDue);
         assertThat(retried.entries().get(0).attempts()).isEqualTo(1);
-        store.ack(spec, shard, retried.token(), members());
+        store.ack(spec, List.of(new ShardStore.Ack(shard, retried.token(), members(), true)));
         assertThat(score(keys.shard(shard))).as("still scheduled for later").isEqualTo((double) later);
         assertThat(payload()).isEqualTo("v2");
     }
@@ -147,7 +150,7 @@ class LeaseOwnershipTest {
         await().atMost(Duration.ofSeconds(2))
                 .until(() -> store.requeueExpired(shortLease, shard, 10).requeued() == 1);
 
-        assertThat(store.ack(shortLease, shard, first.token(), members()))
+        assertThat(store.ack(shortLease, List.of(new ShardStore.Ack(shard, first.token(), members(), true))))
                 .as("the late ack owns nothing")
                 .isZero();
 
@@ -172,7 +175,7 @@ class LeaseOwnershipTest {
 
         scheduleNow("v2");
         PopResult second = store.pop(spec, Round.of(shard), List.of()).single();
-        store.ack(spec, shard, second.token(), members());
+        store.ack(spec, List.of(new ShardStore.Ack(shard, second.token(), members(), true)));
         assertThat(payload()).as("the dead letter still needs its payload").isEqualTo("v2");
 
         DeadLetters deadLetters = new DeadLetters(ByteRedisTemplates.create(kit.redisFactory()));
@@ -182,7 +185,7 @@ class LeaseOwnershipTest {
         assertThat(text(replayed.entries().get(0).payload()))
                 .as("replayed with its payload, not the bare id")
                 .isEqualTo("v2");
-        store.ack(spec, shard, replayed.token(), members());
+        store.ack(spec, List.of(new ShardStore.Ack(shard, replayed.token(), members(), true)));
         assertThat(payload()).as("settled and in no key any more: payload gone").isNull();
     }
 

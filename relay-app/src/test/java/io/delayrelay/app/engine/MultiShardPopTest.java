@@ -73,7 +73,7 @@ class MultiShardPopTest {
         }
 
         // one ack call settles the shards' entries, each under its token
-        long acked = fx.store.ackMany(
+        long acked = fx.store.ack(
                 spec,
                 List.of(
                         new ShardStore.Ack(0, results.get(0).token(), List.of(bytes("a0"), bytes("b0")), false),

@@ -55,10 +55,12 @@ class PopAndAckScriptTest {
 
         f.store.ack(
                 spec,
-                0,
-                full.token(),
-                full.entries().stream().map(PopResult.Entry::member).toList());
-        f.store.ack(spec, 0, rest.token(), List.of(bytes("entry-2")));
+                List.of(new ShardStore.Ack(
+                        0,
+                        full.token(),
+                        full.entries().stream().map(PopResult.Entry::member).toList(),
+                        true)));
+        f.store.ack(spec, List.of(new ShardStore.Ack(0, rest.token(), List.of(bytes("entry-2")), true)));
         PopResult empty = f.store
                 .pop(spec, Round.of(0, true, Integer.MAX_VALUE, 0), List.of())
                 .single();
@@ -111,7 +113,7 @@ class PopAndAckScriptTest {
         f.zadd(spec, 0, "bare", f.kit.redisNowMs() - 1_000);
         PopResult first = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(first.entries().get(0).payload()).isNull();
-        assertThat(f.store.ack(spec, 0, first.token(), List.of(bytes("bare")), false))
+        assertThat(f.store.ack(spec, List.of(new ShardStore.Ack(0, first.token(), List.of(bytes("bare")), false))))
                 .as("no payload hash: settled without the payload bookkeeping")
                 .isEqualTo(1);
         assertThat(f.inflight(spec)).isZero();
@@ -119,7 +121,7 @@ class PopAndAckScriptTest {
         f.zadd(spec, 0, "bare", f.kit.redisNowMs() - 1_000);
         PopResult second = f.store.pop(spec, Round.of(0), List.of()).single();
         scheduleById(spec, "bare", "scheduled again by id while in flight");
-        f.store.ack(spec, 0, second.token(), List.of(bytes("bare")), false);
+        f.store.ack(spec, List.of(new ShardStore.Ack(0, second.token(), List.of(bytes("bare")), false)));
         assertThat(payload(spec, "bare"))
                 .as("the new schedule's payload is kept")
                 .isEqualTo("scheduled again by id while in flight");
@@ -129,7 +131,7 @@ class PopAndAckScriptTest {
             c.zSetCommands().zAdd(bytes(spec.keys().shard(0)), f.kit.redisNowMs() + 60_000, bytes("bare"));
             c.zSetCommands().zRem(bytes(spec.keys().shard(0)), bytes("bare")); // scheduled and cancelled in flight
         }
-        f.store.ack(spec, 0, third.token(), List.of(bytes("bare")), false);
+        f.store.ack(spec, List.of(new ShardStore.Ack(0, third.token(), List.of(bytes("bare")), false)));
         assertThat(payload(spec, "bare"))
                 .as("in no key any more: its payload is not left behind")
                 .isNull();
@@ -143,7 +145,8 @@ class PopAndAckScriptTest {
         assertThat(popped.entries()).hasSize(1);
         breakPayloads(spec);
 
-        assertThatThrownBy(() -> f.store.ack(spec, 0, popped.token(), List.of(bytes("id-1"))))
+        assertThatThrownBy(() ->
+                        f.store.ack(spec, List.of(new ShardStore.Ack(0, popped.token(), List.of(bytes("id-1")), true))))
                 .rootCause()
                 .hasMessageContaining("WRONGTYPE")
                 .hasMessageContaining(spec.keys().payloads(0))
@@ -161,7 +164,8 @@ class PopAndAckScriptTest {
             c.stringCommands().set(bytes(spec.keys().inflight(0)), bytes("not a zset"));
         }
 
-        assertThatThrownBy(() -> f.store.ack(spec, 0, popped.token(), List.of(bytes("id-1"))))
+        assertThatThrownBy(() ->
+                        f.store.ack(spec, List.of(new ShardStore.Ack(0, popped.token(), List.of(bytes("id-1")), true))))
                 .rootCause()
                 .hasMessageContaining("WRONGTYPE");
         try (RedisConnection c = f.kit.redis()) {
