@@ -77,7 +77,7 @@ public final class BusinessRelay implements ShardWakeups {
         this.seats = new SeatKeeper(division, ability, store, publisher, state, events, this::sweepGained);
         this.workers = new WorkerPool(
                 state,
-                (index, keepRunning) -> new ScanWorker(
+                (index, keepRunning) -> new PopWorker(
                         index,
                         keepRunning,
                         state,

@@ -28,7 +28,7 @@ import static org.awaitility.Awaitility.await;
  * The worker loop's defects of issue 11 (2b, 6, 8, 9) and the loop's shape (issue 15), each reproduced by driving
  * a business's engine pieces directly against the real Redis.
  */
-class ScanWorkerLoopTest {
+class PopWorkerLoopTest {
 
     /** Nothing listens here (this suite's port range): a broker that takes nothing. */
     private static final int NO_BROKER_PORT = 18201;
@@ -274,7 +274,7 @@ class ScanWorkerLoopTest {
         }
 
         long fourthGapMs = TimeUnit.NANOSECONDS.toMillis(attempts.get(4) - attempts.get(3));
-        long expectedMs = ScanWorker.backOffMs(spec, 4);
+        long expectedMs = PopWorker.backOffMs(spec, 4);
         assertThat(expectedMs).isEqualTo(1_600);
         assertThat(fourthGapMs)
                 .as("wait after the 4th failed publish in a row")
