@@ -1,0 +1,115 @@
+package io.delayrelay.app.engine.amqp;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.SequenceInputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.impl.ContentHeaderPropertyWriter;
+
+/**
+ * A whole AMQP message kept as one payload: the exchange and routing key to publish it with, its properties in
+ * AMQP's own wire encoding, and its body. An AMQP intake stores what publishers sent this way, so the consumer gets
+ * every property and header back with its AMQP type.
+ *
+ * <pre>
+ * 0xFF "DRA1" u16 exchange-length exchange u16 routing-key-length routing-key u32 properties-length properties body
+ * </pre>
+ */
+public final class IntakeEnvelope {
+
+    /** The prefix that marks an envelope: 0xFF (never in UTF-8 text), "DRA1". */
+    private static final byte[] MAGIC = {(byte) 0xFF, 'D', 'R', 'A', '1'};
+
+    /** A decoded envelope. */
+    public record Message(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body) {}
+
+    private IntakeEnvelope() {}
+
+    /** Whether the payload is an envelope (starts with its prefix). */
+    public static boolean isEnvelope(byte[] payload) {
+        if (payload == null || payload.length < MAGIC.length) {
+            return false;
+        }
+        for (int i = 0; i < MAGIC.length; i++) {
+            if (payload[i] != MAGIC[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The payload that keeps the message whole. */
+    public static byte[] encode(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + body.length);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.write(MAGIC);
+            shortString(out, exchange);
+            shortString(out, routingKey);
+            ByteArrayOutputStream props = new ByteArrayOutputStream(64);
+            try (DataOutputStream propsOut = new DataOutputStream(props)) {
+                properties.writePropertiesTo(new ContentHeaderPropertyWriter(propsOut));
+            }
+            out.writeInt(props.size());
+            props.writeTo(out);
+            out.write(body);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    /** Decodes an envelope; throws {@link IllegalArgumentException} naming what is wrong when it does not parse. */
+    public static Message decode(byte[] payload) {
+        if (!isEnvelope(payload)) {
+            throw new IllegalArgumentException("not an intake envelope");
+        }
+        try (DataInputStream in =
+                new DataInputStream(new ByteArrayInputStream(payload, MAGIC.length, payload.length))) {
+            String exchange = shortString(in);
+            String routingKey = shortString(in);
+            int propsLength = in.readInt();
+            int propsAt = MAGIC.length + 4 + utf8Length(exchange) + 2 + utf8Length(routingKey) + 2;
+            if (propsLength < 2 || propsAt + propsLength > payload.length) {
+                throw new IllegalArgumentException("properties length " + propsLength);
+            }
+            DataInputStream props = new DataInputStream(new ByteArrayInputStream(payload, propsAt, propsLength));
+            AMQP.BasicProperties properties = readProperties(props);
+            byte[] body = Arrays.copyOfRange(payload, propsAt + propsLength, payload.length);
+            return new Message(exchange, routingKey, properties, body);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("truncated intake envelope (" + e + ")", e);
+        }
+    }
+
+    private static AMQP.BasicProperties readProperties(DataInputStream in) throws IOException {
+        // the properties' constructor reads a content header: weight (2 bytes) and body size (8) come first
+        return new AMQP.BasicProperties(
+                new DataInputStream(new SequenceInputStream(new ByteArrayInputStream(new byte[10]), in)));
+    }
+
+    private static void shortString(DataOutputStream out, String s) throws IOException {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        if (b.length > 0xFFFF) {
+            throw new IllegalArgumentException("name of " + b.length + " bytes");
+        }
+        out.writeShort(b.length);
+        out.write(b);
+    }
+
+    private static String shortString(DataInputStream in) throws IOException {
+        byte[] b = new byte[in.readUnsignedShort()];
+        in.readFully(b);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    private static int utf8Length(String s) {
+        return s.getBytes(StandardCharsets.UTF_8).length;
+    }
+}
