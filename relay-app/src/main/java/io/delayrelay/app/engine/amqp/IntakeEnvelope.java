@@ -88,6 +88,26 @@ public final class IntakeEnvelope {
         }
     }
 
+    /**
+     * What the console shows of an envelope's first bytes (a preview may be cut): where it goes and, when the
+     * properties are whole, the start of its body. Null when not even the names are readable.
+     */
+    public static Head head(byte[] prefix) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(prefix, MAGIC.length, prefix.length))) {
+            String exchange = shortString(in);
+            String routingKey = shortString(in);
+            int propsLength = in.readInt();
+            int bodyAt = MAGIC.length + 4 + utf8Length(exchange) + 2 + utf8Length(routingKey) + 2 + propsLength;
+            byte[] body = bodyAt <= prefix.length ? Arrays.copyOfRange(prefix, bodyAt, prefix.length) : new byte[0];
+            return new Head(exchange, routingKey, body);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** An envelope's destination and the start of its body (empty when the preview ended before it). */
+    public record Head(String exchange, String routingKey, byte[] bodyStart) {}
+
     private static AMQP.BasicProperties readProperties(DataInputStream in) throws IOException {
         // the properties' constructor reads a content header: weight (2 bytes) and body size (8) come first
         return new AMQP.BasicProperties(
