@@ -33,13 +33,13 @@ public final class IntakeMetrics implements IntakeConsumer.Listener {
     }
 
     @Override
-    public void received(String intake, IntakeConsumer.Outcome outcome, String reason) {
+    public void received(String intake, IntakeConsumer.Outcome outcome, int count) {
         Counter.builder(MESSAGES)
                 .description("Messages the AMQP intake took in, by outcome")
                 .tag("intake", intake)
                 .tag("outcome", outcome.name().toLowerCase(java.util.Locale.ROOT))
                 .register(registry)
-                .increment();
+                .increment(count);
     }
 
     @Override

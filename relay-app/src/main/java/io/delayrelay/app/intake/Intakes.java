@@ -34,7 +34,7 @@ public final class Intakes implements SmartLifecycle {
     static final long TEND_MS = 2_000;
 
     /** One intake's consumer and the settings it runs with. */
-    private record Running(IntakeSettings settings, Channel channel) {}
+    private record Running(IntakeSettings settings, Channel channel, IntakeConsumer consumer) {}
 
     private final ConnectionFactory factory;
     private final Supplier<Map<String, IntakeSettings>> configured;
@@ -169,12 +169,14 @@ public final class Intakes implements SmartLifecycle {
             step = "consuming queue '" + queue + "'";
             channel = c.createChannel();
             channel.basicQos(settings.getPrefetch());
-            channel.basicConsume(
-                    queue,
-                    false,
-                    "delay-relay-intake-" + name,
-                    new IntakeConsumer(channel, name, settings, writer, metrics));
-            running.put(name, new Running(settings, channel));
+            IntakeConsumer consumer = new IntakeConsumer(channel, name, settings, writer, metrics);
+            try {
+                channel.basicConsume(queue, false, "delay-relay-intake-" + name, consumer);
+            } catch (IOException | RuntimeException e) {
+                consumer.stop();
+                throw e;
+            }
+            running.put(name, new Running(settings, channel, consumer));
             lastProblem.remove(name);
             metrics.up(name, true);
             log.info(
@@ -212,6 +214,7 @@ public final class Intakes implements SmartLifecycle {
     private void stopOne(String name, Running r) {
         running.remove(name);
         metrics.up(name, false);
+        r.consumer().stop();
         closeQuietly(r.channel());
         log.info("intake={}: stopped consuming", name);
     }

@@ -1,13 +1,12 @@
 package io.delayrelay.app.intake;
 
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.time.Instant;
 import java.util.List;
 import java.util.function.Function;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.ScheduleRequest;
 import io.delayrelay.api.ShardSelector;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.engine.RedisClock;
@@ -49,13 +48,8 @@ final class RedisIntakeWriter implements IntakeConsumer.Writer {
     }
 
     @Override
-    public void scheduleAfter(String business, String id, byte[] payload, long ms) {
-        producer.scheduleByIdAfter(business, id, payload, Duration.ofMillis(ms));
-    }
-
-    @Override
-    public void scheduleAt(String business, String id, byte[] payload, long at) {
-        producer.scheduleById(business, id, payload, Instant.ofEpochMilli(at));
+    public void scheduleAll(String business, List<ScheduleRequest> requests) {
+        producer.scheduleAll(business, requests);
     }
 
     @Override
