@@ -2,6 +2,8 @@ package io.delayrelay.app.intake;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Date;
@@ -22,6 +24,8 @@ import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.support.RelayTestKit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.cloud.endpoint.event.RefreshEvent;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -259,6 +263,108 @@ class AmqpIntakeTest {
         assertThat(got.poll(1_500, TimeUnit.MILLISECONDS))
                 .as("the cancelled one")
                 .isNull();
+    }
+
+    @Test
+    void aBusinessOfItsOwnKeepsItsExchangeWhileItsIntakeMessagesGoToDeliverTo() throws Exception {
+        String name = kit.business("intake-shared");
+        String own = kit.exchange("shared-own");
+        BlockingQueue<RelayTestKit.Received> ownQueue = kit.consume(kit.queue(own, "due"));
+        String deliverTo = "test.intake.out." + name;
+        kit.channel().exchangeDeclare(deliverTo, "topic", false, true, null);
+        BlockingQueue<Got> got = consume(deliverTo, "#");
+        String exchange = "test.intake.in." + name;
+        intakeExchanges.add(exchange);
+        intakeQueues.add("delay-relay.intake." + name + "-in");
+        Map<String, Object> p = RelayTestKit.business(kit.baseProperties(), name, own, "due");
+        p.put("relay.intakes." + name + "-in.exchange", exchange);
+        p.put("relay.intakes." + name + "-in.deliver-to", deliverTo);
+        p.put("relay.intakes." + name + "-in.business", name);
+        kit.startRelay(p);
+        await().atMost(Duration.ofSeconds(10)).until(() -> consuming(exchange, name + "-in"));
+
+        kit.producer().scheduleAfter(name, "from redis", Duration.ofMillis(300));
+        kit.channel()
+                .basicPublish(
+                        exchange,
+                        "intake.key",
+                        new AMQP.BasicProperties.Builder()
+                                .headers(Map.of("x-delay", 300))
+                                .build(),
+                        "from amqp".getBytes(StandardCharsets.UTF_8));
+
+        RelayTestKit.Received fromRedis = ownQueue.poll(5, TimeUnit.SECONDS);
+        assertThat(fromRedis).isNotNull();
+        assertThat(fromRedis.text()).isEqualTo("from redis");
+        Got fromAmqp = got.poll(5, TimeUnit.SECONDS);
+        assertThat(fromAmqp).isNotNull();
+        assertThat(new String(fromAmqp.body(), StandardCharsets.UTF_8)).isEqualTo("from amqp");
+        assertThat(fromAmqp.routingKey()).isEqualTo("intake.key");
+        assertThat(ownQueue.poll(500, TimeUnit.MILLISECONDS))
+                .as("nothing else on the business's exchange")
+                .isNull();
+        assertThat(got.poll(100, TimeUnit.MILLISECONDS))
+                .as("nothing else on deliver-to")
+                .isNull();
+    }
+
+    @Test
+    void aRefreshStartsANewIntakeWithItsBusinessAndStopsARemovedOne() throws Exception {
+        String name = kit.business("intake-reload");
+        String second = name + "-b";
+        String deliverTo = "test.intake.out." + name;
+        kit.channel().exchangeDeclare(deliverTo, "topic", false, true, null);
+        BlockingQueue<Got> got = consume(deliverTo, "#");
+        String first = "test.intake.in." + name;
+        String secondExchange = "test.intake.in." + second;
+        intakeExchanges.addAll(List.of(first, secondExchange));
+        intakeQueues.addAll(List.of("delay-relay.intake." + name, "delay-relay.intake." + second));
+        Path file = Files.createTempFile("intakes", ".yaml");
+        Files.writeString(file, intakeYaml(Map.of(name, first), deliverTo));
+        Map<String, Object> p = kit.baseProperties();
+        p.put("spring.config.import", "optional:file:" + file.toAbsolutePath());
+        ConfigurableApplicationContext context = kit.startRelay(p);
+        await().atMost(Duration.ofSeconds(10)).until(() -> consuming(first, name));
+
+        Files.writeString(file, intakeYaml(Map.of(second, secondExchange), deliverTo));
+        context.publishEvent(new RefreshEvent(context, null, "intakes changed"));
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> consuming(secondExchange, second));
+        await().atMost(Duration.ofSeconds(10)).until(() -> consumers("delay-relay.intake." + name) == 0);
+        kit.channel()
+                .basicPublish(
+                        secondExchange,
+                        "k",
+                        new AMQP.BasicProperties.Builder()
+                                .messageId("after-reload")
+                                .headers(Map.of("x-delay", 200))
+                                .build(),
+                        "b".getBytes(StandardCharsets.UTF_8));
+        Got g = got.poll(10, TimeUnit.SECONDS);
+        assertThat(g).as("delivered by the new intake's business").isNotNull();
+        assertThat(g.properties().getMessageId()).isEqualTo("after-reload");
+        assertThat(g.properties().getHeaders().get(RelayHeaders.BUSINESS)).hasToString(second);
+        Files.delete(file);
+    }
+
+    private static String intakeYaml(Map<String, String> exchangeByIntake, String deliverTo) {
+        StringBuilder yaml = new StringBuilder("relay:\n  intakes:\n");
+        exchangeByIntake.forEach((intake, exchange) -> yaml.append("    ")
+                .append(intake)
+                .append(":\n      exchange: ")
+                .append(exchange)
+                .append("\n      deliver-to: ")
+                .append(deliverTo)
+                .append('\n'));
+        return yaml.toString();
+    }
+
+    private static int consumers(String queue) {
+        try (RelayTestKit probe = new RelayTestKit()) {
+            return probe.channel().queueDeclarePassive(queue).getConsumerCount();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     private String deadReason(DelayQueueKeys keys, String id) {
