@@ -196,7 +196,8 @@ final class IntakeConsumer extends DefaultConsumer {
         Map<String, Object> headers = properties.getHeaders();
         DelayHeaders.Due due = DelayHeaders.of(headers);
         String messageId = properties.getMessageId();
-        String id = messageId == null || messageId.isBlank() ? UUID.randomUUID().toString() : messageId;
+        boolean idIsMessageId = messageId != null && !messageId.isBlank();
+        String id = idIsMessageId ? messageId : UUID.randomUUID().toString();
         AMQP.BasicProperties kept = properties;
         if (headers != null && headers.containsKey(DelayHeaders.DELAY)) {
             Map<String, Object> rest = new HashMap<>(headers);
@@ -207,7 +208,7 @@ final class IntakeConsumer extends DefaultConsumer {
             // RabbitMQ refuses a user-id other than the publishing connection's: the relay publishes as itself
             kept = kept.builder().userId(null).build();
         }
-        byte[] payload = IntakeEnvelope.encode(settings.getDeliverTo(), d.routingKey(), kept, d.body());
+        byte[] payload = IntakeEnvelope.encode(settings.getDeliverTo(), d.routingKey(), kept, d.body(), idIsMessageId);
         String bad = problem(due, payload);
         if (bad != null) {
             dead(id, payload, bad);

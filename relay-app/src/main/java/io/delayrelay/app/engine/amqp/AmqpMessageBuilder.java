@@ -153,7 +153,10 @@ final class AmqpMessageBuilder {
         }
         headers.put(RelayHeaders.ID, message.id());
         AMQP.BasicProperties properties = p.builder()
-                .messageId(p.getMessageId() != null ? p.getMessageId() : message.messageId())
+                .messageId(
+                        kept.idIsMessageId()
+                                ? message.id()
+                                : p.getMessageId() != null ? p.getMessageId() : message.messageId())
                 .headers(headers)
                 .build();
         return new Built(kept.exchange(), kept.routingKey(), properties, kept.body(), relayedAt);

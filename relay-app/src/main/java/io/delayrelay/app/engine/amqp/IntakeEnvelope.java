@@ -19,8 +19,10 @@ import com.rabbitmq.client.impl.ContentHeaderPropertyWriter;
  * every property and header back with its AMQP type.
  *
  * <pre>
- * 0xFF "DRA1" u16 exchange-length exchange u16 routing-key-length routing-key u32 properties-length properties body
+ * 0xFF "DRA1" flags u16 exchange-length exchange u16 routing-key-length routing-key u32 properties-length properties body
  * </pre>
+ *
+ * Flag bit 0: the message id is the entry's id, so it is not stored twice (the properties leave it out).
  */
 public final class IntakeEnvelope {
 
@@ -28,7 +30,14 @@ public final class IntakeEnvelope {
     private static final byte[] MAGIC = {(byte) 0xFF, 'D', 'R', 'A', '1'};
 
     /** A decoded envelope. */
-    public record Message(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body) {}
+    public record Message(
+            String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body, boolean idIsMessageId) {}
+
+    /** Flag: the message id is the entry's id. */
+    private static final int ID_IS_MESSAGE_ID = 1;
+
+    /** Bytes before the exchange name: the prefix and the flags. */
+    private static final int HEAD = 6;
 
     private IntakeEnvelope() {}
 
@@ -45,11 +54,19 @@ public final class IntakeEnvelope {
         return true;
     }
 
-    /** The payload that keeps the message whole. */
-    public static byte[] encode(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body) {
+    /**
+     * The payload that keeps the message whole. With {@code idIsMessageId} the message id is left out of the stored
+     * properties: it is the entry's id, given back by {@link AmqpMessageBuilder} when it publishes.
+     */
+    public static byte[] encode(
+            String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body, boolean idIsMessageId) {
+        if (idIsMessageId) {
+            properties = properties.builder().messageId(null).build();
+        }
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(64 + body.length);
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.write(MAGIC);
+            out.write(idIsMessageId ? ID_IS_MESSAGE_ID : 0);
             shortString(out, exchange);
             shortString(out, routingKey);
             ByteArrayOutputStream props = new ByteArrayOutputStream(64);
@@ -72,17 +89,18 @@ public final class IntakeEnvelope {
         }
         try (DataInputStream in =
                 new DataInputStream(new ByteArrayInputStream(payload, MAGIC.length, payload.length))) {
+            boolean idIsMessageId = (in.readUnsignedByte() & ID_IS_MESSAGE_ID) != 0;
             String exchange = shortString(in);
             String routingKey = shortString(in);
             int propsLength = in.readInt();
-            int propsAt = MAGIC.length + 4 + utf8Length(exchange) + 2 + utf8Length(routingKey) + 2;
+            int propsAt = HEAD + 4 + utf8Length(exchange) + 2 + utf8Length(routingKey) + 2;
             if (propsLength < 2 || propsAt + propsLength > payload.length) {
                 throw new IllegalArgumentException("properties length " + propsLength);
             }
             DataInputStream props = new DataInputStream(new ByteArrayInputStream(payload, propsAt, propsLength));
             AMQP.BasicProperties properties = readProperties(props);
             byte[] body = Arrays.copyOfRange(payload, propsAt + propsLength, payload.length);
-            return new Message(exchange, routingKey, properties, body);
+            return new Message(exchange, routingKey, properties, body, idIsMessageId);
         } catch (IOException e) {
             throw new IllegalArgumentException("truncated intake envelope (" + e + ")", e);
         }
@@ -93,11 +111,11 @@ public final class IntakeEnvelope {
      * properties are whole, the start of its body. Null when not even the names are readable.
      */
     public static Head head(byte[] prefix) {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(prefix, MAGIC.length, prefix.length))) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(prefix, HEAD, prefix.length))) {
             String exchange = shortString(in);
             String routingKey = shortString(in);
             int propsLength = in.readInt();
-            int bodyAt = MAGIC.length + 4 + utf8Length(exchange) + 2 + utf8Length(routingKey) + 2 + propsLength;
+            int bodyAt = HEAD + 4 + utf8Length(exchange) + 2 + utf8Length(routingKey) + 2 + propsLength;
             byte[] body = bodyAt <= prefix.length ? Arrays.copyOfRange(prefix, bodyAt, prefix.length) : new byte[0];
             return new Head(exchange, routingKey, body);
         } catch (IOException | RuntimeException e) {

@@ -45,7 +45,8 @@ class IntakeEnvelopeTest {
                 .build();
         byte[] body = {(byte) 0xFF, 'D', 'R', 'A', '1', 0, 42};
 
-        IntakeEnvelope.Message back = IntakeEnvelope.decode(IntakeEnvelope.encode("out", "orders.eu", sent, body));
+        IntakeEnvelope.Message back =
+                IntakeEnvelope.decode(IntakeEnvelope.encode("out", "orders.eu", sent, body, false));
 
         assertThat(back.exchange()).isEqualTo("out");
         assertThat(back.routingKey()).isEqualTo("orders.eu");
@@ -76,9 +77,27 @@ class IntakeEnvelopeTest {
     }
 
     @Test
+    void aMessageIdThatIsTheEntrysIdIsStoredOnce() {
+        AMQP.BasicProperties sent = new AMQP.BasicProperties.Builder()
+                .messageId("order-42")
+                .contentType("application/json")
+                .build();
+        byte[] once = IntakeEnvelope.encode("out", "k", sent, new byte[] {1}, true);
+        byte[] twice = IntakeEnvelope.encode("out", "k", sent, new byte[] {1}, false);
+
+        assertThat(twice.length - once.length).isEqualTo(1 + "order-42".length());
+        IntakeEnvelope.Message back = IntakeEnvelope.decode(once);
+        assertThat(back.idIsMessageId()).isTrue();
+        assertThat(back.properties().getMessageId()).isNull();
+        assertThat(back.properties().getContentType()).isEqualTo("application/json");
+        assertThat(IntakeEnvelope.decode(twice).idIsMessageId()).isFalse();
+        assertThat(IntakeEnvelope.decode(twice).properties().getMessageId()).isEqualTo("order-42");
+    }
+
+    @Test
     void aMessageWithoutPropertiesOrBodyRoundTrips() {
         IntakeEnvelope.Message back =
-                IntakeEnvelope.decode(IntakeEnvelope.encode("x", "", new AMQP.BasicProperties(), new byte[0]));
+                IntakeEnvelope.decode(IntakeEnvelope.encode("x", "", new AMQP.BasicProperties(), new byte[0], false));
         assertThat(back.routingKey()).isEmpty();
         assertThat(back.body()).isEmpty();
         assertThat(back.properties().getHeaders()).isNull();
@@ -91,7 +110,8 @@ class IntakeEnvelopeTest {
                 "x",
                 "k",
                 new AMQP.BasicProperties.Builder().messageId("abc").build(),
-                "b".getBytes(StandardCharsets.UTF_8));
+                "b".getBytes(StandardCharsets.UTF_8),
+                false);
         assertThat(IntakeEnvelope.isEnvelope(whole)).isTrue();
         assertThat(IntakeEnvelope.isEnvelope("{\"json\":1}".getBytes(StandardCharsets.UTF_8)))
                 .isFalse();
@@ -105,12 +125,12 @@ class IntakeEnvelopeTest {
     @Test
     void theHeadOfACutPreviewNamesWhereTheMessageGoes() {
         byte[] whole = IntakeEnvelope.encode(
-                "orders", "eu.cancel", new AMQP.BasicProperties(), "hello".getBytes(StandardCharsets.UTF_8));
+                "orders", "eu.cancel", new AMQP.BasicProperties(), "hello".getBytes(StandardCharsets.UTF_8), false);
         IntakeEnvelope.Head head = IntakeEnvelope.head(whole);
         assertThat(head.exchange()).isEqualTo("orders");
         assertThat(head.routingKey()).isEqualTo("eu.cancel");
         assertThat(new String(head.bodyStart(), StandardCharsets.UTF_8)).isEqualTo("hello");
-        IntakeEnvelope.Head cut = IntakeEnvelope.head(Arrays.copyOf(whole, 28));
+        IntakeEnvelope.Head cut = IntakeEnvelope.head(Arrays.copyOf(whole, 29));
         assertThat(cut.routingKey()).isEqualTo("eu.cancel");
         assertThat(cut.bodyStart()).isEmpty();
     }
