@@ -154,6 +154,12 @@ public final class Bench {
                     report.coldLag(cold.lag());
                 });
             }
+            // not in the quick default run: --only intake, or --full
+            if (config.only().contains("intake")
+                    || (config.full() && config.only().isEmpty())) {
+                IntakeBench intake = new IntakeBench(infra, relayJar, logDir, perfTestClasspath);
+                part(report, "intake", IntakeBench.estimateSeconds(), () -> report.intake(intake.run()));
+            }
         } catch (Exception | Error e) {
             // Whatever broke, the report is still written, with the error in it.
             report.error("setup", e);
