@@ -27,12 +27,6 @@ public final class RelayProcess implements AutoCloseable {
         this.log = log;
     }
 
-    /**
-     * JVM options of every relay started here: C1 only (no C2 compile threads competing with the test's servers on
-     * two cores; a relay lives for seconds to a minute) and the JDK's class data sharing (fails soft when missing).
-     */
-    private static final List<String> FAST_START = List.of("-XX:TieredStopAtLevel=1", "-Xshare:auto");
-
     /** Starts the exec jar with the given Spring properties (web off). */
     public static RelayProcess start(String name, Map<String, Object> properties) throws IOException {
         return start(name, properties, false);
@@ -45,7 +39,6 @@ public final class RelayProcess implements AutoCloseable {
     public static RelayProcess start(String name, Map<String, Object> properties, boolean web, String... jvmOptions)
             throws IOException {
         List<String> command = new ArrayList<>(List.of(javaBinary(), "-Xmx384m", "-XX:+UseSerialGC"));
-        command.addAll(FAST_START);
         command.addAll(List.of(jvmOptions));
         command.addAll(List.of("-jar", execJar().toString()));
         // A key given twice on the command line binds as "a,b": add these only when the caller did not.
