@@ -35,7 +35,8 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * The relay and relay-api against a real local Redis Cluster (3 masters, started by scripts/redis-cluster.sh):
- * configuration only ({@code spring.data.redis.cluster.nodes}), no code change.
+ * configuration only ({@code spring.data.redis.cluster.nodes}), no code change. Stays long (~40 s): the cold method
+ * waits for due times past the product's minimum cold-after (10 s); the cluster is started once per class.
  */
 class RedisClusterEndToEndTest {
 
