@@ -24,6 +24,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 POP = os.path.join(HERE, "..", "relay-app", "src", "main", "resources", "io", "delayrelay", "app", "lua", "pop.lua")
 
 
+def script(path):
+    """The script's text with each '-- include: lib/x.lua' line replaced by that fragment, as the relay loads it."""
+    folder = os.path.dirname(path)
+    lines = []
+    for line in open(path).read().splitlines(keepends=True):
+        if line.startswith("-- include: "):
+            lines.append(open(os.path.join(folder, line[len("-- include: "):].strip())).read())
+        else:
+            lines.append(line)
+    return "".join(lines)
+
+
 def shard_keys(i):
     k = "popcost:%d" % i
     return [k] + ["{%s}:%s" % (k, s) for s in ("payloads", "inflight", "attempts", "dead", "dead-reasons")]
@@ -66,7 +78,7 @@ def main():
                 break
             except redis.ConnectionError:
                 time.sleep(0.1)
-        sha = r.script_load(open(POP).read())
+        sha = r.script_load(script(POP))
         p = r.pipeline(transaction=False)
         for i in range(SHARDS):
             p.zadd("popcost:%d" % i, {"far-%d-%d-%s" % (i, j, "x" * 80): 1_900_000_000_000 + j for j in range(500)})

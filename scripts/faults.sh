@@ -25,7 +25,7 @@ same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesT
     twice and restarted: latest payload of every id, stable ids       (ChurnKillNineTest)
   8 three relay instances dividing 12 shards: one popper per shard
     (Redis MONITOR), kill -9 of one and SIGSTOP of another, their
-    shards taken over within seat-ttl x 4/3 (12 s)                    (FleetDivisionTest)
+    shards taken over within seat-ttl x 4/3 (4 s at a 3 s TTL)        (FleetDivisionTest)
   9 cold tier: Redis (own redis-server, AOF) kill -9 while cold
     blocks are promoted, restart: each id hot or cold, never both     (ColdRedisRestartTest)
  10 cold tier: three relays, two killed -9 during demotions and

@@ -8,7 +8,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 
-import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.config.BusinessSettings;
 
 /**
  * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench/results/.
@@ -153,6 +153,12 @@ public final class Bench {
                     report.coldMoves(cold.moves());
                     report.coldLag(cold.lag());
                 });
+            }
+            // not in the quick default run: --only intake, or --full
+            if (config.only().contains("intake")
+                    || (config.full() && config.only().isEmpty())) {
+                IntakeBench intake = new IntakeBench(infra, relayJar, logDir, perfTestClasspath);
+                part(report, "intake", IntakeBench.estimateSeconds(), () -> report.intake(intake.run()));
             }
         } catch (Exception | Error e) {
             // Whatever broke, the report is still written, with the error in it.
@@ -331,8 +337,8 @@ public final class Bench {
                 }
             }
             // The label states the relay's defaults (parseSettings reads threads and batch from it).
-            String defaults =
-                    "defaults: " + BusinessSpec.DEFAULT_THREADS + " threads, batch " + BusinessSpec.DEFAULT_BATCH_SIZE;
+            String defaults = "defaults: " + BusinessSettings.DEFAULT_THREADS + " threads, batch "
+                    + BusinessSettings.DEFAULT_BATCH_SIZE;
             Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 0, cap);
             report.relayDefault(
                     relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 1_000, cap));

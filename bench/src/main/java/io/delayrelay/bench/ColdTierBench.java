@@ -128,7 +128,8 @@ final class ColdTierBench {
         factory.start();
         ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
         try {
-            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off, docs/cold-tier.md)
+            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off,
+            // docs/design/cold-tier-choice.md)
             ColdStore store = new ColdStore(
                     ByteRedisTemplates.create(factory), Integer.getInteger("bench.cold.slice", ColdStore.SLICE));
             long base = infra.stats().usedMemory();
@@ -151,7 +152,7 @@ final class ColdTierBench {
             long live = 0;
             long blocks = 0;
             for (int shard = 0; shard < SHARDS; shard++) {
-                ColdStore.Count c = store.count(keys, shard);
+                ColdCount.Count c = ColdCount.of(factory, keys, shard);
                 live += c.entries();
                 blocks += c.blocks();
             }
@@ -376,7 +377,6 @@ final class ColdTierBench {
             long[] warm = Messages.dues(WARM_UP, System.currentTimeMillis() + 1_000, WARM_UP * 1_000L / LAG_RATE);
             infra.loadShards(keys, SHARDS, Messages.bodies(warm, infra.config.messageBytes(), WARM_SEQ), warm);
             Thread.sleep(WARM_UP * 1_000L / LAG_RATE + 3_000);
-            ColdStore store = new ColdStore(ByteRedisTemplates.create(factory));
             long t = System.currentTimeMillis() + LAG_AHEAD_MS;
             long[] relayedAt = new long[n];
             long[] due = new long[n];
@@ -425,7 +425,7 @@ final class ColdTierBench {
                     long cold = 0;
                     long hot = 0;
                     for (int shard = 0; shard < SHARDS; shard++) {
-                        cold += store.count(keys, shard).entries();
+                        cold += ColdCount.of(factory, keys, shard).entries();
                         if (nowMs >= nextSample) {
                             try (var c = factory.getConnection()) {
                                 Long size =

@@ -10,9 +10,9 @@ import java.util.Map;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.ShardSelector;
-import io.delayrelay.app.DelayRelayApplication;
 import io.delayrelay.app.engine.RelayEvents;
 import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
@@ -26,6 +26,14 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * relay.* properties. Its producer is the relay-api (with wake-ups) or a plain ZADD per message (no wake-up).
  */
 final class RelayContender implements Contender {
+
+    /**
+     * A user's Spring Boot app with the relay on its classpath: the relay comes from its auto-configuration, as it
+     * does when embedded, not from the daemon's main class.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @EnableAutoConfiguration
+    static class EmbeddingApp {}
 
     /** Records the relay-side stage instants of every relayed message (lag breakdown). */
     @Configuration(proxyBeanMethods = false)
@@ -95,7 +103,7 @@ final class RelayContender implements Contender {
         String[] args = properties.entrySet().stream()
                 .map(e -> "--" + e.getKey() + "=" + e.getValue())
                 .toArray(String[]::new);
-        return new SpringApplicationBuilder(DelayRelayApplication.class, StageEvents.class)
+        return new SpringApplicationBuilder(EmbeddingApp.class, StageEvents.class)
                 .web(WebApplicationType.NONE)
                 .logStartupInfo(false)
                 .run(args);

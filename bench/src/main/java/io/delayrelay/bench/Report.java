@@ -40,6 +40,7 @@ final class Report {
     private List<Scenarios.Drain> stormPerfTests = List.of();
     private ColdTierBench.Moves coldMoves;
     private ColdTierBench.Lag coldLag;
+    private IntakeBench.Result intake;
     private final List<String[]> targets = new ArrayList<>();
     /** The shape scenario's rounds (see {@link ShapeScenario}), or null. */
     private List<ShapeScenario.Round> shapeRounds;
@@ -213,6 +214,30 @@ final class Report {
         coldLag = lag;
     }
 
+    void intake(IntakeBench.Result result) {
+        intake = result;
+    }
+
+    /** Issue 41's figures as target rows. */
+    private void intakeTargets() {
+        if (intake == null) {
+            return;
+        }
+        IntakeBench.Result r = intake;
+        double ratio = r.intakeRate() / r.perfTestRate();
+        target(
+                "intake → delivered / PerfTest publish + consume",
+                String.format(Locale.ROOT, "%.2f", ratio),
+                ">= 0.45",
+                r.perfTestRate() > 0 && ratio >= 0.45);
+        target(
+                "intake lag p99 at 1,000 msg/s, ms (early, lost)",
+                String.format(Locale.ROOT, "%d (%d, %d)", r.lagMs()[1], r.early(), r.lagN() - r.lagReceived()),
+                "<= 30, early 0, lost 0",
+                r.lagMs()[1] <= 30 && r.early() == 0 && r.lagReceived() == r.lagN());
+        target("intake: Redis bytes per waiting entry", f1(r.bytesPerEntry()), "<= 260", r.bytesPerEntry() <= 260);
+    }
+
     /** Issue 27's figures as target rows, so that --runs lines the cold runs up too. */
     private void coldTargets() {
         if (coldMoves != null) {
@@ -294,6 +319,8 @@ final class Report {
         Storm.render(b, storm, stormPerfTests);
         ColdTierBench.render(b, coldMoves, coldLag);
         coldTargets();
+        IntakeBench.render(b, intake);
+        intakeTargets();
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");

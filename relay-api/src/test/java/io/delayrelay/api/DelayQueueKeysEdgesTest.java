@@ -9,9 +9,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The edges of the key contract the mutation run (docs/mutation-testing.md) found untested: braces at either end of a
- * name, the byte form the scripts receive, and key builders equal by source key (businesses are compared by them on
- * reload).
+ * The edges of the key contract the mutation run (docs/contributing/mutation-testing.md) found untested: braces at
+ * either end of a name, the byte form the scripts receive, and key builders equal by source key (businesses are
+ * compared by them on reload).
  */
 class DelayQueueKeysEdgesTest {
 

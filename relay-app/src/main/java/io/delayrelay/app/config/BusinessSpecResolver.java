@@ -125,6 +125,8 @@ public final class BusinessSpecResolver {
         }
         Set<String> names = new LinkedHashSet<>(byName.keySet());
         names.addAll(configuredNames(binder, problemsOf(problems, "")));
+        Map<String, String> intakeExchanges = IntakeSettings.deliverToByBusiness(binder);
+        names.addAll(intakeExchanges.keySet());
         if (problems.get("").isEmpty()) {
             problems.remove("");
         }
@@ -133,7 +135,7 @@ public final class BusinessSpecResolver {
         Map<String, String> sourceKeys = new HashMap<>();
         for (String name : names) {
             List<ConfigProblem> own = new ArrayList<>();
-            BusinessSpec spec = resolveOne(binder, name, byName.get(name), own);
+            BusinessSpec spec = resolveOne(binder, name, byName.get(name), intakeExchanges.get(name), own);
             if (spec != null) {
                 String other = sourceKeys.putIfAbsent(spec.keys().sourceKey(), name);
                 if (other != null) {
@@ -168,7 +170,11 @@ public final class BusinessSpecResolver {
     }
 
     private static BusinessSpec resolveOne(
-            Binder binder, String name, AbstractDelayedMsgScanTrigger trigger, List<ConfigProblem> problems) {
+            Binder binder,
+            String name,
+            AbstractDelayedMsgScanTrigger trigger,
+            String intakeDeliverTo,
+            List<ConfigProblem> problems) {
         if (name == null || !NAME.matcher(name).matches()) {
             problems.add(ConfigProblem.business(
                     String.valueOf(name),
@@ -183,6 +189,11 @@ public final class BusinessSpecResolver {
                 applyTrigger(trigger, s);
             }
             binder.bind("relay.businesses." + name, Bindable.ofInstance(s));
+            if (intakeDeliverTo != null && s.getExchange() == null) {
+                // a business used only by intakes: its exchange is where they deliver; each entry has its routing key
+                s.setExchange(intakeDeliverTo);
+                s.setRoutingKey(s.getRoutingKey() == null ? "#" : s.getRoutingKey());
+            }
         } catch (BindException e) {
             problems.add(ConfigProblem.business(name, "business '" + name + "'", describe(e)));
             return null;

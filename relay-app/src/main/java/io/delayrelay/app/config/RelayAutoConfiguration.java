@@ -51,7 +51,7 @@ public class RelayAutoConfiguration {
     /**
      * Lettuce records every command's latency in an HdrHistogram when HdrHistogram and LatencyUtils are on the class
      * path (Micrometer brings them), for an event that nothing here reads; on the client's event loop that was ~6 % of
-     * its samples at 2,000 msg/s (docs/performance.md, "Steady state"). Off; a bean of this name replaces it.
+     * its samples at 2,000 msg/s (docs/performance.md, "Lag at a steady rate"). Off; a bean of this name replaces it.
      */
     @Bean
     @ConditionalOnMissingBean(name = "relayLettuceLatencyRecorderOff")

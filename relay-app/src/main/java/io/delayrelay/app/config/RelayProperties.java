@@ -79,6 +79,9 @@ public class RelayProperties {
     /** Businesses declared by configuration, and overrides for trigger beans, by business name. */
     private Map<String, BusinessSettings> businesses = new LinkedHashMap<>();
 
+    /** AMQP intakes (publishers send with an x-delay header, as to the delayed-message plugin), by intake name. */
+    private Map<String, IntakeSettings> intakes = new LinkedHashMap<>();
+
     /**
      * Rejects relay-wide settings out of range at start-up, naming property and value like the businesses' settings
      * (see {@link BusinessSpecResolver}).
@@ -91,6 +94,7 @@ public class RelayProperties {
             problems.add(ConfigProblem.global("relay.topology-version", topologyVersion, "must be 0 or more"));
         }
         division.validate(problems);
+        IntakeSettings.validate(intakes, problems);
         if (!problems.isEmpty()) {
             throw new RelayConfigurationException(problems);
         }
@@ -233,5 +237,13 @@ public class RelayProperties {
 
     public void setBusinesses(Map<String, BusinessSettings> businesses) {
         this.businesses = businesses;
+    }
+
+    public Map<String, IntakeSettings> getIntakes() {
+        return intakes;
+    }
+
+    public void setIntakes(Map<String, IntakeSettings> intakes) {
+        this.intakes = intakes;
     }
 }

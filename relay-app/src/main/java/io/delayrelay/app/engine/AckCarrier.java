@@ -14,13 +14,10 @@ import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 /**
- * Acks of one business's confirmed entries, carried by the next pop: the settler hands them over, and the next pop
- * of any of the business's workers settles them in its own pop.lua call (its carried ack sections) instead of an
- * ack.lua call of their own. An ack waits at most twice the business's linger for a pop (a round is the linger plus
- * the time to the next due entry, and a confirm usually comes early in it); then it goes alone, in one ack.lua call
- * for everything waiting (as do the acks on a Redis Cluster, where one call cannot span shards, and with a linger of
- * 0). Waiting acks delay nothing that is due: they only keep their members in flight a few ms longer. Shutdown flushes them. Nothing waiting here is lost by a crash: a lease that is never acked
- * expires and its entry is delivered again (at-least-once).
+ * Acks of one business's confirmed entries, waiting for the next pop to carry them: the settler hands them over, and
+ * the next pop of any of the business's workers takes them ({@link #take}) into its pop.lua call. An ack waits at most
+ * twice the business's round (linger or lead) for a pop; then it goes alone, in one ack.lua call. Waiting delays
+ * nothing that is due. A crash loses nothing: a lease never acked expires and its entry is delivered again.
  */
 final class AckCarrier {
 
@@ -75,36 +72,25 @@ final class AckCarrier {
     }
 
     /**
-     * Pops the shards, settling every ack waiting in the same call; a carried ack that fails there (a key of the wrong
-     * type) is counted and logged with its shard, as an ack.lua call that fails; when the whole call fails, the acks
-     * go alone.
+     * The acks waiting, for the next pop to carry (pop.lua's carried ack sections); none on a Redis Cluster, where
+     * one call cannot span shards. The pop that takes them reports its failures ({@link #failedInPop}), or acks them
+     * alone when it fails as a whole.
      */
-    List<PopResult> pop(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit) {
-        return pop(spec, shards, knownDue, limit, 0);
+    List<ShardStore.Ack> take() {
+        return store.combinesShards() ? drain() : List.of();
     }
 
-    /** Like {@link #pop(BusinessSpec, int[], boolean[], int)}, with pop.lua's lead ({@code leadMs}; 0: none). */
-    List<PopResult> pop(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, long leadMs) {
-        List<ShardStore.Ack> carried = store.combinesShards() ? take() : List.of();
-        ShardStore.CarriedPop popped;
-        try {
-            popped = leadMs > 0
-                    ? store.popCarrying(spec, shards, knownDue, limit, carried, leadMs)
-                    : store.popCarrying(spec, shards, knownDue, limit, carried);
-        } catch (RuntimeException | Error e) {
-            // the pop failed (its shards are handled by the worker); the acks must not wait for another pop
-            ackAlone(spec, carried);
-            throw e;
-        }
+    /**
+     * Carried acks a pop could not settle (a key of the wrong type): counted and logged with their shard, as an
+     * ack.lua call that fails, and not tried again (what they did not settle is redelivered after the lease).
+     */
+    void failedInPop(BusinessSpec spec, ShardStore.Popped popped) {
         for (int i = 0; i < popped.failed().size(); i++) {
-            // as an ack.lua call that fails: counted and logged with its shard, not tried again (what it did not
-            // settle is redelivered after the lease)
             failedAck(
                     spec,
                     popped.failed().get(i),
                     new IllegalStateException(popped.errors().get(i)));
         }
-        return popped.results();
     }
 
     /** Settles everything waiting now (shutdown). */
@@ -113,7 +99,7 @@ final class AckCarrier {
         BusinessSpec spec;
         synchronized (this) {
             spec = waitingSpec;
-            due = take();
+            due = drain();
         }
         if (!due.isEmpty()) {
             ackAlone(spec, due);
@@ -125,7 +111,7 @@ final class AckCarrier {
         return waiting.size();
     }
 
-    private synchronized List<ShardStore.Ack> take() {
+    private synchronized List<ShardStore.Ack> drain() {
         if (waiting.isEmpty()) {
             return List.of();
         }
@@ -164,7 +150,7 @@ final class AckCarrier {
             }
             timerSet = false;
             spec = waitingSpec;
-            due = take();
+            due = drain();
         }
         ackAlone(spec, due);
     }
@@ -194,7 +180,7 @@ final class AckCarrier {
         try {
             if (acks.size() > 1 && store.combinesShards()) {
                 try {
-                    store.ackMany(spec, acks);
+                    store.ack(spec, acks);
                     return;
                 } catch (RuntimeException e) {
                     log.debug(
@@ -206,7 +192,7 @@ final class AckCarrier {
             }
             for (ShardStore.Ack a : acks) {
                 try {
-                    store.ack(spec, a.shard(), a.token(), a.members(), a.anyPayload());
+                    store.ack(spec, List.of(a));
                 } catch (RuntimeException e) {
                     failedAck(spec, a, e);
                 }

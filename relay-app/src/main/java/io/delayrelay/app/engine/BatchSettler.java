@@ -2,7 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -20,21 +20,12 @@ import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 /**
- * Publishes one business's batches and settles each on the business's settle threads once the broker answered:
- * confirmed entries are acked, returned ones dead-lettered, failed ones retried (dead after max-attempts), entries
- * that never reached the broker put back without counting an attempt. Counts batches published and not yet
- * settled, so that shutdown can wait for them.
- * <p>
- * It owns a delivered batch from the hand-over on: it releases the batch's {@link InFlightBudget.Reservation} once
- * the batch is settled (or could not be published at all), so the worker never frees room itself. The settle
- * threads only talk to Redis, and a batch whose outcome is not known {@link #OUTCOME_GRACE} after its publish
- * timeout is settled as failed: one stuck broker call can neither stall the settling of other batches nor keep a
- * worker's budget forever.
- * <p>
- * A batch of a pop of several shards is published as one and settled per shard. Confirmed entries are acked by the
- * workers' next pop ({@link AckCarrier}: carried in its pop.lua call), or alone after the linger. A pop-ahead's
- * batch ({@link #deliverAhead}) is published in waves at its entries' due times and settled as one. Longer than 300
- * lines because the three batch kinds share the settling of every outcome and the budget hand-over.
+ * Publishes one business's rounds and settles each on the business's settle threads once the broker answered:
+ * confirmed entries are acked (carried by the next pop, {@link AckCarrier}), returned ones dead-lettered, failed ones
+ * retried (dead after max-attempts), entries that never reached the broker put back without counting an attempt. It
+ * owns a round's {@link InFlightBudget.Reservation} from the hand-over on, and counts rounds not yet settled so that
+ * shutdown can wait for them. A round whose outcome is not known {@link #OUTCOME_GRACE} after its publish timeout is
+ * settled as failed: one stuck broker call cannot keep a worker's budget forever.
  */
 final class BatchSettler {
 
@@ -48,12 +39,6 @@ final class BatchSettler {
     private static final int SETTLE_THREADS = 2;
     /** How long after the publish timeout a batch's outcome may still come before the batch counts as failed. */
     static final Duration OUTCOME_GRACE = Duration.ofSeconds(5);
-    /**
-     * Two waves of a pop-ahead's batch go out at least this far apart (Redis time): what falls due in between waits
-     * for the next wave, at most this long, so a steady rate costs one publish and one confirm per tick instead of one
-     * per due millisecond. Never earlier than its due time.
-     */
-    static final long WAVE_TICK_MS = 4;
 
     private final ShardStore store;
     private final BatchPublisher publisher;
@@ -65,6 +50,7 @@ final class BatchSettler {
 
     private final ExecutorService pool;
     private final AckCarrier carrier;
+    private final AheadDelivery ahead;
     private final Object monitor = new Object();
     private int batchesInFlight;
 
@@ -84,48 +70,17 @@ final class BatchSettler {
         this.clock = clock;
         this.pool = Executors.newFixedThreadPool(SETTLE_THREADS, DaemonThreads.numbered(threadNamePrefix + "settle-"));
         this.carrier = new AckCarrier(store, events, pool);
+        this.ahead = new AheadDelivery(
+                publisher,
+                events,
+                ability,
+                pool,
+                (spec, parts, sent, outcomes) -> settleRound(spec, parts, sent, outcomes, null));
     }
 
     /**
-     * Publishes the batch popped from {@code shard} now and settles it later, on the settle threads. From this call
-     * on the settler owns {@code reservation}: it charges the batch to it and releases it once the batch is settled
-     * (or at once, when nothing could be published). Settling acts only on entries still leased under the pop's
-     * lease token. Returns whether any of the batch reached the broker: false when every message was refused before
-     * it was sent (no connection), so the worker backs off instead of popping more.
-     */
-    boolean deliver(BusinessSpec spec, int shard, PopResult popped, InFlightBudget.Reservation reservation) {
-        int n = popped.entries().size();
-        long size = popped.entries().stream()
-                .mapToLong(e -> e.member().length + (e.payload() == null ? 0 : e.payload().length))
-                .sum();
-        reservation.charge(shard, n, size);
-        Runnable finish = batchStarted(reservation);
-        CompletableFuture<List<PublishOutcome>> published;
-        try {
-            List<DueMessage> batch = DueBatch.of(spec, shard, popped, events);
-            ability.publishing();
-            published = publisher.publish(spec, batch);
-            long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
-            published
-                    .copy()
-                    .orTimeout(boundMs, TimeUnit.MILLISECONDS)
-                    .handleAsync(
-                            (outcomes, error) -> {
-                                settle(spec, shard, popped.token(), batch, outcomes, error);
-                                return null;
-                            },
-                            pool)
-                    .whenComplete((v, e) -> finish.run());
-        } catch (RuntimeException | Error e) {
-            finish.run();
-            throw e;
-        }
-        return reachedBroker(published);
-    }
-
-    /**
-     * Charges a pop of several shards to {@code reservation} (entries and bytes, per shard) and counts it in flight;
-     * the returned action frees both once it is settled.
+     * Charges the round to {@code reservation} (entries and bytes, per shard) and counts it in flight; the returned
+     * action frees both once it is settled.
      */
     private Runnable charge(List<Part> parts, InFlightBudget.Reservation reservation) {
         int n = 0;
@@ -139,11 +94,6 @@ final class BatchSettler {
             }
         }
         reservation.charge(shards, n, size);
-        return batchStarted(reservation);
-    }
-
-    /** Counts a batch in flight; the returned action frees its reservation and the count once it is settled. */
-    private Runnable batchStarted(InFlightBudget.Reservation reservation) {
         synchronized (monitor) {
             batchesInFlight++;
         }
@@ -160,26 +110,43 @@ final class BatchSettler {
     }
 
     /** Whether any of a batch reached the broker, or may still (its outcomes are not known yet). */
-    private static boolean reachedBroker(CompletableFuture<List<PublishOutcome>> published) {
+    static boolean reachedBroker(CompletableFuture<List<PublishOutcome>> published) {
         List<PublishOutcome> immediate = published.getNow(null);
         return immediate == null
                 || immediate.isEmpty()
                 || immediate.stream().anyMatch(o -> o.status() != PublishOutcome.Status.NOT_SENT);
     }
 
-    /** One shard's part of a pop of several shards. */
+    /** One shard's part of a round: what its pop handed out. */
     record Part(int shard, PopResult popped) {}
 
     /**
-     * Like {@link #deliver}, for one pop of several shards: their entries go out as one batch (one publish, one
-     * confirm wait) and the confirmed ones of every shard are acked in one script call ({@link ShardStore#ackMany});
-     * returns, nacks and failures are settled per shard as for a single shard's batch.
+     * Publishes what a round popped and settles it later, on the settle threads. From this call on the settler owns
+     * {@code reservation}: it charges the batch to it and releases it once the batch is settled (or at once, when
+     * nothing could be published). Settling acts only on entries still leased under the pop's lease token. A round
+     * of several shards goes out as one batch and is settled per shard; a pop-ahead's entries not due yet go out at
+     * their due times ({@link AheadDelivery}). Returns whether any of it reached the broker: false when every
+     * message was refused before it was sent (no connection), so the worker backs off instead of popping more.
      */
-    boolean deliverMany(BusinessSpec spec, List<Part> parts, InFlightBudget.Reservation reservation) {
-        if (parts.size() == 1) {
-            return deliver(spec, parts.get(0).shard(), parts.get(0).popped(), reservation);
+    boolean deliver(BusinessSpec spec, Round round, ShardStore.Popped popped, InFlightBudget.Reservation reservation)
+            throws InterruptedException {
+        List<Part> parts = new ArrayList<>(round.size());
+        long redisNowMs = 0;
+        for (int i = 0; i < round.size(); i++) {
+            PopResult result = popped.results().get(i);
+            if (!result.isEmpty()) {
+                parts.add(new Part(round.shards()[i], result));
+                redisNowMs = Math.max(redisNowMs, result.redisNowMs());
+            }
+        }
+        if (parts.isEmpty()) {
+            return true;
         }
         Runnable finish = charge(parts, reservation);
+        if (round.leadMs() > 0 && aheadOf(parts, redisNowMs)) {
+            // some entries are not due yet: each goes out at its due time (the worker waits for it)
+            return ahead.deliver(spec, parts, new DueGate(redisNowMs, popped.receivedNanos(), clock), finish);
+        }
         CompletableFuture<List<PublishOutcome>> published;
         try {
             List<DueMessage> batch = new ArrayList<>();
@@ -197,7 +164,7 @@ final class BatchSettler {
                     .orTimeout(boundMs, TimeUnit.MILLISECONDS)
                     .handleAsync(
                             (outcomes, error) -> {
-                                settleMany(spec, parts, perShard, outcomes, error);
+                                settleRound(spec, parts, perShard, outcomes, error);
                                 return null;
                             },
                             pool)
@@ -209,123 +176,20 @@ final class BatchSettler {
         return reachedBroker(published);
     }
 
-    /**
-     * Like {@link #deliverMany}, for a pop-ahead (pop.lua's lead): the entries are published in due order, each once
-     * {@code gate} says its due time has come (the worker waits for it here, on its own clock), everything due by
-     * then in one publish; one wait and one publish per {@link #WAVE_TICK_MS} at most, none when the entries are
-     * already due (a drain). Once every publish has its outcomes, the pop is settled as one (confirmed entries acked by the
-     * next pop). An interrupt during a wait (a stop whose drain deadline passed) ends it: what was published is
-     * settled, the rest is left to its lease (never published early, never released before its due time) and the
-     * interrupt is rethrown. Returns whether any of it reached the broker.
-     */
-    boolean deliverAhead(BusinessSpec spec, List<Part> parts, InFlightBudget.Reservation reservation, DueGate gate)
-            throws InterruptedException {
-        Runnable finish = charge(parts, reservation);
-        boolean reached = false;
-        InterruptedException interrupted = null;
-        try {
-            List<List<DueMessage>> perShard = new ArrayList<>(parts.size());
-            // every message as {part, index}, in due order (stable: a shard's entries keep the pop's order)
-            List<int[]> order = new ArrayList<>();
-            for (int i = 0; i < parts.size(); i++) {
-                List<DueMessage> messages =
-                        DueBatch.of(spec, parts.get(i).shard(), parts.get(i).popped(), events);
-                perShard.add(messages);
-                for (int j = 0; j < messages.size(); j++) {
-                    order.add(new int[] {i, j});
+    /** Whether a pop handed out an entry due after its Redis time (taken ahead, within the lead). */
+    private static boolean aheadOf(List<Part> parts, long redisNowMs) {
+        for (Part part : parts) {
+            for (PopResult.Entry e : part.popped().entries()) {
+                if (e.dueAtMs() > redisNowMs) {
+                    return true;
                 }
             }
-            order.sort(Comparator.comparingLong(
-                    at -> perShard.get(at[0]).get(at[1]).dueAtMs()));
-            PublishOutcome[][] outcomes = new PublishOutcome[parts.size()][];
-            for (int i = 0; i < parts.size(); i++) {
-                outcomes[i] = new PublishOutcome[perShard.get(i).size()];
-            }
-            long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
-            List<CompletableFuture<?>> waves = new ArrayList<>();
-            int k = 0;
-            long lastWaveMs = Long.MIN_VALUE;
-            while (k < order.size()) {
-                long waveAt = dueAt(perShard, order.get(k));
-                if (lastWaveMs != Long.MIN_VALUE) {
-                    waveAt = Math.max(waveAt, lastWaveMs + WAVE_TICK_MS);
-                }
-                try {
-                    gate.await(waveAt);
-                } catch (InterruptedException e) {
-                    interrupted = e;
-                    break;
-                }
-                long now = gate.nowMs();
-                lastWaveMs = now;
-                int end = k + 1;
-                while (end < order.size() && dueAt(perShard, order.get(end)) <= now) {
-                    end++;
-                }
-                List<int[]> positions = order.subList(k, end);
-                List<DueMessage> wave = new ArrayList<>(positions.size());
-                for (int[] at : positions) {
-                    wave.add(perShard.get(at[0]).get(at[1]));
-                }
-                CompletableFuture<List<PublishOutcome>> published;
-                try {
-                    ability.publishing();
-                    published = publisher.publish(spec, wave);
-                } catch (RuntimeException e) {
-                    // earlier waves are out: this one is settled as failed (retried after the retry delay, so
-                    // after its due time), not left to the lease with the rest
-                    published = CompletableFuture.failedFuture(e);
-                }
-                reached |= !published.isCompletedExceptionally() && reachedBroker(published);
-                waves.add(published
-                        .copy()
-                        .orTimeout(boundMs, TimeUnit.MILLISECONDS)
-                        .handle((result, error) -> {
-                            for (int w = 0; w < positions.size(); w++) {
-                                int[] at = positions.get(w);
-                                outcomes[at[0]][at[1]] = result != null ? result.get(w) : failure(error);
-                            }
-                            return null;
-                        }));
-                k = end;
-            }
-            CompletableFuture.allOf(waves.toArray(new CompletableFuture<?>[0]))
-                    .handleAsync(
-                            (v, error) -> {
-                                // what was published, with its outcomes; the rest (an interrupt) is left to its lease
-                                List<List<DueMessage>> sent = new ArrayList<>(parts.size());
-                                List<PublishOutcome> flat = new ArrayList<>();
-                                for (int i = 0; i < parts.size(); i++) {
-                                    List<DueMessage> own = new ArrayList<>();
-                                    for (int j = 0; j < outcomes[i].length; j++) {
-                                        if (outcomes[i][j] != null) {
-                                            own.add(perShard.get(i).get(j));
-                                            flat.add(outcomes[i][j]);
-                                        }
-                                    }
-                                    sent.add(own);
-                                }
-                                settleMany(spec, parts, sent, flat, null);
-                                return null;
-                            },
-                            pool)
-                    .whenComplete((v, e) -> finish.run());
-        } catch (RuntimeException | Error e) {
-            finish.run();
-            throw e;
         }
-        if (interrupted != null) {
-            throw interrupted;
-        }
-        return reached;
-    }
-
-    private static long dueAt(List<List<DueMessage>> perShard, int[] at) {
-        return perShard.get(at[0]).get(at[1]).dueAtMs();
+        return false;
     }
 
     /** The outcome of every message of a batch whose publish ended with {@code error} instead of outcomes. */
-    private static PublishOutcome failure(Throwable error) {
+    static PublishOutcome failure(Throwable error) {
         Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
         return cause instanceof TimeoutException
                 ? PublishOutcome.failed(
@@ -336,26 +200,29 @@ final class BatchSettler {
                         "publish failed: " + (cause == null ? "unknown" : Exceptions.rootMessage(cause)));
     }
 
-    private void settleMany(
+    /** Settles each shard's part of a round; the confirmed entries of all of them go to the carrier as one. */
+    private void settleRound(
             BusinessSpec spec,
             List<Part> parts,
             List<List<DueMessage>> perShard,
             List<PublishOutcome> outcomes,
             Throwable error) {
         List<ShardStore.Ack> acks = new ArrayList<>(parts.size());
-        List<List<DueMessage>> confirmedPerShard = new ArrayList<>(parts.size());
+        List<List<DueMessage>> relayed = new ArrayList<>(parts.size());
         int at = 0;
         for (int i = 0; i < parts.size(); i++) {
-            Part part = parts.get(i);
+            int shard = parts.get(i).shard();
+            String token = parts.get(i).popped().token();
             List<DueMessage> batch = perShard.get(i);
-            List<PublishOutcome> own = outcomes == null ? null : outcomes.subList(at, at + batch.size());
+            List<PublishOutcome> own = outcomes == null
+                    ? Collections.nCopies(batch.size(), failure(error))
+                    : outcomes.subList(at, at + batch.size());
             at += batch.size();
-            List<DueMessage> confirmed = new ArrayList<>();
-            settle(spec, part.shard(), part.popped().token(), batch, own, error, confirmed);
-            confirmedPerShard.add(confirmed);
+            List<DueMessage> confirmed = settle(spec, shard, token, batch, own);
             if (!confirmed.isEmpty()) {
-                acks.add(ack(part.shard(), part.popped().token(), confirmed));
+                acks.add(ack(shard, token, confirmed));
             }
+            relayed.add(confirmed);
         }
         if (acks.isEmpty()) {
             return;
@@ -364,7 +231,7 @@ final class BatchSettler {
         long confirmedAt = clock.nowMs();
         for (int i = 0; i < parts.size(); i++) {
             int shard = parts.get(i).shard();
-            List<DueMessage> confirmed = confirmedPerShard.get(i);
+            List<DueMessage> confirmed = relayed.get(i);
             if (!confirmed.isEmpty()) {
                 events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
             }
@@ -411,36 +278,17 @@ final class BatchSettler {
         pool.shutdown();
     }
 
-    private void settle(
-            BusinessSpec spec,
-            int shard,
-            String token,
-            List<DueMessage> batch,
-            List<PublishOutcome> outcomes,
-            Throwable error) {
-        settle(spec, shard, token, batch, outcomes, error, null);
-    }
-
     /**
-     * Settles one shard's batch; {@code confirmedSink} non-null: its confirmed entries are added there for the caller
-     * to ack (with other shards'), else they are acked here.
+     * Settles one shard's batch by its outcomes and returns its confirmed entries, for the round's ack. A failure is
+     * counted and logged: what it did not settle is redelivered after the lease.
      */
-    private void settle(
-            BusinessSpec spec,
-            int shard,
-            String token,
-            List<DueMessage> batch,
-            List<PublishOutcome> outcomes,
-            Throwable error,
-            List<DueMessage> confirmedSink) {
+    private List<DueMessage> settle(
+            BusinessSpec spec, int shard, String token, List<DueMessage> batch, List<PublishOutcome> outcomes) {
         MDC.put("business", spec.name());
         MDC.put("shard", Integer.toString(shard));
+        List<DueMessage> confirmed = new ArrayList<>(batch.size());
         try {
-            if (outcomes == null) {
-                PublishOutcome failure = failure(error);
-                outcomes = batch.stream().map(m -> failure).toList();
-            }
-            apply(spec, shard, token, batch, outcomes, confirmedSink);
+            apply(spec, shard, token, batch, outcomes, confirmed);
         } catch (RuntimeException e) {
             events.error(spec, shard, e);
             log.warn(
@@ -452,6 +300,7 @@ final class BatchSettler {
         } finally {
             MDC.clear();
         }
+        return confirmed;
     }
 
     private void apply(
@@ -460,8 +309,7 @@ final class BatchSettler {
             String token,
             List<DueMessage> batch,
             List<PublishOutcome> outcomes,
-            List<DueMessage> confirmedSink) {
-        List<DueMessage> confirmed = new ArrayList<>(batch.size());
+            List<DueMessage> confirmed) {
         List<byte[]> returned = new ArrayList<>();
         List<byte[]> failed = new ArrayList<>();
         List<byte[]> notSent = new ArrayList<>();
@@ -470,7 +318,7 @@ final class BatchSettler {
         PublishOutcome failOutcome = null;
         for (int i = 0; i < batch.size(); i++) {
             PublishOutcome outcome = outcomes.get(i);
-            if (answered(outcome)) {
+            if (outcome.answered()) {
                 ability.answered();
             }
             switch (outcome.status()) {
@@ -489,13 +337,6 @@ final class BatchSettler {
                     notSentOutcome = outcome;
                 }
             }
-        }
-        if (confirmedSink != null) {
-            confirmedSink.addAll(confirmed);
-        } else if (!confirmed.isEmpty()) {
-            carrier.carry(spec, List.of(ack(shard, token, confirmed)));
-            long confirmedAt = clock.nowMs();
-            events.emit(spec, shard, e -> e.relayed(spec, shard, confirmed, confirmedAt));
         }
         if (!returned.isEmpty()) {
             ShardStore.RequeueResult result = store.requeue(spec, shard, token, returned, 1, returnOutcome.reason());
@@ -531,22 +372,6 @@ final class BatchSettler {
             retried(spec, shard, result.requeued());
             events.deadLettered(spec, shard, DeadReason.MAX_ATTEMPTS, outcome.reason(), result.dead());
         }
-    }
-
-    /**
-     * Whether the broker answered this message: confirmed, returned, or refused it itself (nack, no such exchange,
-     * access refused). Not sent, not confirmed in time or a channel lost: no answer. A message the relay could not
-     * build says nothing of the broker either way.
-     */
-    private static boolean answered(PublishOutcome outcome) {
-        return switch (outcome.status()) {
-            case CONFIRMED, RETURNED -> true;
-            case FAILED -> switch (outcome.cause()) {
-                case NACK, EXCHANGE_NOT_FOUND, ACCESS_REFUSED -> true;
-                default -> false;
-            };
-            default -> false;
-        };
     }
 
     /** Entries put back wait at least the retry delay: the workers look at their shard then. */

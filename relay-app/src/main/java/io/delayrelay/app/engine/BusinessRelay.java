@@ -77,7 +77,7 @@ public final class BusinessRelay implements ShardWakeups {
                 division, ability, new SeatStore(store.redis()), publisher, state, events, this::sweepGained);
         this.workers = new WorkerPool(
                 state,
-                (index, keepRunning) -> new ScanWorker(
+                (index, keepRunning) -> new PopWorker(
                         index,
                         keepRunning,
                         state,

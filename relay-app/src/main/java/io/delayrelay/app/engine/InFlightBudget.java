@@ -7,15 +7,11 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * What one worker has popped and not yet settled: at most {@link #MAX_BATCHES} batches, {@link #BATCHES_OF_DATA}
- * batch-sizes of messages and {@link #BATCHES_OF_DATA} batch-bytes of members and payloads, and which shards those
- * batches came from. The worker reserves room for a whole batch before it pops (a pop starts the entries' lease,
- * which must not run out while the worker waits), so the bounds hold exactly: a kill -9 redelivers at most
- * {@code BATCHES_OF_DATA × batch-size} entries per worker.
+ * batch-sizes of messages and as many batch-bytes, and which shards those batches came from. The worker waits for
+ * room for a whole batch before it pops: a pop starts the entries' lease, which must not run out while it waits. So
+ * a kill -9 redelivers at most {@code BATCHES_OF_DATA × batch-size} entries per worker.
  * <p>
- * Bounding data rather than batches lets many small batches be in flight while the broker's confirms are slow
- * (steady traffic pops a few entries at a time): the worker keeps popping and publishing instead of waiting one
- * confirm latency for a slot. Only the worker thread acquires; whoever holds a {@link Reservation} releases it,
- * once: the worker when the pop brought nothing to publish, the settler when the batch is settled.
+ * The count has one owner, the settler: it charges a batch and releases it once settled. The worker only waits.
  */
 final class InFlightBudget {
 
@@ -32,9 +28,10 @@ final class InFlightBudget {
     private long bytes;
 
     /**
-     * Waits until a whole batch fits (batch-size messages and batch-bytes more), and reserves it. Waiting for room for
-     * a whole batch, not popping into what is left, keeps batches full while a backlog drains (a pop into the last
-     * few free places would be a small batch with a full batch's cost).
+     * Waits until a whole batch fits (batch-size messages and batch-bytes more) and returns the room for it, to
+     * charge once popped. Waiting for a whole batch keeps batches full while a backlog drains (a pop into the last
+     * few free places would be a small batch with a full batch's cost). Only the worker thread acquires and charges,
+     * so the room is still there when it charges; a reservation never charged holds nothing and needs no release.
      */
     Reservation acquire(int batchSize, long batchBytes) throws InterruptedException {
         long maxMessages = (long) batchSize * BATCHES_OF_DATA;
@@ -44,7 +41,6 @@ final class InFlightBudget {
             while (batches >= MAX_BATCHES || messages + batchSize > maxMessages || bytes + batchBytes > maxBytes) {
                 freed.await();
             }
-            batches++;
             return new Reservation();
         } finally {
             lock.unlock();
@@ -57,8 +53,8 @@ final class InFlightBudget {
     }
 
     /**
-     * Room for one batch. {@link #charge} says what the batch holds; {@link #release} frees it (idempotent: a second
-     * release does nothing, so a settle that races a failure cannot free the room twice).
+     * Room for one batch. {@link #charge} counts what the batch holds; {@link #release} frees it (idempotent: a
+     * second release does nothing, so a settle that races a failure cannot free the room twice).
      */
     final class Reservation {
 
@@ -84,6 +80,7 @@ final class InFlightBudget {
                 this.shards = shards.clone();
                 this.n = n;
                 this.size = size;
+                batches++;
                 messages += n;
                 bytes += size;
                 for (int shard : shards) {
@@ -94,7 +91,7 @@ final class InFlightBudget {
             }
         }
 
-        /** The batch is settled, or never was filled: its room is free again. */
+        /** The batch is settled: its room is free again (a reservation never charged holds none). */
         void release() {
             lock.lock();
             try {
@@ -102,13 +99,14 @@ final class InFlightBudget {
                     return;
                 }
                 released = true;
+                if (shards == null) {
+                    return;
+                }
                 batches--;
                 messages -= n;
                 bytes -= size;
-                if (shards != null) {
-                    for (int shard : shards) {
-                        batchesPerShard.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
-                    }
+                for (int shard : shards) {
+                    batchesPerShard.computeIfPresent(shard, (k, v) -> v > 1 ? v - 1 : null);
                 }
                 freed.signalAll();
             } finally {

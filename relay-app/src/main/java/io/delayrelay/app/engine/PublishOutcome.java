@@ -66,4 +66,20 @@ public record PublishOutcome(Status status, Cause cause, String reason) {
     public static PublishOutcome failed(Cause cause, String reason) {
         return new PublishOutcome(Status.FAILED, cause, reason);
     }
+
+    /**
+     * Whether the broker answered this message: confirmed, returned, or refused it itself (nack, no such exchange,
+     * access refused). Not sent, not confirmed in time or a channel lost: no answer. A message the relay could not
+     * build says nothing of the broker either way.
+     */
+    public boolean answered() {
+        return switch (status) {
+            case CONFIRMED, RETURNED -> true;
+            case FAILED -> switch (cause) {
+                case NACK, EXCHANGE_NOT_FOUND, ACCESS_REFUSED -> true;
+                default -> false;
+            };
+            default -> false;
+        };
+    }
 }

@@ -24,9 +24,6 @@ import io.delayrelay.app.engine.wake.ShardWakeups;
  * new shard starts due), after every (re)subscription to notifications, after pause, reload or quarantine changes,
  * and every safety sweep (notifications on) or max-idle (polling). A shard too busy to be heard (the keyspace source
  * unsubscribed it) is polled: its pops' reports are capped at its poll interval ({@link #pollEvery}).
- * <p>
- * Longer than 300 lines because the claims (one shard, the earliest, every due one) and the reports of a pop must
- * agree on one representation of what is known, and its races are documented where they are handled.
  */
 final class ShardSchedule {
 
@@ -92,6 +89,19 @@ final class ShardSchedule {
         lowerings = counts;
         pollEveryMs = polls;
         next = resized;
+    }
+
+    /**
+     * What a pop of the shard said, in the pop's one place for it: a shard a pop of several left out is still due,
+     * back at {@code claimedDueMs}; else its next due time is recorded against {@code stamp} ({@link #record(int,
+     * long, long)}).
+     */
+    void recordPop(int shard, PopResult popped, long stamp, long claimedDueMs) {
+        if (popped.skipped()) {
+            lower(shard, claimedDueMs);
+        } else {
+            record(shard, popped.nextDueMs(), stamp);
+        }
     }
 
     /** Records a shard's next due time as read by a pop: {@code -1} means the shard is empty. */

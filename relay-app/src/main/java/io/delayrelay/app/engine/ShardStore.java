@@ -3,7 +3,6 @@ package io.delayrelay.app.engine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -42,8 +41,11 @@ public class ShardStore {
      */
     static final long BLOCKED_RECHECK_MS = 50;
 
-    /** pop.lua's reply header: now, n, nextDue, expired, late; the entries follow, then the late entries. */
+    /** pop.lua's reply header of one shard: now, n, nextDue, expired, late; the entries follow, then the late ones. */
     private static final int POP_HEADER = 5;
+
+    /** pop.lua's ARGV before the carried ack sections. */
+    private static final int POP_FIXED_ARGS = 10;
 
     private static final byte[] DROP = bytes("drop");
     private static final byte[] DEAD = bytes("dead");
@@ -102,44 +104,6 @@ public class ShardStore {
     }
 
     /**
-     * Leases up to batch-size due entries of the shard (due retries first, then due schedules whose member has no
-     * unsettled delivery) under a new lease token; at most batch-bytes of members and payloads (one entry at least).
-     */
-    public PopResult pop(BusinessSpec spec, int shard) {
-        return pop(spec, shard, false);
-    }
-
-    /**
-     * Like {@link #pop(BusinessSpec, int)}; {@code knownDue} says the caller knows the shard has due entries (its
-     * last pop of it came back full), so the script skips its emptiness probe.
-     */
-    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
-        return pop(spec, shard, knownDue, spec.batchSize());
-    }
-
-    /** Like {@link #pop(BusinessSpec, int, boolean)}, taking at most {@code limit} entries (the rate cap's allowance). */
-    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit) {
-        return pop(spec, shard, knownDue, limit, 0);
-    }
-
-    /**
-     * Like {@link #pop(BusinessSpec, int, boolean, int)}, also taking the schedules due within {@code leadMs} of the
-     * pop's Redis time (pop-ahead, pop.lua's lead; 0: none, the call exactly as without it). The caller publishes
-     * each entry at its due time ({@link PopResult.Entry#dueAtMs()}), never before.
-     */
-    public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit, long leadMs) {
-        DelayQueueKeys keys = spec.keys();
-        String token = tokenPrefix + tokens.incrementAndGet();
-        List<?> reply = redis.execute(
-                POP,
-                keys.shardKeyBytes(shard, POP_KEYS),
-                withLead(popArgs(spec, Math.min(limit, spec.batchSize()), token, knownDue ? YES : NO), leadMs));
-        List<PopResult> results = new ArrayList<>(1);
-        parsePop(reply, 0, token, results);
-        return results.get(0);
-    }
-
-    /**
      * Whether pops and acks of several shards may go in one script call: not on a Redis Cluster, where the shards'
      * keys live in different slots (a call touching several would fail with CROSSSLOT). Also false once such a
      * call failed with CROSSSLOT (a cluster this store did not recognise from its connection factory).
@@ -149,95 +113,35 @@ public class ShardStore {
     }
 
     /**
-     * Pops several shards in one call of pop.lua (see its header): the batch size and byte budget are the whole
-     * call's, given to the shards in order ({@code shards} earliest due first); one lease token for all of them.
-     * Returns one result per shard, in order; a shard the call left out because the batch or the budget was used
-     * up reports {@link PopResult#SKIPPED} as its next due time (it is still due). Standalone Redis only
-     * ({@link #combinesShards()}); a single shard is popped exactly as {@link #pop(BusinessSpec, int, boolean)}.
+     * What a pop answered: one result per shard of the round, in order; how many carried members it settled; and the
+     * carried acks it could not settle (a key of the wrong type), each with Redis's error. The caller acks those
+     * alone, to count and log the failure with its shard. {@code receivedNanos}: {@link System#nanoTime()} when the
+     * reply was in hand (a pop-ahead's {@link DueGate} counts from there).
      */
-    public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue) {
-        return popMany(spec, shards, knownDue, 0);
+    public record Popped(
+            List<PopResult> results, long settled, List<Ack> failed, List<String> errors, long receivedNanos) {
+
+        /** The result of a round of one shard. */
+        public PopResult single() {
+            return results.get(0);
+        }
     }
 
-    /** Like {@link #popMany(BusinessSpec, int[], boolean[])}, with pop.lua's lead ({@code leadMs}; 0: none). */
-    public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue, long leadMs) {
-        if (shards.length == 1) {
-            return List.of(
-                    leadMs > 0
-                            ? pop(spec, shards[0], knownDue[0], spec.batchSize(), leadMs)
-                            : pop(spec, shards[0], knownDue[0]));
-        }
+    /**
+     * Leases the round's due entries (due retries first, then due schedules whose member has no unsettled delivery)
+     * under one new lease token, in one pop.lua call (see its header). The round's limit (at most batch-size) and
+     * batch-bytes are the whole call's, given to the shards in order; a shard left out reports
+     * {@link PopResult#SKIPPED} (it is still due). With a lead the schedules due within it are taken too: the caller
+     * publishes each at its due time, never before.
+     * <p>
+     * {@code carried} acks of earlier rounds are settled first, exactly as {@link #ack} would. Several shards or
+     * carried acks need a standalone Redis ({@link #combinesShards()}). A call that fails may have settled some of
+     * the acks: the caller acks them alone (settling twice changes nothing).
+     */
+    public Popped pop(BusinessSpec spec, Round round, List<Ack> carried) {
         DelayQueueKeys keys = spec.keys();
         String token = tokenPrefix + tokens.incrementAndGet();
-        List<byte[]> keyList = new ArrayList<>(shards.length * POP_KEYS.length);
-        byte[] flags = new byte[shards.length];
-        for (int i = 0; i < shards.length; i++) {
-            keyList.addAll(keys.shardKeyBytes(shards[i], POP_KEYS));
-            flags[i] = knownDue[i] ? (byte) '1' : (byte) '0';
-        }
-        List<?> reply;
-        try {
-            reply = redis.execute(POP, keyList, withLead(popArgs(spec, spec.batchSize(), token, flags), leadMs));
-        } catch (RuntimeException e) {
-            noticeCrossSlot(e);
-            throw e;
-        }
-        return parsePops(reply, shards.length, token);
-    }
-
-    /** A pop reply of {@code shards} shards: one shard's reply, or {shards, reply of shard 1..., ...}. */
-    private static List<PopResult> parsePops(List<?> reply, int shards, String token) {
-        List<PopResult> results = new ArrayList<>(shards);
-        if (shards == 1) {
-            parsePop(reply, 0, token, results);
-            return results;
-        }
-        int at = 1;
-        for (int g = 0; g < shards; g++) {
-            at = parsePop(reply, at, token, results);
-        }
-        return results;
-    }
-
-    /**
-     * What a pop that carried acks answered: one result per shard popped, how many carried members it settled, and
-     * the carried acks it could not settle (a key of the wrong type), each with Redis's error: the caller acks those
-     * alone, to count and log the failure with its shard.
-     */
-    public record CarriedPop(List<PopResult> results, long settled, List<Ack> failed, List<String> errors) {}
-
-    /**
-     * Pops the shards (as {@link #pop(BusinessSpec, int, boolean, int)} for one, {@link #popMany} for several) in one
-     * pop.lua call that first settles {@code carried} exactly as {@link #ackMany} would (pop.lua's carried ack
-     * sections): the acks of earlier rounds ride on this round's pop instead of an ack.lua call of their own.
-     * Standalone Redis only ({@link #combinesShards()}); without acks it is the plain pop. A call that fails may have
-     * settled some of the acks (the caller acks them alone: settling twice changes nothing).
-     */
-    public CarriedPop popCarrying(BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried) {
-        return popCarrying(spec, shards, knownDue, limit, carried, 0);
-    }
-
-    /**
-     * Like {@link #popCarrying(BusinessSpec, int[], boolean[], int, List)}, with pop.lua's lead ({@code leadMs}: the
-     * schedules due within it of the pop's Redis time are taken too; 0: none).
-     */
-    public CarriedPop popCarrying(
-            BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried, long leadMs) {
-        if (carried.isEmpty()) {
-            List<PopResult> results;
-            if (leadMs > 0) {
-                results = shards.length == 1
-                        ? List.of(pop(spec, shards[0], knownDue[0], limit, leadMs))
-                        : popMany(spec, shards, knownDue, leadMs);
-            } else {
-                results = shards.length == 1
-                        ? List.of(pop(spec, shards[0], knownDue[0], limit))
-                        : popMany(spec, shards, knownDue);
-            }
-            return new CarriedPop(results, 0, List.of(), List.of());
-        }
-        DelayQueueKeys keys = spec.keys();
-        String token = tokenPrefix + tokens.incrementAndGet();
+        int[] shards = round.shards();
         List<byte[]> keyList = new ArrayList<>(carried.size() * ACK_KEYS.length + shards.length * POP_KEYS.length);
         for (Ack a : carried) {
             keyList.addAll(keys.shardKeyBytes(a.shard(), ACK_KEYS));
@@ -245,22 +149,34 @@ public class ShardStore {
         byte[] flags = new byte[shards.length];
         for (int i = 0; i < shards.length; i++) {
             keyList.addAll(keys.shardKeyBytes(shards[i], POP_KEYS));
-            flags[i] = knownDue[i] ? (byte) '1' : (byte) '0';
+            flags[i] = round.knownDue()[i] ? (byte) '1' : (byte) '0';
         }
-        int batch = shards.length == 1 ? Math.min(limit, spec.batchSize()) : spec.batchSize();
-        List<Object> args = new ArrayList<>(Arrays.asList(popArgs(spec, batch, token, flags)));
+        List<Object> args = new ArrayList<>(POP_FIXED_ARGS + carried.size() * 4);
+        args.add(num(Math.min(round.limit(), spec.batchSize())));
+        args.add(num(spec.lease().toMillis()));
+        args.add(bytes(token));
+        args.add(num(BLOCKED_RECHECK_MS));
+        args.add(num(spec.batchBytes()));
+        args.add(flags);
+        args.add(spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()));
+        args.add(spec.dropLate() ? DROP : DEAD);
+        args.add(num(Math.max(0, round.leadMs())));
         args.add(num(carried.size()));
         addAckSections(args, carried);
-        if (leadMs > 0) {
-            args.add(num(leadMs));
-        }
         List<?> reply;
         try {
             reply = redis.execute(POP, keyList, args.toArray());
         } catch (RuntimeException e) {
-            noticeCrossSlot(e);
+            if (shards.length > 1 || !carried.isEmpty()) {
+                noticeCrossSlot(e);
+            }
             throw e;
         }
+        return parsePopped(reply, token, carried, System.nanoTime());
+    }
+
+    /** pop.lua's reply: {settled, {section, error, ...}, shards, reply of shard 1, reply of shard 2, ...}. */
+    private static Popped parsePopped(List<?> reply, String token, List<Ack> carried, long receivedNanos) {
         List<?> errors = (List<?>) reply.get(1);
         List<Ack> failed = new ArrayList<>(errors.size() / 2);
         List<String> messages = new ArrayList<>(errors.size() / 2);
@@ -268,8 +184,13 @@ public class ShardStore {
             failed.add(carried.get((int) asLong(errors.get(i)) - 1));
             messages.add(text((byte[]) errors.get(i + 1)));
         }
-        List<PopResult> results = parsePops((List<?>) reply.get(2), shards.length, token);
-        return new CarriedPop(results, asLong(reply.get(0)), failed, messages);
+        int shards = (int) asLong(reply.get(2));
+        List<PopResult> results = new ArrayList<>(shards);
+        int at = 3;
+        for (int g = 0; g < shards; g++) {
+            at = parsePop(reply, at, token, results);
+        }
+        return new Popped(results, asLong(reply.get(0)), failed, messages, receivedNanos);
     }
 
     /** ack.lua's (and pop.lua's carried) ack sections: lease token, payload flag, member count, members. */
@@ -280,33 +201,6 @@ public class ShardStore {
             args.add(num(a.members().size()));
             args.addAll(a.members());
         }
-    }
-
-    /**
-     * pop.lua's arguments without ack sections, with the lead after them (ARGV[9] = '0' sections, ARGV[10] = lead);
-     * no lead: exactly {@code args}.
-     */
-    private static Object[] withLead(Object[] args, long leadMs) {
-        if (leadMs <= 0) {
-            return args;
-        }
-        Object[] with = Arrays.copyOf(args, args.length + 2);
-        with[args.length] = num(0);
-        with[args.length + 1] = num(leadMs);
-        return with;
-    }
-
-    private Object[] popArgs(BusinessSpec spec, int limit, String token, byte[] knownFlags) {
-        return new Object[] {
-            num(limit),
-            num(spec.lease().toMillis()),
-            bytes(token),
-            num(BLOCKED_RECHECK_MS),
-            num(spec.batchBytes()),
-            knownFlags,
-            spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()),
-            spec.dropLate() ? DROP : DEAD
-        };
     }
 
     /** Parses one shard's pop reply starting at {@code at} into {@code results}; returns where the next one starts. */
@@ -354,49 +248,32 @@ public class ShardStore {
         }
     }
 
-    /**
-     * Forgets confirmed members leased under {@code token}. A member whose lease was taken back (expired) or leased
-     * again since is left alone. Returns how many were settled.
-     */
-    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members) {
-        return ack(spec, shard, token, members, true);
-    }
-
-    /**
-     * Like {@link #ack(BusinessSpec, int, String, List)}; {@code anyPayload} false says none of the members had a
-     * payload when popped, so the script skips the payload bookkeeping when the shard's payload hash does not exist.
-     */
-    public long ack(BusinessSpec spec, int shard, String token, List<byte[]> members, boolean anyPayload) {
-        if (members.isEmpty()) {
-            return 0;
-        }
-        Object[] args = new Object[2 + members.size()];
-        args[0] = bytes(token);
-        args[1] = anyPayload ? YES : NO;
-        for (int i = 0; i < members.size(); i++) {
-            args[2 + i] = members.get(i);
-        }
-        Long acked = redis.execute(ACK, spec.keys().shardKeyBytes(shard, ACK_KEYS), args);
-        return acked == null ? 0 : acked;
-    }
-
-    /** Confirmed members of one shard leased under {@code token}, to settle ({@link #ackMany}). */
+    /** Confirmed members of one shard leased under {@code token}, to settle ({@link #ack}). */
     public record Ack(int shard, String token, List<byte[]> members, boolean anyPayload) {}
 
     /**
-     * Settles the acks of several shards in one call of ack.lua (see its header), each only its members still leased
-     * under its token; standalone Redis only ({@link #combinesShards()}). A call that fails (a shard's keys hold the
-     * wrong type) may have settled the shards before the bad one: the caller acks them one by one, which settles
-     * the rest and changes nothing for those already settled. Returns how many were settled.
+     * Settles the acks in one call of ack.lua (see its header): forgets each confirmed member still leased under its
+     * ack's token; one whose lease was taken back (expired) or leased again since is left alone. {@code anyPayload}
+     * false says none of an ack's members had a payload when popped (the script may skip the payload bookkeeping).
+     * Acks of several shards need a standalone Redis ({@link #combinesShards()}). A call that fails (a shard's keys
+     * hold the wrong type) may have settled the shards before the bad one: the caller acks them one by one, which
+     * settles the rest and changes nothing for those already settled. Returns how many were settled.
      */
-    public long ackMany(BusinessSpec spec, List<Ack> acks) {
+    public long ack(BusinessSpec spec, List<Ack> acks) {
+        DelayQueueKeys keys = spec.keys();
+        List<Object> args = new ArrayList<>();
         if (acks.size() == 1) {
             Ack only = acks.get(0);
-            return ack(spec, only.shard(), only.token(), only.members(), only.anyPayload());
+            if (only.members().isEmpty()) {
+                return 0;
+            }
+            args.add(bytes(only.token()));
+            args.add(only.anyPayload() ? YES : NO);
+            args.addAll(only.members());
+            Long acked = redis.execute(ACK, keys.shardKeyBytes(only.shard(), ACK_KEYS), args.toArray());
+            return acked == null ? 0 : acked;
         }
-        DelayQueueKeys keys = spec.keys();
         List<byte[]> keyList = new ArrayList<>(acks.size() * ACK_KEYS.length);
-        List<Object> args = new ArrayList<>();
         for (Ack a : acks) {
             keyList.addAll(keys.shardKeyBytes(a.shard(), ACK_KEYS));
         }

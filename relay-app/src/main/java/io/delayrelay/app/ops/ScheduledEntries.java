@@ -14,6 +14,7 @@ import java.util.function.Function;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.engine.MessageOptions;
+import io.delayrelay.app.engine.amqp.IntakeEnvelope;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -188,6 +189,13 @@ public class ScheduledEntries {
      * per-message options (contract v2) shows them first, then its message.
      */
     static String preview(byte[] payload) {
+        if (IntakeEnvelope.isEnvelope(payload)) {
+            IntakeEnvelope.Head head = IntakeEnvelope.head(payload);
+            if (head != null) {
+                return "[intake: to '" + head.exchange() + "', routing key '" + head.routingKey() + "'] "
+                        + cut(text(head.bodyStart()));
+            }
+        }
         if (MessageOptions.isEnvelope(payload)) {
             MessageOptions options = MessageOptions.read(payload);
             if (options.problem() == null) {

@@ -1,25 +1,27 @@
--- Leases up to ARGV[1] due entries of one shard to the caller: due retries first, then due schedules. Touches one
--- Redis Cluster slot. Never parses the message. Time is Redis TIME, never the caller's clock.
--- KEYS[1] K:i (zset)  KEYS[2] {K:i}:payloads  KEYS[3] {K:i}:inflight  KEYS[4] {K:i}:attempts
--- KEYS[5] {K:i}:dead  KEYS[6] {K:i}:dead-reasons (written only when the late policy takes an entry)
--- ARGV[1] batch size   ARGV[2] lease in ms   ARGV[3] lease token (unique per pop; ack and requeue must present it)
+-- Leases the due entries of one or more shards to the caller: due retries first, then due schedules. Never parses
+-- the message. Time is Redis TIME, never the caller's clock.
+-- KEYS: A carried ack sections of five keys each (ack.lua's KEYS: K:i, {K:i}:payloads, {K:i}:inflight,
+--   {K:i}:attempts, {K:i}:dead), then six keys per shard popped, in the order the caller wants them served
+--   (earliest due first): K:i (zset), {K:i}:payloads, {K:i}:inflight, {K:i}:attempts, {K:i}:dead,
+--   {K:i}:dead-reasons (written only when the late policy takes an entry). Several shards or any section: standalone
+--   Redis only (a cluster refuses keys of several slots); one shard and no section touch one Redis Cluster slot.
+-- ARGV[1] batch size of the whole call   ARGV[2] lease in ms
+-- ARGV[3] lease token (unique per pop; ack and requeue must present it; the same for every shard of the call)
 -- ARGV[4] ms after which a due schedule held back by its member's leased delivery is looked at again (one held back
 --         by a delivery waiting for its retry is looked at again at that retry time)
--- ARGV[5] byte budget of the reply (members plus payloads; optional): the batch ends before the entry that would
---         exceed it, one entry is always taken; entries left out stay where they are, due, for the next pop
--- ARGV[6] '1' when the caller knows the shard has due entries (its last pop of it came back full): the emptiness
---         probe (EXISTS and two ZRANGEs before TIME) is skipped (optional; anything else probes)
--- ARGV[7] max lateness in ms (optional; empty or negative: none): an entry this pop would hand out more than that
---         after its original due time (kept across retries) is late
+-- ARGV[5] byte budget of the whole call (members plus payloads; 0: none): a shard's batch ends before the entry that
+--         would exceed it; one entry is always taken while nothing was taken before; entries left out stay due
+-- ARGV[6] one character per shard, '1' when the caller knows the shard has due entries (its last pop of it came back
+--         full, or a peek read a due entry): the emptiness probe (EXISTS and two ZRANGEs before TIME) is skipped
+-- ARGV[7] max lateness in ms (empty or negative: none): an entry this pop would hand out more than that after its
+--         original due time (kept across retries) is late
 -- ARGV[8] what happens to a late entry: 'drop' (removed, its payload too unless a schedule or dead letter of the id
 --         still needs it) or anything else: 'dead' (to {K:i}:dead, reason "expired: ...", replayable)
--- Late policy. An entry is also late past its per-message expiry: a payload written by contract v2's schedule.lua
---   with options starts "\255DR2:<expiry epoch ms>:" (docs/redis-contract.md); the expiry counts for a delivery
---   whose original due time is at or before it, so a replayed dead letter (a new delivery due at the replay time)
---   is published, and max-lateness counts from the replay time. Late entries are taken from the batch's candidates
---   (they count towards the batch size, not the byte budget) and never handed out; a pop that took any reports
---   nextDue = now (more may be due).
--- Returns {now, n, nextDue, expired, late, member1, due1, payload1, failed1, member2, ..., lateMember1, lateDue1,
+-- ARGV[9] lead L in ms (pop-ahead; 0: none), see Pop-ahead
+-- ARGV[10] A, the number of carried ack sections; ARGV[11..] the sections as ack.lua's ARGV of several shards
+--         (lease token, payload flag, member count, members)
+-- Returns {settled, {section, error, ...}, shards, reply of shard 1, reply of shard 2, ...}; a shard's reply is
+--   {now, n, nextDue, expired, late, member1, due1, payload1, failed1, member2, ..., lateMember1, lateDue1,
 --   lateExpiry1, ...}: the n entries handed out, then the late ones (lateExpiryX = the per-message expiry that made
 --   it late, or '' when max-lateness did)
 --   n = 0: nothing due; nextDue = the earliest score in K:i or inflight, or -1 when both are empty (then now = 0:
@@ -33,119 +35,68 @@
 --          2 x batch are looked at): the caller takes them back at once with requeue.lua 'expired' (that counts the
 --          failed attempt). No periodic reaper round looks for them: every shard is popped at least once per
 --          safety sweep or max-idle, and a pop's nextDue includes the earliest lease deadline.
+--   A shard left out because the call's batch size or byte budget was used up by the shards before it answers
+--   {now, 0, -2, 0, 0} (-2: not looked at, not even probed; it is still due).
+-- Late policy. An entry is also late past its per-message expiry: a payload written by contract v2's schedule.lua
+--   with options starts "\255DR2:<expiry epoch ms>:" (docs/redis-contract.md); the expiry counts for a delivery
+--   whose original due time is at or before it, so a replayed dead letter (a new delivery due at the replay time)
+--   is published, and max-lateness counts from the replay time. Late entries are taken from the batch's candidates
+--   (they count towards the batch size, not the byte budget) and never handed out; a pop that took any reports
+--   nextDue = now (more may be due).
 -- Ownership. A member has at most one unsettled delivery, held in {K:i}:inflight: leased (score = lease deadline)
--- or waiting for its retry (score = retry time). {K:i}:attempts[member] describes it:
--- "<failed>:<original due>:<lease token>", the token empty while it waits for its retry. Only the holder of the
--- token may ack, retry or release it; requeue.lua 'expired' takes back leases whose deadline passed. A schedule in K:i of a
--- member with an unsettled delivery stays in K:i until that delivery settles: the delivery in flight and the new
--- schedule both happen, one after the other. (Relays before lease tokens wrote "<failed>:<original due>" for
--- members they put back into K:i; such a mark is still honoured once.)
+--   or waiting for its retry (score = retry time). {K:i}:attempts[member] describes it:
+--   "<failed>:<original due>:<lease token>", the token empty while it waits for its retry. Only the holder of the
+--   token may ack, retry or release it; requeue.lua 'expired' takes back leases whose deadline passed. A schedule in
+--   K:i of a member with an unsettled delivery stays in K:i until that delivery settles: the delivery in flight and
+--   the new schedule both happen, one after the other.
 -- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
--- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
--- Several shards in one call (standalone Redis only: a cluster refuses keys of several slots). KEYS holds the six
--- keys above once per shard, in the order the caller wants them served (earliest due first); ARGV[6] is then one
--- character per shard ('1': known due), and ARGV[1] (batch size) and ARGV[5] (byte budget) are the whole call's:
--- each shard takes what the shards before it left (late entries count towards the batch size, as above); one entry
--- is always taken only while nothing was taken before. The lease token is the same for every shard of the call.
--- Every shard's reads come before the first write of any shard, so a key of the wrong type in one shard fails the
--- call before anything moved (the caller then pops the shards one by one to find it). TIME is read once per call,
--- when the first shard that is not empty is reached, and not at all when every shard is empty.
--- Returns, for one shard, exactly the reply above; for several: {shards, reply of shard 1 ..., reply of shard 2 ...,
---   ...}, each reply as above (5 + 4n + 3 late values). A shard left out because the call's batch size or byte
---   budget was used up by the shards before it answers {now, 0, -2, 0, 0} (-2: not looked at, not even probed;
---   it is still due).
--- Carried acks (standalone Redis only). ARGV[9] = A, a number of ack sections (absent, empty or '0': none, and the
---   call is exactly the one above, arguments and reply). With A > 0, KEYS starts with five keys per section (K:i,
---   {K:i}:payloads, {K:i}:inflight, {K:i}:attempts, {K:i}:dead: ack.lua's KEYS) before the six per pop group, and
---   ARGV[10..] holds the sections as ack.lua's ARGV of several shards (lease token, payload flag, member count,
---   members). Every section is settled exactly as ack.lua settles it (lease token checked, payload invariant kept)
---   before the first pop group is read, so a member settled here and scheduled again can be popped by this call.
---   A section that fails (a key of the wrong type) fails only itself: its error is reported, the other sections
---   and the pop go on (its members are settled, or not, as ack.lua would leave them; settling again changes
---   nothing). Returns {settled, {section, error, ...}, pop reply}, the pop reply exactly as without sections.
--- Pop-ahead ("lead"). The argument right after the ack sections (ARGV[10] when ARGV[9] is '0': no sections) is the
---   lead L in ms (absent, empty or '0': none, and the call is exactly the one above, arguments and reply). With L > 0
---   the schedules of K:i due by now + L (the horizon; now is this call's Redis TIME) are taken too, not only those
---   due by now: the caller publishes each one when its due time comes (waiting on its own clock, never before it).
---   Only what can wait for its own time is taken ahead: a schedule whose due time is its score (a legacy mark naming
---   another original due time is left until it is due). Due retries and expired leases in inflight are looked at up
---   to now only (a retry is published at once when taken, so it is never taken before its retry time), and the late
---   policy compares with now as before (an entry taken ahead is not late). The lease deadline stays now + ARGV[2]:
---   the caller keeps L well below the lease.
-local sections = tonumber(ARGV[9] or '') or 0
+--   model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
+-- Several shards. Each shard takes what the shards before it left of the batch size and byte budget (late entries
+--   count towards the batch size, as above). Every shard's reads come before the first write of any shard, so a key
+--   of the wrong type in one shard fails the call before anything moved (the caller then pops the shards one by one
+--   to find it). TIME is read once per call, when the first shard that is not empty is reached, and not at all when
+--   every shard is empty.
+-- Carried acks. Every section is settled by ack.lua's settle (lib/settle.lua, included by both: lease token
+--   checked, payload invariant kept) before the first shard is read, so a member settled here and scheduled again
+--   can be popped by this call. A section that fails (a key of the wrong type) fails only itself: its error is
+--   reported, the other sections and the pop go on (its members are settled, or not, as ack.lua would leave them;
+--   settling again changes nothing).
+-- Pop-ahead. With L > 0 the schedules of K:i due by now + L (the horizon; now is this call's Redis TIME) are taken
+--   too, not only those due by now: the caller publishes each one when its due time comes (waiting on its own clock,
+--   never before it). Due retries and expired leases in inflight are looked at up to now only (a retry is published
+--   at once when taken, so it is never taken before its retry time), and the late policy compares with now as before
+--   (an entry taken ahead is not late). The lease deadline stays now + ARGV[2]: the caller keeps L well below the
+--   lease.
+-- include: lib/settle.lua
+
+local lead = math.max(0, tonumber(ARGV[9]) or 0)
+local sections = tonumber(ARGV[10]) or 0
 local ackKeys = sections * 5
 local groups = (#KEYS - ackKeys) / 6
-local flags = ARGV[6] or ''
+local flags = ARGV[6]
 local function key(g, i)
   return KEYS[ackKeys + (g - 1) * 6 + i]
 end
--- payload hashes known not to exist (read by a carried ack; nothing writes one later in this call)
-local noPayloads = {}
-
--- One carried ack section, as ack.lua's settle (kept the same: PopCarriedAckTest compares them)
-local function settle(s, token, anyPayload, members)
-  local function akey(i)
-    return KEYS[(s - 1) * 5 + i]
-  end
-  if #members == 0 then return 0 end
-  local records = redis.call('HMGET', akey(4), unpack(members))
-  local payloads = anyPayload ~= '0' or (not noPayloads[akey(2)] and redis.call('EXISTS', akey(2)) == 1)
-  if not payloads then noPayloads[akey(2)] = true end
-  local again, dead = {}, {}
-  if payloads then
-    again = redis.call('ZMSCORE', akey(1), unpack(members))
-    dead = redis.call('ZMSCORE', akey(5), unpack(members))
-  end
-  local owned, drop = {}, {}
-  for i, m in ipairs(members) do
-    local r = records[i]
-    if r and string.match(r, '^%d+:[^:]*:(.*)$') == token then
-      owned[#owned + 1] = m
-      if payloads and not again[i] and not dead[i] then
-        drop[#drop + 1] = m
-      end
-    end
-  end
-  if #owned > 0 then
-    redis.call('ZREM', akey(3), unpack(owned))
-    redis.call('HDEL', akey(4), unpack(owned))
-  end
-  if #drop > 0 then
-    local deleted = redis.pcall('HDEL', akey(2), unpack(drop))
-    if type(deleted) == 'table' and deleted.err then
-      error({err = 'WRONGTYPE ' .. akey(2) .. ' is not a hash (' .. deleted.err .. '); ' .. #owned
-          .. ' confirmed member(s) were settled, their payloads could not be deleted'})
-    end
-  end
-  return #owned
-end
 local settled, ackErrors = 0, {}
-local at = 10
+local at = 11
 for s = 1, sections do
   local token, anyPayload, n = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
   local members = {}
   for i = 1, n do members[i] = ARGV[at + 2 + i] end
   at = at + 3 + n
+  -- a section that fails (an error reply, or a key of the wrong type met by a read) fails only itself
   local ok, result = pcall(settle, s, token, anyPayload, members)
-  if ok then
+  if ok and type(result) ~= 'table' then
     settled = settled + result
   else
     ackErrors[#ackErrors + 1] = s
     ackErrors[#ackErrors + 1] = type(result) == 'table' and (result.err or 'error') or tostring(result)
   end
 end
--- the lead (ms) of a pop-ahead, right after the ack sections (see Pop-ahead)
-local lead = tonumber(ARGV[math.max(at, 10)] or '') or 0
-if lead < 0 then lead = 0 end
-local function reply(r)
-  if sections == 0 then return r end
-  return {settled, ackErrors, r}
-end
 local function isKnown(g)
-  if groups == 1 then return flags == '1' end
   return string.sub(flags, g, g) == '1'
 end
-local maxLate = tonumber(ARGV[7] or '')
+local maxLate = tonumber(ARGV[7])
 if maxLate and maxLate < 0 then maxLate = nil end
 local drop = ARGV[8] == 'drop'
 -- The emptiness probe: an empty shard (the idle case, and most of a sweep) costs one EXISTS
@@ -210,7 +161,7 @@ local function plan(g, p, batch, budget, firstTaker)
             flightBlocked = true
           end
         else
-          -- a lease whose deadline passed (or a record of a relay before lease tokens): requeue.lua's
+          -- a lease whose deadline passed: requeue.lua's
           expired = expired + 1
           flightBlocked = true
         end
@@ -237,14 +188,13 @@ local function plan(g, p, batch, budget, firstTaker)
     local names = {}
     for i = 1, n do names[i] = due[2 * i - 1] end
     -- A member with an unsettled delivery has its {K:i}:attempts record ("<failed>:<due>:<token>", see Ownership):
-    -- the HMGET that reads legacy marks finds them, and only those members are looked up in inflight (the common
-    -- page, nothing held back, costs no ZMSCORE). A member in inflight without a record (never written so by a
-    -- script) is not held back.
-    local legacy = redis.call('HMGET', key(g, 4), unpack(names))
+    -- one HMGET finds them, and only those members are looked up in inflight (the common page, nothing held back,
+    -- costs no ZMSCORE). A member in inflight without a record (never written so by a script) is not held back.
+    local records = redis.call('HMGET', key(g, 4), unpack(names))
     local inFlight = {}
     local described = {}
     for i = 1, n do
-      if string.match(legacy[i] or '', '^%d+:[^:]*:') then described[#described + 1] = names[i] end
+      if string.match(records[i] or '', '^%d+:[^:]*:') then described[#described + 1] = names[i] end
     end
     if #described > 0 then
       local scores = redis.call('ZMSCORE', key(g, 3), unpack(described))
@@ -261,26 +211,12 @@ local function plan(g, p, batch, budget, firstTaker)
       if inFlight[i] then
         blocked = true
         local at = tonumber(inFlight[i])
-        local f, _, token = string.match(legacy[i] or '', '^(%d+):([^:]*):(.*)$')
+        local f, _, token = string.match(records[i] or '', '^(%d+):([^:]*):(.*)$')
         if not (f and token == '' and at > now) then at = recheck end
         if at < blockedUntil then blockedUntil = at end
       else
-        -- a mark left by a relay before lease tokens keeps that retry's count and due time
-        local failed, origin = '0', due[2 * i]
-        local mark = legacy[i]
-        if mark then
-          local f, o = string.match(mark, '^(%d+):([^:]*)$')
-          if f then
-            failed = f
-            if o ~= '' then origin = o end
-          elseif string.match(mark, '^%d+$') then
-            failed = mark
-          end
-        end
-        -- taken ahead (due after now) only when the caller can wait for its own due time: its score
-        if tonumber(due[2 * i]) <= now or tonumber(origin) == tonumber(due[2 * i]) then
-          taken[#taken + 1] = {m, origin, failed, true}
-        end
+        -- a schedule's original due time is its score; one due after now is taken ahead (pop-ahead)
+        taken[#taken + 1] = {m, due[2 * i], '0', true}
       end
     end
     if n < batch then
@@ -464,7 +400,7 @@ end
 -- Every shard's reads, then every shard's writes: the call's batch size and byte budget go to the shards in order.
 local plans = {}
 local left = tonumber(ARGV[1])
-local budget = tonumber(ARGV[5] or '0') or 0
+local budget = tonumber(ARGV[5]) or 0
 local takenSoFar = 0
 for g = 1, groups do
   local pl
@@ -489,11 +425,8 @@ for g = 1, groups do
     end
   end
 end
-if groups == 1 then
-  return reply(apply(1, plans[1]))
-end
-local all = {groups}
+local all = {settled, ackErrors, groups}
 for g = 1, groups do
   for _, v in ipairs(apply(g, plans[g])) do all[#all + 1] = v end
 end
-return reply(all)
+return all

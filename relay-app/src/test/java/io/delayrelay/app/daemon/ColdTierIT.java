@@ -31,11 +31,12 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * Issue 27, Done when, against the exec jar as a process on a private Redis: with {@code cold-after: 20s}, 100,000
- * entries by id (~100 B JSON orders) due in 60-90 s are moved to the cold tier by a fleet of two relays, a kill -9 of
- * one in the middle of the moves loses nothing (the other takes its shards over and finishes them); once moved they cost at most 60 B each of Redis memory
+ * entries by id (~100 B JSON orders) due in 50-80 s are moved to the cold tier by a fleet of two relays, a kill -9 of
+ * one in the middle of the moves loses nothing (the other takes its shards over and finishes them); once moved they
+ * cost at most 60 B each of Redis memory
  * ({@code used_memory}); 1,000 cancelled through the contract scripts (relay-api) never arrive; every other one
  * arrives once, never early. The issue's p99 lag of 500 ms is printed, and bounded here only as loosely as a shared
- * build box allows (see the assertion).
+ * build box allows (see the assertion). Stays long (~90 s): it runs the production timing, so it waits for due times.
  */
 class ColdTierIT {
 
@@ -113,7 +114,12 @@ class ColdTierIT {
         awaitStarted(second);
         long base = usedMemory();
 
-        // written as schedule.lua leaves them (pipelined: HSET payloads + ZADD K:i), due in 60-90 s
+        // the killed relay's shards (its rank among the two seats): how many of their entries were hot at the kill
+        Set<Integer> victimShards = shareOf(keys, first.pid());
+        int victimEntries = 0;
+
+        // written as schedule.lua leaves them (pipelined: HSET payloads + ZADD K:i), due in 50-80 s: the first ones
+        // are demoted within 30 s of the write or never (cold-after 20 s); all were cold 9 s after it in a CI run
         long t0 = redis.nowMs();
         Map<String, Long> dueByBody = new HashMap<>();
         List<String> ids = new ArrayList<>(ENTRIES);
@@ -130,8 +136,9 @@ class ColdTierIT {
                         i % 2000,
                         i % 100,
                         (i * 31) % 100_000);
-                long due = t0 + 60_000 + (long) i * 30_000 / ENTRIES;
+                long due = t0 + 50_000 + (long) i * 30_000 / ENTRIES;
                 int shard = ShardSelector.shardOf(bytes(id), SHARDS);
+                victimEntries += victimShards.contains(shard) ? 1 : 0;
                 // the payload first: the relay never sees the id in K:i without it (schedule.lua writes both at once)
                 c.hashCommands().hSet(bytes(keys.payloads(shard)), bytes(id), bytes(body));
                 c.zSetCommands().zAdd(bytes(keys.shard(shard)), due, bytes(id));
@@ -142,14 +149,15 @@ class ColdTierIT {
             c.closePipeline();
         }
 
-        // kill -9 of one instance in the middle of the moves; the other takes its shards over and finishes them. At
-        // half
-        // left hot: the mover moves 4 shards at once, and at 3/4 left hot it had already finished them all (a run at
-        // load 28); at 19/20 the survivor's takeover (~10 s at that load) left too little time before promotion
-        await().atMost(Duration.ofSeconds(40))
+        // kill -9 of one instance in the middle of the moves, at half left hot; the other takes its shards over and
+        // finishes them. The moves are fast: the killed relay's own shards were often done already (the figure below
+        // prints how many of its entries were still hot; review N1 asks for a kill within its own moves: open)
+        int victimTotal = victimEntries;
+        await().atMost(Duration.ofSeconds(30))
                 .pollInterval(Duration.ofMillis(10))
                 .until(() -> hot(keys) <= ENTRIES / 2);
         long coldAtKill = coldCount(cold, keys);
+        long victimHotAtKill = hot(keys, victimShards);
         ProcessHandle.of(first.pid()).ifPresent(ProcessHandle::destroyForcibly);
         await().atMost(Duration.ofSeconds(10)).until(() -> !first.isAlive());
         assertThat(coldAtKill).as("mid-move at the kill").isBetween(1L, (long) ENTRIES - 1);
@@ -162,12 +170,13 @@ class ColdTierIT {
         long perEntry = (usedMemory() - base) / ENTRIES;
         long sinceWrite = redis.nowMs() - t0;
         System.out.printf(
-                "FIGURE cold tier: %d entries cold %d ms after the write (kill -9 at %d cold), %d B/entry of Redis%n",
-                ENTRIES, sinceWrite, coldAtKill, perEntry);
+                "FIGURE cold tier: %d entries cold %d ms after the write (kill -9 at %d cold, %d of the killed relay's"
+                        + " %d hot), %d B/entry of Redis%n",
+                ENTRIES, sinceWrite, coldAtKill, victimHotAtKill, victimTotal, perEntry);
         assertThat(perEntry).as("Redis bytes per cold entry").isLessThanOrEqualTo(60);
         assertThat(redis.nowMs())
                 .as("all cold before promotion begins (lead 10 s)")
-                .isLessThan(t0 + 50_000);
+                .isLessThan(t0 + 40_000);
 
         // cancel 1,000 cold entries through the contract scripts
         RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(redis.factory());
@@ -235,14 +244,50 @@ class ColdTierIT {
     }
 
     private long hot(DelayQueueKeys keys) {
+        Set<Integer> all = new HashSet<>();
+        for (int shard = 0; shard < SHARDS; shard++) {
+            all.add(shard);
+        }
+        return hot(keys, all);
+    }
+
+    private long hot(DelayQueueKeys keys, Set<Integer> shards) {
         long n = 0;
         try (RedisConnection c = redis.connection()) {
-            for (int shard = 0; shard < SHARDS; shard++) {
+            for (int shard : shards) {
                 Long size = c.zSetCommands().zCard(bytes(keys.shard(shard)));
                 n += size == null ? 0 : size;
             }
         }
         return n;
+    }
+
+    /**
+     * The shards of the relay with this pid once both relays hold a seat: seat.lua ranks the live seats by seat number
+     * and the instance of rank r pops the shards s with s mod 2 = r. A holder is named "pid@host-...".
+     */
+    private Set<Integer> shareOf(DelayQueueKeys keys, long pid) {
+        List<String[]> seats = new ArrayList<>();
+        await("two seats").atMost(Duration.ofSeconds(30)).until(() -> {
+            seats.clear();
+            try (RedisConnection c = redis.connection()) {
+                Map<byte[], byte[]> raw = c.hashCommands().hGetAll(bytes(keys.seats()));
+                raw.forEach((k, v) -> seats.add(new String[] {new String(k), new String(v)}));
+            }
+            return seats.size() == 2;
+        });
+        seats.sort((x, y) -> Long.compare(seatOf(x[1]), seatOf(y[1])));
+        int rank = seats.get(0)[0].startsWith(pid + "@") ? 0 : 1;
+        assertThat(seats.get(rank)[0]).as("the seat of pid %d", pid).startsWith(pid + "@");
+        Set<Integer> shards = new HashSet<>();
+        for (int shard = rank; shard < SHARDS; shard += 2) {
+            shards.add(shard);
+        }
+        return shards;
+    }
+
+    private static long seatOf(String value) {
+        return Long.parseLong(value.substring(0, value.indexOf(':')));
     }
 
     private static long coldCount(ColdStore cold, DelayQueueKeys keys) {

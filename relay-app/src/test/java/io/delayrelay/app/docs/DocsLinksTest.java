@@ -20,11 +20,12 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The documents a newcomer follows from the README stay connected: every relative link in README.md, docs/*.md,
- * contract/README.md and the READMEs under examples/ points at a file that exists, and every {@code #anchor} at a
- * heading (or an explicit {@code id}) of its target, named the way GitHub names heading anchors. Links inside code
- * are not links; web addresses are not checked (no network in the build). The README's story and package map name
- * classes (and a test) and packages: each of them exists, so a rename or a move updates the README too.
+ * The documents a newcomer follows from the README stay connected: every relative link in README.md, docs/ (with
+ * its subfolders), CHANGELOG.md, CONTRIBUTING.md, contract/README.md, bench/results/README.md and the READMEs under
+ * examples/ points at a file that exists, and every {@code #anchor} at a heading (or an explicit {@code id}) of its
+ * target, named the way GitHub names heading anchors. Links inside code are not links; web addresses are not checked
+ * (no network in the build). The README's story and package map name classes (and a test) and packages: each of
+ * them exists, so a rename or a move updates the README too.
  */
 class DocsLinksTest {
 
@@ -150,8 +151,13 @@ class DocsLinksTest {
     }
 
     private List<Path> documents() {
-        List<Path> docs = new ArrayList<>(List.of(root.resolve("README.md"), root.resolve("contract/README.md")));
-        try (Stream<Path> md = Files.list(root.resolve("docs"));
+        List<Path> docs = new ArrayList<>(List.of(
+                root.resolve("README.md"),
+                root.resolve("contract/README.md"),
+                root.resolve("CHANGELOG.md"),
+                root.resolve("CONTRIBUTING.md"),
+                root.resolve("bench/results/README.md")));
+        try (Stream<Path> md = Files.walk(root.resolve("docs"));
                 Stream<Path> examples = Files.walk(root.resolve("examples"))) {
             md.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
             examples.filter(p -> p.getFileName().toString().startsWith("README"))

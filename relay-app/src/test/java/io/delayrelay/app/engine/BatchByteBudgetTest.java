@@ -2,6 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
 
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
@@ -33,7 +34,7 @@ class BatchByteBudgetTest {
             f.zadd(spec, 0, big(i, 100 * KIB), due + i);
         }
 
-        PopResult first = f.store.pop(spec, 0);
+        PopResult first = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(first.entries())
                 .as("two 100 KiB members fit in 250 KiB, a third does not")
@@ -44,7 +45,7 @@ class BatchByteBudgetTest {
         assertThat(f.inflight(spec)).isEqualTo(2);
         int popped = 2;
         while (popped < 10) {
-            PopResult next = f.store.pop(spec, 0);
+            PopResult next = f.store.pop(spec, Round.of(0), List.of()).single();
             assertThat(next.entries()).hasSizeBetween(1, 2);
             popped += next.entries().size();
         }
@@ -68,7 +69,7 @@ class BatchByteBudgetTest {
             }
         }
 
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(popped.entries()).hasSize(2);
         assertThat(popped.entries()).allSatisfy(e -> assertThat(e.payload()).hasSize(120 * KIB));
@@ -81,8 +82,8 @@ class BatchByteBudgetTest {
         f.zadd(spec, 0, big(1, 200 * KIB), due);
         f.zadd(spec, 0, big(2, 200 * KIB), due + 1);
 
-        assertThat(f.store.pop(spec, 0).entries()).hasSize(1);
-        assertThat(f.store.pop(spec, 0).entries()).hasSize(1);
+        assertThat(f.store.pop(spec, Round.of(0), List.of()).single().entries()).hasSize(1);
+        assertThat(f.store.pop(spec, Round.of(0), List.of()).single().entries()).hasSize(1);
         assertThat(f.inflight(spec)).isEqualTo(2);
     }
 

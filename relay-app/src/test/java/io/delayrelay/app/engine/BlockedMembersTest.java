@@ -2,6 +2,7 @@ package io.delayrelay.app.engine;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import io.delayrelay.app.engine.EngineFixture.ConfirmingPublisher;
@@ -39,7 +40,7 @@ class BlockedMembersTest {
         blocked(spec, 10, now);
         f.zadd(spec, 0, "free", now - 1_000);
 
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(popped.entries())
                 .as("10 blocked members (5 pages of batch-size 2) come first; the free entry behind them is taken")
@@ -53,7 +54,7 @@ class BlockedMembersTest {
         long now = f.kit.redisNowMs();
         blocked(spec, 3, now);
 
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(popped.entries()).isEmpty();
         assertThat(popped.nextDueMs())

@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  * <p>Time is pinned ({@link PinnedClockRedis}), so the model decides what is due. {@code -Dmodel.tries=N} runs N
  * sequences (1,000 by default), {@code -Dmodel.steps=N} allows up to N steps each (40), {@code -Dmodel.seed=S}
  * replays a seed, {@code -Dmodel.tolerate=1,2,3} relaxes the checks of known findings ({@link ContractModel.Finding}).
- * docs/model-test.md tells what is modelled and how to read a failure.
+ * docs/contributing/model-test.md tells what is modelled and how to read a failure. Stays long (~60 s): CI keeps its
+ * 1,000 sequences, and every key is compared after every step.
  */
 class ContractModelTest {
 

@@ -245,7 +245,9 @@ final class ContractWorld {
         }
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
-        PopResult result = shared.stores()[instance].pop(spec, shard, knownDue, spec.batchSize(), lead);
+        PopResult result = shared.stores()[instance]
+                .pop(spec, Round.of(shard, knownDue, spec.batchSize(), lead), List.of())
+                .single();
         model.popLead = lead;
         try {
             checkPop(instance, shard, knownDue, result, "pop of shard " + shard + " (lead " + lead + ")");
@@ -363,7 +365,7 @@ final class ContractWorld {
     }
 
     /**
-     * One pop of several shards in one pop.lua call ({@link ShardStore#popMany}), as a worker pops the shards it
+     * One pop of several shards in one pop.lua call ({@link ShardStore#pop}), as a worker pops the shards it
      * found due within its linger: each shard must be served exactly as a pop of that shard alone at the same
      * instant, with the batch size and byte budget the shards before it left (one entry always taken only while
      * nothing was taken before it), under one lease token; a shard reached with nothing left is not looked at,
@@ -385,7 +387,7 @@ final class ContractWorld {
     }
 
     /**
-     * A pop of one or several shards that carries acks of earlier rounds ({@link ShardStore#popCarrying}, as
+     * A pop of one or several shards that carries acks of earlier rounds ({@link ShardStore#pop} with acks, as
      * {@link AckCarrier} sends the confirmed entries waiting for the worker's next pop): the acks are settled first,
      * each exactly as ack.lua would (only members still leased under its token: a lease the reaper took back, one
      * settled already, or a member leased again since is left alone), then the shards are popped as {@link #popMany}
@@ -438,10 +440,11 @@ final class ContractWorld {
         BusinessSpec spec = relays[instance].spec();
         List<PopResult> results;
         if (acks.isEmpty()) {
-            results = shared.stores()[instance].popMany(spec, shards, known, lead);
+            results = shared.stores()[instance]
+                    .pop(spec, Round.of(shards, known, lead), List.of())
+                    .results();
         } else {
-            ShardStore.CarriedPop carried =
-                    shared.stores()[instance].popCarrying(spec, shards, known, spec.batchSize(), acks, lead);
+            ShardStore.Popped carried = shared.stores()[instance].pop(spec, Round.of(shards, known, lead), acks);
             covered("pops carrying acks");
             if (expectedSettled < asked) {
                 covered("carried acks of leases taken back, settled already or leased again");
@@ -507,7 +510,7 @@ final class ContractWorld {
     }
 
     /**
-     * Acks of several leases in one ack.lua call ({@link ShardStore#ackMany}), as the settler acks the confirmed
+     * Acks of several leases in one ack.lua call ({@link ShardStore#ack}), as the settler acks the confirmed
      * entries of a pop of several shards: each settles only its members still leased under its token.
      */
     void ackMany(List<Integer> picks, int mask) {
@@ -530,7 +533,7 @@ final class ContractWorld {
         if (acks.size() > 1) {
             covered("acks of several leases in one call");
         }
-        long settled = shared.stores()[instance].ackMany(relays[instance].spec(), acks);
+        long settled = shared.stores()[instance].ack(relays[instance].spec(), acks);
         same("acks of " + acks.size() + " leases in one call", expected, settled);
     }
 
@@ -586,7 +589,8 @@ final class ContractWorld {
             covered("acks of leases taken back or settled already");
         }
         long settled = shared.stores()[lease.instance()].ack(
-                spec(lease), lease.shard(), lease.token(), bytes(members), lease.anyPayload());
+                spec(lease),
+                List.of(new ShardStore.Ack(lease.shard(), lease.token(), bytes(members), lease.anyPayload())));
         same("ack of " + members + " under " + lease.token(), expected, settled);
     }
 

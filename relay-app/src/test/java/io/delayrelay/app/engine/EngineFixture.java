@@ -180,11 +180,23 @@ final class EngineFixture implements AutoCloseable {
             super(kit.redisFactory());
         }
 
+        /** Pops of several shards in one call: the shards of each, in call order. */
+        final List<int[]> multiPops = new CopyOnWriteArrayList<>();
+
+        /** Pops that carried acks (pop.lua with ack sections). */
+        final AtomicInteger carryingPops = new AtomicInteger();
+
         @Override
-        public PopResult pop(BusinessSpec spec, int shard, boolean knownDue, int limit) {
+        public Popped pop(BusinessSpec spec, Round round, List<Ack> carried) {
             pops.incrementAndGet();
+            if (round.size() > 1) {
+                multiPops.add(round.shards().clone());
+            }
+            if (!carried.isEmpty()) {
+                carryingPops.incrementAndGet();
+            }
             throwInjectedFailure();
-            return super.pop(spec, shard, knownDue, limit);
+            return super.pop(spec, round, carried);
         }
 
         /** Throws the failure a test set for the next pop, if any. */
@@ -196,36 +208,6 @@ final class EngineFixture implements AutoCloseable {
             if (failure instanceof Error e) {
                 throw e;
             }
-        }
-
-        /** Pops of several shards in one call: the shards of each, in call order. */
-        final List<int[]> multiPops = new CopyOnWriteArrayList<>();
-
-        @Override
-        public List<PopResult> popMany(BusinessSpec spec, int[] shards, boolean[] knownDue) {
-            if (shards.length > 1) {
-                pops.incrementAndGet();
-                multiPops.add(shards.clone());
-                throwInjectedFailure();
-            }
-            return super.popMany(spec, shards, knownDue);
-        }
-
-        /** Pops that carried acks (pop.lua with ack sections). */
-        final AtomicInteger carryingPops = new AtomicInteger();
-
-        @Override
-        public CarriedPop popCarrying(
-                BusinessSpec spec, int[] shards, boolean[] knownDue, int limit, List<Ack> carried) {
-            if (!carried.isEmpty()) {
-                carryingPops.incrementAndGet();
-                pops.incrementAndGet();
-                if (shards.length > 1) {
-                    multiPops.add(shards.clone());
-                }
-                throwInjectedFailure();
-            }
-            return super.popCarrying(spec, shards, knownDue, limit, carried);
         }
     }
 

@@ -59,7 +59,7 @@ class ExpiredLeaseTakeBackTest {
                 .isEqualTo(DueBatch.messageId(spec.name(), bytes(MEMBER), originalDue));
         assertThat(events.expired.get()).as("counted once").isEqualTo(1);
         await().atMost(Duration.ofSeconds(5)).until(() -> f.inflight(spec) == 0);
-        assertThat(killedHolder.ack(spec, 0, lost.token(), List.of(bytes(MEMBER))))
+        assertThat(killedHolder.ack(spec, List.of(new ShardStore.Ack(0, lost.token(), List.of(bytes(MEMBER)), true))))
                 .as("the dead holder's late ack owns nothing")
                 .isZero();
         assertThat(events.dead).isEmpty();
@@ -127,7 +127,7 @@ class ExpiredLeaseTakeBackTest {
         BusinessSpec shortLease = settings.lease(Duration.ofMillis(50)).build();
         settings.lease(lease);
         f.zadd(shortLease, 0, MEMBER, f.kit.redisNowMs() - 1_000);
-        PopResult lost = killedHolder.pop(shortLease, 0);
+        PopResult lost = killedHolder.pop(shortLease, Round.of(0), List.of()).single();
         assertThat(lost.entries()).hasSize(1);
         return lost;
     }

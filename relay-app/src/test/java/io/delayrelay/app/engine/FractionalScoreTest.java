@@ -1,6 +1,7 @@
 package io.delayrelay.app.engine;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
@@ -29,7 +30,8 @@ class FractionalScoreTest {
         long due = f.kit.redisNowMs() + 300;
         zadd(spec, "frac", due + 0.5);
 
-        PopResult popped = f.store.pop(spec, 0, true, 10, 1_000);
+        PopResult popped =
+                f.store.pop(spec, Round.of(0, true, 10, 1_000), List.of()).single();
 
         assertThat(EngineFixture.members(popped)).containsExactly("frac");
         assertThat(popped.entries().get(0).dueAtMs())
@@ -43,7 +45,9 @@ class FractionalScoreTest {
         long due = f.kit.redisNowMs() + 60_000;
         zadd(spec, "later", due + 0.5);
 
-        PopResult popped = f.store.pop(spec, 0, true);
+        PopResult popped = f.store
+                .pop(spec, Round.of(0, true, Integer.MAX_VALUE, 0), List.of())
+                .single();
 
         assertThat(popped.entries()).isEmpty();
         assertThat(popped.nextDueMs())

@@ -42,7 +42,7 @@ class LatePolicyPopTest {
         f.zadd(spec, 0, "stale-2", now - 10_001);
         f.zadd(spec, 0, "fresh", now - 500);
 
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(popped.entries()).extracting(e -> text(e.member())).containsExactly("fresh");
         assertThat(popped.late()).extracting(l -> text(l.member())).containsExactly("stale-2", "stale-1");
@@ -69,7 +69,7 @@ class LatePolicyPopTest {
     void withoutAPolicyNothingIsLateHoweverOverdue() {
         BusinessSpec spec = f.spec("nolimit").build();
         f.zadd(spec, 0, "ancient", f.kit.redisNowMs() - 86_400_000L);
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(popped.entries()).extracting(e -> text(e.member())).containsExactly("ancient");
         assertThat(popped.late()).isEmpty();
     }
@@ -82,14 +82,14 @@ class LatePolicyPopTest {
                 .withLatePolicy(Duration.ofMillis(500), false);
         long due = f.kit.redisNowMs() - 100;
         f.zadd(spec, 0, "flaky", due);
-        PopResult first = f.store.pop(spec, 0);
+        PopResult first = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(first.entries()).hasSize(1);
         f.store.requeue(spec, 0, first.token(), List.of(bytes("flaky")), 5, "nack");
 
         PopResult retry = await().atMost(Duration.ofSeconds(5))
                 .pollInterval(Duration.ofMillis(50))
                 .until(
-                        () -> f.store.pop(spec, 0),
+                        () -> f.store.pop(spec, Round.of(0), List.of()).single(),
                         p -> !p.late().isEmpty() || !p.entries().isEmpty());
 
         assertThat(retry.entries()).isEmpty();
@@ -116,7 +116,7 @@ class LatePolicyPopTest {
             c.hashCommands().hSet(bytes(spec.keys().deadReasons(0)), bytes("id-kept"), bytes("unroutable"));
         }
 
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(popped.entries()).isEmpty();
         assertThat(popped.late()).extracting(l -> text(l.member())).containsExactly("id-gone", "id-kept");
@@ -147,7 +147,7 @@ class LatePolicyPopTest {
                     .hSet(bytes(spec.keys().payloads(0)), bytes("code-2"), envelope(now + 60_000, "still good"));
         }
 
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
 
         assertThat(popped.entries()).extracting(e -> text(e.member())).containsExactly("code-2");
         assertThat(popped.late()).extracting(l -> text(l.member())).containsExactly("code-1");
@@ -171,7 +171,7 @@ class LatePolicyPopTest {
                             bytes("code-1"));
             assertThat(replayed).isEqualTo(1);
         }
-        PopResult replay = f.store.pop(spec, 0);
+        PopResult replay = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(replay.late())
                 .as("a replay is a new delivery due after the expiry")
                 .isEmpty();

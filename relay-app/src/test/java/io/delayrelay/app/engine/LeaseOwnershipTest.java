@@ -53,22 +53,23 @@ class LeaseOwnershipTest {
     @Test
     void ackOfAFirstLeaseLeavesTheCopyScheduledWhileInFlightAndItsPayload() {
         scheduleNow("v1");
-        PopResult first = store.pop(spec, shard);
+        PopResult first = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(first.entries()).hasSize(1);
 
         scheduleNow("v2"); // a producer re-schedules the id while its first delivery is in flight
-        PopResult second = store.pop(spec, shard);
+        PopResult second = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(second.entries())
                 .as("a member in flight is not leased a second time")
                 .isEmpty();
 
-        assertThat(store.ack(spec, shard, first.token(), members())).isEqualTo(1);
+        assertThat(store.ack(spec, List.of(new ShardStore.Ack(shard, first.token(), members(), true))))
+                .isEqualTo(1);
         assertThat(score(keys.shard(shard)))
                 .as("the new schedule is still in its shard")
                 .isNotNull();
         assertThat(payload()).isEqualTo("v2");
 
-        PopResult third = store.pop(spec, shard);
+        PopResult third = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(third.entries()).hasSize(1);
         assertThat(text(third.entries().get(0).payload())).isEqualTo("v2");
         // the second delivery fails to publish: it waits for a retry, nothing is lost
@@ -83,14 +84,15 @@ class LeaseOwnershipTest {
     @Test
     void staleAckOrRequeueOfAnEarlierLeaseDoesNotTouchTheCurrentLease() {
         scheduleNow("v1");
-        PopResult first = store.pop(spec, shard);
-        store.ack(spec, shard, first.token(), members());
+        PopResult first = store.pop(spec, Round.of(shard), List.of()).single();
+        store.ack(spec, List.of(new ShardStore.Ack(shard, first.token(), members(), true)));
         scheduleNow("v2");
-        PopResult second = store.pop(spec, shard);
+        PopResult second = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(second.entries()).hasSize(1);
 
         // the first batch's settle arrives again (e.g. a retried settle): it owns nothing any more
-        assertThat(store.ack(spec, shard, first.token(), members())).isZero();
+        assertThat(store.ack(spec, List.of(new ShardStore.Ack(shard, first.token(), members(), true))))
+                .isZero();
         assertThat(store.requeue(spec, shard, first.token(), members(), 1, "stale")
                         .dead())
                 .isEmpty();
@@ -99,7 +101,8 @@ class LeaseOwnershipTest {
                 .isNotNull();
         assertThat(payload()).isEqualTo("v2");
 
-        assertThat(store.ack(spec, shard, second.token(), members())).isEqualTo(1);
+        assertThat(store.ack(spec, List.of(new ShardStore.Ack(shard, second.token(), members(), true))))
+                .isEqualTo(1);
         assertThat(kit.keysOf(business))
                 .as("everything settled, nothing left behind")
                 .noneMatch(k -> k.endsWith(":payloads") || k.endsWith(":inflight") || k.endsWith(":attempts"));
@@ -108,7 +111,7 @@ class LeaseOwnershipTest {
     @Test
     void failedInFlightCopyIsRetriedAtItsRetryTimeAndTheNewScheduleAtItsOwnTime() {
         scheduleNow("v1");
-        PopResult first = store.pop(spec, shard);
+        PopResult first = store.pop(spec, Round.of(shard), List.of()).single();
         long originalDue = first.entries().get(0).dueAtMs();
         long later = kit.redisNowMs() + 60_000;
         producer.scheduleById(business, ID, "v2", Instant.ofEpochMilli(later));
@@ -123,13 +126,13 @@ class LeaseOwnershipTest {
                 .as("the failed copy waits for its own retry")
                 .isNotNull()
                 .isLessThan((double) later);
-        PopResult retried =
-                await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(spec, shard), p -> !p.isEmpty());
+        PopResult retried = await().atMost(Duration.ofSeconds(2))
+                .until(() -> store.pop(spec, Round.of(shard), List.of()).single(), p -> !p.isEmpty());
         assertThat(retried.entries().get(0).dueAtMs())
                 .as("same original due time, same message id")
                 .isEqualTo(originalDue);
         assertThat(retried.entries().get(0).attempts()).isEqualTo(1);
-        store.ack(spec, shard, retried.token(), members());
+        store.ack(spec, List.of(new ShardStore.Ack(shard, retried.token(), members(), true)));
         assertThat(score(keys.shard(shard))).as("still scheduled for later").isEqualTo((double) later);
         assertThat(payload()).isEqualTo("v2");
     }
@@ -142,17 +145,17 @@ class LeaseOwnershipTest {
                 .publishTimeout(Duration.ofMillis(1))
                 .build();
         scheduleNow("v1");
-        PopResult first = store.pop(shortLease, shard);
+        PopResult first = store.pop(shortLease, Round.of(shard), List.of()).single();
         long originalDue = first.entries().get(0).dueAtMs();
         await().atMost(Duration.ofSeconds(2))
                 .until(() -> store.requeueExpired(shortLease, shard, 10).requeued() == 1);
 
-        assertThat(store.ack(shortLease, shard, first.token(), members()))
+        assertThat(store.ack(shortLease, List.of(new ShardStore.Ack(shard, first.token(), members(), true))))
                 .as("the late ack owns nothing")
                 .isZero();
 
-        PopResult again =
-                await().atMost(Duration.ofSeconds(2)).until(() -> store.pop(shortLease, shard), p -> !p.isEmpty());
+        PopResult again = await().atMost(Duration.ofSeconds(2))
+                .until(() -> store.pop(shortLease, Round.of(shard), List.of()).single(), p -> !p.isEmpty());
         PopResult.Entry entry = again.entries().get(0);
         assertThat(entry.dueAtMs())
                 .as("original due time kept, so the AMQP message id is")
@@ -165,31 +168,31 @@ class LeaseOwnershipTest {
     @Test
     void deadLetterKeepsItsPayloadWhenTheSameIdIsScheduledAgainAndDelivered() {
         scheduleNow("v1");
-        PopResult first = store.pop(spec, shard);
+        PopResult first = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(store.requeue(spec, shard, first.token(), members(), 1, "returned: NO_ROUTE")
                         .dead())
                 .hasSize(1);
 
         scheduleNow("v2");
-        PopResult second = store.pop(spec, shard);
-        store.ack(spec, shard, second.token(), members());
+        PopResult second = store.pop(spec, Round.of(shard), List.of()).single();
+        store.ack(spec, List.of(new ShardStore.Ack(shard, second.token(), members(), true)));
         assertThat(payload()).as("the dead letter still needs its payload").isEqualTo("v2");
 
         DeadLetters deadLetters = new DeadLetters(ByteRedisTemplates.create(kit.redisFactory()));
         assertThat(deadLetters.replay(spec, spec.shards(), ID)).isEqualTo(1);
-        PopResult replayed = store.pop(spec, shard);
+        PopResult replayed = store.pop(spec, Round.of(shard), List.of()).single();
         assertThat(replayed.entries()).hasSize(1);
         assertThat(text(replayed.entries().get(0).payload()))
                 .as("replayed with its payload, not the bare id")
                 .isEqualTo("v2");
-        store.ack(spec, shard, replayed.token(), members());
+        store.ack(spec, List.of(new ShardStore.Ack(shard, replayed.token(), members(), true)));
         assertThat(payload()).as("settled and in no key any more: payload gone").isNull();
     }
 
     @Test
     void replayThatCannotWriteLeavesTheDeadLetterInPlace() {
         scheduleNow("v1");
-        PopResult first = store.pop(spec, shard);
+        PopResult first = store.pop(spec, Round.of(shard), List.of()).single();
         store.requeue(spec, shard, first.token(), members(), 1, "returned: NO_ROUTE");
         try (RedisConnection c = kit.redis()) {
             c.stringCommands().set(bytes(keys.shard(shard)), bytes("written by someone else"));

@@ -42,8 +42,9 @@ class MultiShardPopTest {
         fx.zadd(spec, 1, "later1", now + 60_000);
         fx.zadd(spec, 3, "a3", now - 5);
 
-        List<PopResult> results =
-                fx.store.popMany(spec, new int[] {0, 1, 2, 3}, new boolean[] {false, true, false, false});
+        List<PopResult> results = fx.store
+                .pop(spec, Round.of(new int[] {0, 1, 2, 3}, new boolean[] {false, true, false, false}, 0), List.of())
+                .results();
 
         assertThat(results).hasSize(4);
         assertThat(members(results.get(0))).containsExactly("a0", "b0");
@@ -72,7 +73,7 @@ class MultiShardPopTest {
         }
 
         // one ack call settles the shards' entries, each under its token
-        long acked = fx.store.ackMany(
+        long acked = fx.store.ack(
                 spec,
                 List.of(
                         new ShardStore.Ack(0, results.get(0).token(), List.of(bytes("a0"), bytes("b0")), false),
@@ -91,7 +92,9 @@ class MultiShardPopTest {
             fx.zadd(spec, 0, "s0-" + i, now - 50 + i);
             fx.zadd(spec, 1, "s1-" + i, now - 10 + i);
         }
-        List<PopResult> results = fx.store.popMany(spec, new int[] {2, 0, 1}, new boolean[3]);
+        List<PopResult> results = fx.store
+                .pop(spec, Round.of(new int[] {2, 0, 1}, new boolean[3], 0), List.of())
+                .results();
         assertThat(members(results.get(0))).containsExactly("s2-0", "s2-1");
         assertThat(members(results.get(1))).containsExactly("s0-0");
         assertThat(results.get(1).moreDue()).isTrue();
@@ -109,7 +112,9 @@ class MultiShardPopTest {
         fx.zadd(spec, 0, "a0", now - 10);
         fx.breakShard(spec, 1);
         fx.zadd(spec, 2, "a2", now - 10);
-        assertThatThrownBy(() -> fx.store.popMany(spec, new int[] {0, 1, 2}, new boolean[] {true, true, true}))
+        assertThatThrownBy(() -> fx.store
+                        .pop(spec, Round.of(new int[] {0, 1, 2}, new boolean[] {true, true, true}, 0), List.of())
+                        .results())
                 .hasStackTraceContaining("WRONGTYPE");
         assertThat(fx.inflight(spec))
                 .as("the shards before the bad one were not leased")

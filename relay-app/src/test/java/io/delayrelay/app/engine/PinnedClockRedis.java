@@ -1,7 +1,6 @@
 package io.delayrelay.app.engine;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -12,6 +11,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import io.delayrelay.api.internal.LuaScripts;
 import org.springframework.core.io.Resource;
 import org.springframework.core.io.support.PathMatchingResourcePatternResolver;
 import org.springframework.data.redis.connection.RedisConnection;
@@ -59,7 +59,8 @@ final class PinnedClockRedis {
                     throw new IllegalStateException("no Lua scripts found under " + folder);
                 }
                 for (Resource resource : found) {
-                    String text = read(resource);
+                    // as the relay sends it: with the fragments it includes
+                    String text = LuaScripts.text(folder + resource.getFilename());
                     String pinned = pin(resource.getFilename(), text);
                     swaps.put(
                             RedisScript.of(text).getSha1(),
@@ -157,12 +158,6 @@ final class PinnedClockRedis {
             return method.invoke(target, args);
         } catch (InvocationTargetException e) {
             throw e.getCause();
-        }
-    }
-
-    private static String read(Resource resource) throws IOException {
-        try (InputStream in = resource.getInputStream()) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
     }
 

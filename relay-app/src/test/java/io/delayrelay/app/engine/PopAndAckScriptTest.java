@@ -39,12 +39,14 @@ class PopAndAckScriptTest {
             f.zadd(spec, 0, "entry-" + i, now - 1_000 + i);
         }
 
-        PopResult full = f.store.pop(spec, 0);
+        PopResult full = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(full.entries()).hasSize(2);
         assertThat(full.nextDueMs()).as("more is due: now").isEqualTo(full.redisNowMs());
         assertThat(full.moreDue()).isTrue();
 
-        PopResult rest = f.store.pop(spec, 0, true);
+        PopResult rest = f.store
+                .pop(spec, Round.of(0, true, Integer.MAX_VALUE, 0), List.of())
+                .single();
         assertThat(rest.entries()).extracting(e -> text(e.member())).containsExactly("entry-2");
         assertThat(rest.nextDueMs())
                 .as("what is next: the earliest lease deadline")
@@ -53,17 +55,23 @@ class PopAndAckScriptTest {
 
         f.store.ack(
                 spec,
-                0,
-                full.token(),
-                full.entries().stream().map(PopResult.Entry::member).toList());
-        f.store.ack(spec, 0, rest.token(), List.of(bytes("entry-2")));
-        PopResult empty = f.store.pop(spec, 0, true);
+                List.of(new ShardStore.Ack(
+                        0,
+                        full.token(),
+                        full.entries().stream().map(PopResult.Entry::member).toList(),
+                        true)));
+        f.store.ack(spec, List.of(new ShardStore.Ack(0, rest.token(), List.of(bytes("entry-2")), true)));
+        PopResult empty = f.store
+                .pop(spec, Round.of(0, true, Integer.MAX_VALUE, 0), List.of())
+                .single();
         assertThat(empty.entries()).isEmpty();
         assertThat(empty.nextDueMs())
                 .as("an empty shard, even without the probe")
                 .isEqualTo(-1);
         assertThat(empty.expiredLeases()).isZero();
-        PopResult probed = f.store.pop(spec, 0, false);
+        PopResult probed = f.store
+                .pop(spec, Round.of(0, false, Integer.MAX_VALUE, 0), List.of())
+                .single();
         assertThat(probed.redisNowMs())
                 .as("the probe answers an empty shard without TIME")
                 .isZero();
@@ -74,49 +82,56 @@ class PopAndAckScriptTest {
     void aPopReportsTheExpiredLeasesItSawAndLeavesThemToRequeue() {
         BusinessSpec shortLease = f.spec("report").lease(Duration.ofMillis(1)).build();
         f.zadd(shortLease, 0, "leased", f.kit.redisNowMs() - 1_000);
-        PopResult lost = f.store.pop(shortLease, 0);
+        PopResult lost = f.store.pop(shortLease, Round.of(0), List.of()).single();
         assertThat(lost.entries()).hasSize(1);
 
         PopResult seen = await().atMost(Duration.ofSeconds(2))
-                .until(() -> f.store.pop(shortLease, 0), p -> p.expiredLeases() == 1);
+                .until(() -> f.store.pop(shortLease, Round.of(0), List.of()).single(), p -> p.expiredLeases() == 1);
         assertThat(seen.entries())
                 .as("an expired lease is not popped again as is")
                 .isEmpty();
         assertThat(seen.nextDueMs())
                 .as("looked at again after the recheck delay, not at once")
                 .isEqualTo(seen.redisNowMs() + ShardStore.BLOCKED_RECHECK_MS);
-        assertThat(f.store.pop(shortLease, 0, true).expiredLeases())
+        assertThat(f.store
+                        .pop(shortLease, Round.of(0, true, Integer.MAX_VALUE, 0), List.of())
+                        .single()
+                        .expiredLeases())
                 .as("reported with or without the probe")
                 .isEqualTo(1);
         assertThat(f.store.requeueExpired(shortLease, 0, 10).requeued()).isEqualTo(1);
-        assertThat(f.store.pop(shortLease, 0, true).expiredLeases()).isZero();
+        assertThat(f.store
+                        .pop(shortLease, Round.of(0, true, Integer.MAX_VALUE, 0), List.of())
+                        .single()
+                        .expiredLeases())
+                .isZero();
     }
 
     @Test
     void anAckOfMembersPoppedWithoutPayloadStillKeepsThePayloadInvariant() {
         BusinessSpec spec = f.spec("ack-bare").build();
         f.zadd(spec, 0, "bare", f.kit.redisNowMs() - 1_000);
-        PopResult first = f.store.pop(spec, 0);
+        PopResult first = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(first.entries().get(0).payload()).isNull();
-        assertThat(f.store.ack(spec, 0, first.token(), List.of(bytes("bare")), false))
+        assertThat(f.store.ack(spec, List.of(new ShardStore.Ack(0, first.token(), List.of(bytes("bare")), false))))
                 .as("no payload hash: settled without the payload bookkeeping")
                 .isEqualTo(1);
         assertThat(f.inflight(spec)).isZero();
 
         f.zadd(spec, 0, "bare", f.kit.redisNowMs() - 1_000);
-        PopResult second = f.store.pop(spec, 0);
+        PopResult second = f.store.pop(spec, Round.of(0), List.of()).single();
         scheduleById(spec, "bare", "scheduled again by id while in flight");
-        f.store.ack(spec, 0, second.token(), List.of(bytes("bare")), false);
+        f.store.ack(spec, List.of(new ShardStore.Ack(0, second.token(), List.of(bytes("bare")), false)));
         assertThat(payload(spec, "bare"))
                 .as("the new schedule's payload is kept")
                 .isEqualTo("scheduled again by id while in flight");
 
-        PopResult third = f.store.pop(spec, 0);
+        PopResult third = f.store.pop(spec, Round.of(0), List.of()).single();
         try (RedisConnection c = f.kit.redis()) {
             c.zSetCommands().zAdd(bytes(spec.keys().shard(0)), f.kit.redisNowMs() + 60_000, bytes("bare"));
             c.zSetCommands().zRem(bytes(spec.keys().shard(0)), bytes("bare")); // scheduled and cancelled in flight
         }
-        f.store.ack(spec, 0, third.token(), List.of(bytes("bare")), false);
+        f.store.ack(spec, List.of(new ShardStore.Ack(0, third.token(), List.of(bytes("bare")), false)));
         assertThat(payload(spec, "bare"))
                 .as("in no key any more: its payload is not left behind")
                 .isNull();
@@ -126,11 +141,12 @@ class PopAndAckScriptTest {
     void anAckThatMeetsAPayloadsKeyOfTheWrongTypeSettlesTheConfirmedLeaseAndNamesTheKey() {
         BusinessSpec spec = f.spec("ack-type").build();
         scheduleById(spec, "id-1", "body-1");
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(popped.entries()).hasSize(1);
         breakPayloads(spec);
 
-        assertThatThrownBy(() -> f.store.ack(spec, 0, popped.token(), List.of(bytes("id-1"))))
+        assertThatThrownBy(() ->
+                        f.store.ack(spec, List.of(new ShardStore.Ack(0, popped.token(), List.of(bytes("id-1")), true))))
                 .rootCause()
                 .hasMessageContaining("WRONGTYPE")
                 .hasMessageContaining(spec.keys().payloads(0))
@@ -142,13 +158,14 @@ class PopAndAckScriptTest {
     void anAckThatMeetsAnInflightKeyOfTheWrongTypeChangesNothing() {
         BusinessSpec spec = f.spec("ack-inflight").build();
         scheduleById(spec, "id-1", "body-1");
-        PopResult popped = f.store.pop(spec, 0);
+        PopResult popped = f.store.pop(spec, Round.of(0), List.of()).single();
         try (RedisConnection c = f.kit.redis()) {
             c.keyCommands().del(bytes(spec.keys().inflight(0)));
             c.stringCommands().set(bytes(spec.keys().inflight(0)), bytes("not a zset"));
         }
 
-        assertThatThrownBy(() -> f.store.ack(spec, 0, popped.token(), List.of(bytes("id-1"))))
+        assertThatThrownBy(() ->
+                        f.store.ack(spec, List.of(new ShardStore.Ack(0, popped.token(), List.of(bytes("id-1")), true))))
                 .rootCause()
                 .hasMessageContaining("WRONGTYPE");
         try (RedisConnection c = f.kit.redis()) {

@@ -3,7 +3,9 @@ package io.delayrelay.app.engine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.regex.Pattern;
 
+import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.junit.jupiter.api.AfterEach;
@@ -16,10 +18,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * Acks carried by the next pop (pop.lua's carried ack sections, {@link AckCarrier}) against the real Redis: settled
- * exactly as ack.lua settles them (lease token checked, payload invariant kept) before the pop reads anything, a
- * section whose keys hold the wrong type fails alone, and a relay's acks ride on its pops, or go alone within the
- * linger when no pop comes.
+ * Acks carried by the next pop (pop.lua's carried ack sections, {@link AckCarrier}) against the real Redis. They are
+ * settled by ack.lua's own settle (lib/settle.lua, included by both scripts): lease token checked, payload invariant
+ * kept, before the pop reads anything. A section whose keys hold the wrong type fails alone. A relay's acks ride on
+ * its pops, or go alone within the linger when no pop comes.
  */
 class PopCarriedAckTest {
 
@@ -37,16 +39,16 @@ class PopCarriedAckTest {
         fx.zadd(spec, 0, "a", now - 20);
         fx.zadd(spec, 0, "b", now - 10);
         fx.zadd(spec, 1, "c", now - 10);
-        List<PopResult> first = fx.store.popMany(spec, new int[] {0, 1}, new boolean[] {false, false});
+        List<PopResult> first = fx.store
+                .pop(spec, Round.of(new int[] {0, 1}, new boolean[] {false, false}, 0), List.of())
+                .results();
         // "a" scheduled again while its delivery is in flight: held back until that delivery settles
         fx.zadd(spec, 0, "a", now - 5);
         fx.zadd(spec, 1, "d", now - 5);
 
-        ShardStore.CarriedPop popped = fx.store.popCarrying(
+        ShardStore.Popped popped = fx.store.pop(
                 spec,
-                new int[] {0, 1},
-                new boolean[] {true, true},
-                spec.batchSize(),
+                Round.of(new int[] {0, 1}, new boolean[] {true, true}, 0),
                 List.of(
                         new ShardStore.Ack(0, first.get(0).token(), List.of(bytes("a"), bytes("b")), false),
                         new ShardStore.Ack(1, "another token", List.of(bytes("c")), false)));
@@ -71,16 +73,14 @@ class PopCarriedAckTest {
         long now = fx.kit.redisNowMs();
         scheduleById(spec, "id-1", "body-1", now - 10);
         scheduleById(spec, "id-2", "body-2", now - 10);
-        PopResult leased = fx.store.pop(spec, 0);
+        PopResult leased = fx.store.pop(spec, Round.of(0), List.of()).single();
         assertThat(leased.entries()).hasSize(2);
         // id-2 is scheduled again while in flight: its payload must stay
         scheduleById(spec, "id-2", "body-2 again", now + 60_000);
 
-        ShardStore.CarriedPop popped = fx.store.popCarrying(
+        ShardStore.Popped popped = fx.store.pop(
                 spec,
-                new int[] {0},
-                new boolean[] {false},
-                spec.batchSize(),
+                Round.of(0),
                 List.of(new ShardStore.Ack(0, leased.token(), List.of(bytes("id-1"), bytes("id-2")), true)));
 
         assertThat(popped.settled()).isEqualTo(2);
@@ -98,8 +98,8 @@ class PopCarriedAckTest {
         long now = fx.kit.redisNowMs();
         fx.zadd(spec, 0, "a", now - 10);
         fx.zadd(spec, 1, "b", now - 10);
-        PopResult a = fx.store.pop(spec, 0);
-        PopResult b = fx.store.pop(spec, 1);
+        PopResult a = fx.store.pop(spec, Round.of(0), List.of()).single();
+        PopResult b = fx.store.pop(spec, Round.of(1), List.of()).single();
         try (RedisConnection c = fx.kit.redis()) {
             byte[] attempts = bytes(spec.keys().attempts(1));
             c.keyCommands().del(attempts);
@@ -107,11 +107,9 @@ class PopCarriedAckTest {
         }
         fx.zadd(spec, 0, "c", now - 5);
 
-        ShardStore.CarriedPop popped = fx.store.popCarrying(
+        ShardStore.Popped popped = fx.store.pop(
                 spec,
-                new int[] {0},
-                new boolean[] {true},
-                spec.batchSize(),
+                Round.of(0, true, Integer.MAX_VALUE, 0),
                 List.of(
                         new ShardStore.Ack(1, b.token(), List.of(bytes("b")), false),
                         new ShardStore.Ack(0, a.token(), List.of(bytes("a")), false)));
@@ -130,11 +128,13 @@ class PopCarriedAckTest {
         long now = fx.kit.redisNowMs();
         fx.zadd(spec, 0, "a", now - 10);
         fx.zadd(spec, 1, "b", now - 10);
-        PopResult a = carrier.pop(spec, new int[] {0}, new boolean[] {true}, 10).get(0);
+        PopResult a =
+                fx.store.pop(spec, Round.of(0, true, 10, 0), carrier.take()).single();
         carrier.carry(spec, List.of(new ShardStore.Ack(0, a.token(), List.of(bytes("a")), false)));
         assertThat(carrier.waiting()).isEqualTo(1);
 
-        PopResult b = carrier.pop(spec, new int[] {1}, new boolean[] {true}, 10).get(0);
+        PopResult b =
+                fx.store.pop(spec, Round.of(1, true, 10, 0), carrier.take()).single();
         assertThat(fx.store.carryingPops.get())
                 .as("the pop of shard 1 carried shard 0's ack")
                 .isEqualTo(1);
@@ -174,6 +174,21 @@ class PopCarriedAckTest {
         // the last round's acks have no pop to ride on: alone, within twice the linger (margin for a loaded box)
         await().atMost(Duration.ofSeconds(2)).until(() -> fx.inflight(spec) == 0);
         assertThat(publisher.published).as("nothing redelivered").hasSize(entries);
+    }
+
+    @Test
+    void ackLuaAndPopLuaBothRunTheOneSettleFragmentOnce() {
+        String fragment = LuaScripts.text("io/delayrelay/app/lua/lib/settle.lua");
+        assertThat(fragment).contains("local function settle(");
+        for (String script : List.of("ack", "pop")) {
+            String text = LuaScripts.text("io/delayrelay/app/lua/" + script + ".lua");
+            assertThat(text.split(Pattern.quote(fragment), -1))
+                    .as("%s.lua includes lib/settle.lua once", script)
+                    .hasSize(2);
+            assertThat(text.split(Pattern.quote("local function settle("), -1))
+                    .as("%s.lua has no settle of its own", script)
+                    .hasSize(2);
+        }
     }
 
     private void scheduleById(BusinessSpec spec, String id, String payload, long dueMs) {

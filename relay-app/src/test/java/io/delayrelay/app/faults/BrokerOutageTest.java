@@ -34,6 +34,7 @@ import static org.awaitility.Awaitility.await;
 /**
  * Fault 2: RabbitMQ stopped for 30 s ({@code rabbitmqctl stop_app}) while messages keep falling due. The broker is
  * a node of this test's own ({@link PrivateRabbit}): stopping the shared one would break every other test using it.
+ * Stays long (~60 s): the outage lasts the 30 s the fault names, and the relay must catch up after it.
  */
 @Tag("faults")
 class BrokerOutageTest {

@@ -26,7 +26,8 @@ import static org.awaitility.Awaitility.await;
  * write, then hands over). Scripts are replicated as their effects in MULTI/EXEC, so the replica holds each move
  * whole. Calls that meet the hand-over are retried (the relay's workers and mover at their next iteration, the
  * producer by this test). Every entry not cancelled arrives once, none early, none of the cancelled ones. The load,
- * the cancels and the checks are {@link ColdClusterScenario}'s.
+ * the cancels and the checks are {@link ColdClusterScenario}'s. Stays long (~60 s): cold-after is at the product's
+ * minimum (10 s), and the failovers must meet both demotions and promotions.
  */
 @Tag("faults")
 @ExtendWith(OutputCaptureExtension.class)

@@ -25,7 +25,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * whose keys are partly moved; or a script that meets an undeclared key already moved) and is retried: the relay's
  * mover at its next period (WARN, counted in delay_relay_errors_total), the producer by this test. Every entry not
  * cancelled arrives once, none early, none of the cancelled ones. The load, the cancels and the checks are
- * {@link ColdClusterScenario}'s.
+ * {@link ColdClusterScenario}'s. Stays long (~60 s): cold-after is at the product's minimum (10 s), and the migrations
+ * must meet both demotions and promotions.
  */
 @Tag("faults")
 @ExtendWith(OutputCaptureExtension.class)

@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 import io.delayrelay.api.DelayQueueKeys;
@@ -67,6 +68,9 @@ final class ColdClusterScenario implements AutoCloseable {
     private RedisDelayedMessageProducer producer;
     private ColdStore cold;
     private Thread writer;
+    /** What ended the writer early (a call still failing after its retries), so that finish() reports it. */
+    private final AtomicReference<Throwable> writerFailure = new AtomicReference<>();
+
     private Thread canceller;
     private long t0;
     private long allColdMs;
@@ -154,6 +158,7 @@ final class ColdClusterScenario implements AutoCloseable {
                 sleep(pauseMs);
             }
         });
+        writer.setUncaughtExceptionHandler((t, e) -> writerFailure.set(e));
         writer.start();
     }
 
@@ -189,6 +194,9 @@ final class ColdClusterScenario implements AutoCloseable {
         writer.join(60_000);
         streaming.set(false);
         assertThat(canceller.isAlive()).as("the cancels ended").isFalse();
+        assertThat(writer.isAlive()).as("the writer ended").isFalse();
+        assertThat(writerFailure.get()).as("what ended the writer").isNull();
+        assertThat(due).as("entries written, streamed ones included").hasSize(ENTRIES + STREAMED);
         assertThat(notCancelled)
                 .as("cancels of cold entries that found nothing (errors met: %s)", errors)
                 .isEmpty();

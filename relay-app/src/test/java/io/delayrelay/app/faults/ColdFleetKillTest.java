@@ -37,7 +37,8 @@ import static org.awaitility.Awaitility.await;
  * relay is killed -9 at a random moment of the demotions (3-9 s), another at a random moment when both directions run
  * (13-19 s); the last one takes their shards over. At every check (about every 300 ms) no id is live twice in Redis
  * (hot or in flight, and in the cold member index, read atomically per shard); at the end every id not cancelled
- * arrived, none early, no cancelled one, duplicates only within the in-flight window of the killed relays.
+ * arrived, none early, no cancelled one, duplicates only within the in-flight window of the killed relays. Stays long
+ * (~60 s): cold-after is at the product's minimum (10 s), and the kills must meet demotions and promotions.
  */
 @Tag("faults")
 class ColdFleetKillTest {

@@ -49,7 +49,7 @@ import static org.awaitility.Awaitility.await;
  * Fault 6: broker-side scale-out. A 3-node RabbitMQ cluster (scripts/rabbit-cluster.sh), a quorum queue bound to
  * the business's exchange, the relay (exec jar, {@code spring.rabbitmq.addresses} = all nodes) relaying 100,000
  * messages falling due over 20 s, and the node the relay is connected to (which also leads the queue) stopped a quarter
- * of the way through.
+ * of the way through. Stays long (~45 s): the 3-node cluster takes ~20 s to form, and the drain spans 20 s of due times.
  */
 @Tag("faults")
 class RabbitNodeLossTest {

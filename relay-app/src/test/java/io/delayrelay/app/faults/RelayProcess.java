@@ -103,7 +103,7 @@ public final class RelayProcess implements AutoCloseable {
     }
 
     /** SIGKILL: no shutdown hook, no graceful stop; waits until the process is gone. */
-    void kill9() throws InterruptedException {
+    public void kill9() throws InterruptedException {
         process.destroyForcibly();
         if (!process.waitFor(10, TimeUnit.SECONDS)) {
             throw new IllegalStateException("relay pid " + pid() + " did not die after SIGKILL");

@@ -117,7 +117,13 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                         channel = channel(timeoutMs);
                     }
                     channel.publish(
-                            spec.exchange(), built.routingKey(), built.properties(), built.body(), pending, i, wave);
+                            built.exchangeOr(spec.exchange()),
+                            built.routingKey(),
+                            built.properties(),
+                            built.body(),
+                            pending,
+                            i,
+                            wave);
                 } catch (IllegalArgumentException e) {
                     // amqp-client refused this message before writing a frame (e.g. headers over the frame size):
                     // it never will take it; the channel retired itself if its numbering moved.

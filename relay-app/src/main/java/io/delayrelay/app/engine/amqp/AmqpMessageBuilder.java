@@ -46,8 +46,20 @@ final class AmqpMessageBuilder {
         }
     }
 
-    /** A message ready to publish; {@code relayedAtMs} is its {@code x-delay-relayed-at} stamp. */
-    record Built(String routingKey, AMQP.BasicProperties properties, byte[] body, long relayedAtMs) {
+    /**
+     * A message ready to publish; {@code relayedAtMs} is its {@code x-delay-relayed-at} stamp. {@code exchange} is
+     * null for the business's own exchange, or the one an intake message is delivered to.
+     */
+    record Built(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body, long relayedAtMs) {
+
+        Built(String routingKey, AMQP.BasicProperties properties, byte[] body, long relayedAtMs) {
+            this(null, routingKey, properties, body, relayedAtMs);
+        }
+
+        /** The exchange to publish to. */
+        String exchangeOr(String business) {
+            return exchange == null ? business : exchange;
+        }
 
         /** Whether the stamp says it leaves before it is due (never expected: counted as early). */
         boolean early(DueMessage message) {
@@ -80,6 +92,9 @@ final class AmqpMessageBuilder {
      * trigger's code throws.
      */
     Built build(BusinessSpec spec, DueMessage message) {
+        if (message.byId() && IntakeEnvelope.isEnvelope(message.body())) {
+            return intake(spec, message);
+        }
         OutgoingMessages outgoing = spec.outgoing();
         String routingKey = outgoing.routingKey(message, spec.routingKey());
         if (routingKey == null) {
@@ -109,6 +124,42 @@ final class AmqpMessageBuilder {
                 converter.fromMessageProperties(amqp.getMessageProperties(), StandardCharsets.UTF_8.name()),
                 amqp.getBody(),
                 relayedAt);
+    }
+
+    /**
+     * A message an AMQP intake took in: published to its deliver-to exchange with the routing key and every property
+     * it came with; the relay's headers are added as the business's message shape says.
+     */
+    private Built intake(BusinessSpec spec, DueMessage message) {
+        IntakeEnvelope.Message kept;
+        try {
+            kept = IntakeEnvelope.decode(message.body());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidMessageException("unreadable intake envelope: " + e.getMessage());
+        }
+        long relayedAt = Math.max(clock.nowMs(), message.poppedAtMs());
+        AMQP.BasicProperties p = kept.properties();
+        Map<String, Object> headers = new HashMap<>(p.getHeaders() == null ? Map.of() : p.getHeaders());
+        headers.keySet().removeAll(RELAY_OWN);
+        boolean lean = spec.messageShape() == MessageShape.LEAN;
+        if (!lean) {
+            headers.put(RelayHeaders.BUSINESS, message.business());
+            headers.put(RelayHeaders.DUE_AT, message.dueAtMs());
+            headers.put(RelayHeaders.RELAYED_AT, relayedAt);
+            headers.put(RelayHeaders.SHARD, message.shard());
+        }
+        if (!lean || message.attempt() > 1) {
+            headers.put(RelayHeaders.ATTEMPT, message.attempt());
+        }
+        headers.put(RelayHeaders.ID, message.id());
+        AMQP.BasicProperties properties = p.builder()
+                .messageId(
+                        kept.idIsMessageId()
+                                ? message.id()
+                                : p.getMessageId() != null ? p.getMessageId() : message.messageId())
+                .headers(headers)
+                .build();
+        return new Built(kept.exchange(), kept.routingKey(), properties, kept.body(), relayedAt);
     }
 
     private static AMQP.BasicProperties properties(DueMessage message, long relayedAt) {

@@ -24,7 +24,7 @@ public final class ColdBlock {
     /** The format byte this class writes and reads. */
     static final byte FORMAT = 1;
 
-    /** zstd level: 3 is zstd's default, ~4 µs an entry here (docs/cold-tier.md). */
+    /** zstd level: 3 is zstd's default, ~4 µs an entry here (docs/design/cold-tier-choice.md). */
     private static final int LEVEL = 3;
 
     private ColdBlock() {}

@@ -45,7 +45,7 @@ public final class ColdMover extends PeriodicTask {
 
     /**
      * Shards moved at once: Redis runs one script at a time, so more threads only help while this JVM compresses,
-     * decodes and waits on the network; 4 kept Redis busy in the bench (docs/cold-tier.md).
+     * decodes and waits on the network; 4 kept Redis busy in the bench (docs/design/cold-tier-choice.md).
      */
     public static final int THREADS = 4;
 

@@ -52,7 +52,7 @@ public class ColdStore {
     /**
      * Entries per script call of a demotion or promotion: a block (up to {@link ColdMover#BLOCK_MAX} entries) is moved
      * in slices of this many, each one atomic script, so that no call holds Redis (and every pop behind it) for more
-     * than ~1-2 ms (docs/cold-tier.md has the measured trade-off).
+     * than ~1-2 ms (docs/design/cold-tier-choice.md has the measured trade-off).
      */
     public static final int SLICE = 250;
 

@@ -1,0 +1,332 @@
+package io.delayrelay.bench;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.RelayHeaders;
+
+/**
+ * The AMQP intake (docs/amqp-intake.md) through the relay's exec jar, as x-delay publishers use it:
+ * throughput from an intake publish to the consumer (100 B persistent messages, confirms on both sides) against
+ * PerfTest's plain publish and consume in the same run; lag at a steady 1,000 msg/s; Redis bytes per waiting entry.
+ */
+final class IntakeBench {
+
+    static final int THROUGHPUT_MESSAGES = 50_000;
+    static final int LAG_RATE = 1_000;
+    static final int LAG_SECONDS = 30;
+    static final int MEMORY_ENTRIES = 20_000;
+    static final int BODY_BYTES = 100;
+
+    /** The figures of one run. */
+    record Result(
+            int n,
+            double intakeRate,
+            double perfTestRate,
+            int lagN,
+            int lagReceived,
+            long[] lagMs,
+            long early,
+            double bytesPerEntry,
+            String loadAverage) {}
+
+    private final Infra infra;
+    private final Path relayJar;
+    private final Path logs;
+    private final Path perfTestClasspath;
+
+    IntakeBench(Infra infra, Path relayJar, Path logs, Path perfTestClasspath) {
+        this.infra = infra;
+        this.relayJar = relayJar;
+        this.logs = logs;
+        this.perfTestClasspath = perfTestClasspath;
+    }
+
+    static double estimateSeconds() {
+        return 30 + 20 + LAG_SECONDS + 15 + 20;
+    }
+
+    Result run() throws Exception {
+        if (relayJar == null || !Files.isRegularFile(relayJar)) {
+            throw new IllegalStateException("no relay exec jar: " + relayJar + " (bench.sh builds and passes it)");
+        }
+        Files.createDirectories(logs);
+        String intake = infra.name("intake");
+        String memory = infra.name("intake-mem");
+        String in = intake + "-in";
+        String memIn = memory + "-in";
+        String out = intake + "-out";
+        String queue = intake + "-q";
+        Channel admin = infra.channel();
+        admin.exchangeDeclare(out, "topic", false, true, null);
+        admin.queueDeclare(queue, true, false, true, null);
+        admin.queueBind(queue, out, "#");
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("relay.intakes." + intake + ".exchange", in);
+        p.put("relay.intakes." + intake + ".deliver-to", out);
+        p.put("relay.intakes." + memory + ".exchange", memIn);
+        p.put("relay.intakes." + memory + ".deliver-to", out);
+        Path log = logs.resolve("intake-relay.log");
+        Process relay = Storm.startRelayJar(infra, relayJar, p, log);
+        Connection connection = infra.amqpFactory().newConnection("relay-bench-intake");
+        try {
+            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + memory + "'", 120);
+            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + intake + "'", 120);
+            double perfTest = perfTestRate();
+            Channel consumer = connection.createChannel();
+            consumer.basicQos(500);
+            AtomicInteger received = new AtomicInteger();
+            AtomicLong lastReceived = new AtomicLong();
+            long[] lag = new long[LAG_RATE * LAG_SECONDS];
+            AtomicInteger lagged = new AtomicInteger();
+            AtomicLong early = new AtomicLong();
+            consumer.basicConsume(queue, false, new DefaultConsumer(consumer) {
+                @Override
+                public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body)
+                        throws java.io.IOException {
+                    long now = System.currentTimeMillis();
+                    if (props.getType() != null && props.getType().equals("lag")) {
+                        long due = ((Number) props.getHeaders().get(RelayHeaders.DUE_AT)).longValue();
+                        int i = lagged.getAndIncrement();
+                        if (i < lag.length) {
+                            lag[i] = now - due;
+                        }
+                        if (now < due) {
+                            early.incrementAndGet();
+                        }
+                    } else {
+                        received.incrementAndGet();
+                        lastReceived.set(now);
+                    }
+                    getChannel().basicAck(envelope.getDeliveryTag(), false);
+                }
+            });
+
+            Scenarios.log(
+                    "intake: %,d messages of %d B, x-delay 0, publisher confirms", THROUGHPUT_MESSAGES, BODY_BYTES);
+            Channel publisher = connection.createChannel();
+            publisher.confirmSelect();
+            byte[] body = new byte[BODY_BYTES];
+            Arrays.fill(body, (byte) 'x');
+            long start = System.currentTimeMillis();
+            for (int i = 0; i < THROUGHPUT_MESSAGES; i++) {
+                publisher.basicPublish(in, "k", properties("t-" + i, 0, null), body);
+                if (i % 1_000 == 999) {
+                    publisher.waitForConfirmsOrDie(30_000);
+                }
+            }
+            publisher.waitForConfirmsOrDie(30_000);
+            waitFor(() -> received.get() >= THROUGHPUT_MESSAGES, 120_000);
+            double rate = THROUGHPUT_MESSAGES * 1000.0 / Math.max(1, lastReceived.get() - start);
+
+            Scenarios.log("intake lag: %,d msg/s for %d s, x-delay 1-5 s", LAG_RATE, LAG_SECONDS);
+            int n = LAG_RATE * LAG_SECONDS;
+            long t0 = System.nanoTime();
+            java.util.Random random = new java.util.Random(41);
+            for (int i = 0; i < n; i++) {
+                long at = t0 + i * 1_000_000_000L / LAG_RATE;
+                long wait = at - System.nanoTime();
+                if (wait > 0) {
+                    Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                }
+                publisher.basicPublish(in, "k", properties("l-" + i, 1_000 + random.nextInt(4_000), "lag"), body);
+                if (i % 100 == 99) {
+                    publisher.waitForConfirmsOrDie(30_000);
+                }
+            }
+            publisher.waitForConfirmsOrDie(30_000);
+            waitFor(() -> lagged.get() >= n, 30_000);
+            int got = Math.min(lagged.get(), n);
+            long[] sorted = Arrays.copyOf(lag, got);
+            Arrays.sort(sorted);
+
+            Scenarios.log("intake memory: %,d entries of %d B with 3 headers, x-delay 1 h", MEMORY_ENTRIES, BODY_BYTES);
+            long before = infra.stats().usedMemory();
+            for (int i = 0; i < MEMORY_ENTRIES; i++) {
+                Map<String, Object> headers = new LinkedHashMap<>();
+                headers.put("x-delay", 3_600_000);
+                headers.put("tenant", "acme");
+                headers.put("order", 100_000 + i);
+                headers.put("source", "checkout");
+                publisher.basicPublish(
+                        memIn,
+                        "orders.created",
+                        new AMQP.BasicProperties.Builder()
+                                .messageId(String.format(Locale.ROOT, "order-%08d", i))
+                                .contentType("application/json")
+                                .deliveryMode(2)
+                                .headers(headers)
+                                .build(),
+                        body);
+                if (i % 1_000 == 999) {
+                    publisher.waitForConfirmsOrDie(30_000);
+                }
+            }
+            publisher.waitForConfirmsOrDie(30_000);
+            String memQueue = "delay-relay.intake." + memory;
+            waitFor(() -> depth(memQueue) == 0, 60_000);
+            Thread.sleep(1_000);
+            double bytes = (infra.stats().usedMemory() - before) / (double) MEMORY_ENTRIES;
+            return new Result(
+                    THROUGHPUT_MESSAGES,
+                    rate,
+                    perfTest,
+                    n,
+                    got,
+                    new long[] {pct(sorted, 0.5), pct(sorted, 0.99), sorted.length == 0 ? -1 : sorted[sorted.length - 1]
+                    },
+                    early.get(),
+                    bytes,
+                    Storm.loadAverage());
+        } finally {
+            connection.close();
+            relay.destroy();
+            relay.waitFor();
+            for (String q : List.of(queue, "delay-relay.intake." + intake, "delay-relay.intake." + memory)) {
+                admin.queueDelete(q);
+            }
+            for (String x : List.of(in, memIn, out)) {
+                admin.exchangeDelete(x);
+            }
+        }
+    }
+
+    private long depth(String queue) {
+        try {
+            return infra.depth(queue);
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    private static AMQP.BasicProperties properties(String id, int delay, String type) {
+        return new AMQP.BasicProperties.Builder()
+                .messageId(id)
+                .deliveryMode(2)
+                .type(type)
+                .headers(Map.of("x-delay", delay))
+                .build();
+    }
+
+    private interface Condition {
+        boolean met() throws Exception;
+    }
+
+    private static void waitFor(Condition condition, long timeoutMs) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (!condition.met()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("intake bench: not done within " + timeoutMs + " ms");
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private static long pct(long[] sorted, double p) {
+        return sorted.length == 0 ? -1 : sorted[Math.min(sorted.length - 1, (int) Math.ceil(p * sorted.length) - 1)];
+    }
+
+    /** PerfTest publishing and consuming the same count of 100 B persistent messages with confirms: its receive rate. */
+    private double perfTestRate() throws Exception {
+        if (perfTestClasspath == null) {
+            return -1;
+        }
+        String queue = infra.name("intake-perftest");
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m",
+                "-cp",
+                Files.readString(perfTestClasspath).trim(),
+                "com.rabbitmq.perf.PerfTest",
+                "--uri",
+                "amqp://guest:guest@" + infra.config.rabbitHost() + ":" + infra.config.rabbitPort(),
+                "--producers",
+                "1",
+                "--consumers",
+                "1",
+                "--pmessages",
+                Integer.toString(THROUGHPUT_MESSAGES),
+                "--cmessages",
+                Integer.toString(THROUGHPUT_MESSAGES),
+                "--size",
+                Integer.toString(BODY_BYTES),
+                "--flag",
+                "persistent",
+                "--confirm",
+                "1000",
+                "--queue",
+                queue,
+                "--auto-delete",
+                "true"));
+        Scenarios.log("intake: PerfTest publish + consume, %,d messages", THROUGHPUT_MESSAGES);
+        Process perf = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output;
+        try (BufferedReader r =
+                new BufferedReader(new InputStreamReader(perf.getInputStream(), StandardCharsets.UTF_8))) {
+            output = String.join("\n", r.lines().toList());
+        }
+        perf.waitFor();
+        Matcher m = Pattern.compile("receiving rate avg: ([0-9]+)").matcher(output);
+        return m.find() ? Double.parseDouble(m.group(1)) : -1;
+    }
+
+    static void render(StringBuilder b, Result r) {
+        if (r == null) {
+            return;
+        }
+        b.append("## 8. AMQP intake\n\n");
+        b.append(String.format(
+                Locale.ROOT,
+                "The relay's exec jar with two intakes; the harness publishes to the intake exchange with confirms and"
+                        + " consumes deliver-to with manual acks. PerfTest: one producer and one consumer, the same count"
+                        + " of persistent %d B messages, confirms. Load average after: %s.%n%n",
+                BODY_BYTES,
+                r.loadAverage()));
+        b.append("| figure | measured | target |\n|---|---:|---:|\n");
+        b.append(String.format(
+                Locale.ROOT,
+                "| intake → delivered, %,d messages, msg/s | %,.0f | |%n| PerfTest publish + consume, msg/s | %,.0f | |%n",
+                r.n(),
+                r.intakeRate(),
+                r.perfTestRate()));
+        b.append(String.format(
+                Locale.ROOT, "| intake / PerfTest | **%.2f** | ≥ 0.45 |%n", r.intakeRate() / r.perfTestRate()));
+        b.append(String.format(
+                Locale.ROOT,
+                "| lag at %,d msg/s (due → received) p50 / p99 / max, ms | %d / **%d** / %d | p99 ≤ 30 |%n",
+                LAG_RATE,
+                r.lagMs()[0],
+                r.lagMs()[1],
+                r.lagMs()[2]));
+        b.append(String.format(
+                Locale.ROOT,
+                "| received / sent at %,d msg/s (early) | %,d / %,d (%d) | all, none early |%n",
+                LAG_RATE,
+                r.lagReceived(),
+                r.lagN(),
+                r.early()));
+        b.append(String.format(
+                Locale.ROOT,
+                "| Redis bytes per waiting entry (%d B body, 3 headers, message id) | **%.0f** | ≤ 260 |%n%n",
+                BODY_BYTES,
+                r.bytesPerEntry()));
+    }
+}
