@@ -139,17 +139,19 @@ final class ContractWorld {
         return spec(shards, 10_000, Duration.ofDays(180));
     }
 
-    /** The business's settings with a shard count and dead-set bounds. */
+    /**
+     * The business's settings with a shard count and dead-set bounds. The model's byte budgets go below what
+     * configuration accepts (a pop always takes one entry), so the batch is set past the builder's validation.
+     */
     BusinessSpec spec(int shards, int deadMaxSize, Duration deadMaxAge) {
         Settings s = model.settings;
-        return BusinessSpec.builder(business, DelayQueueKeys.forBusiness(business))
+        BusinessSpec valid = BusinessSpec.builder(business, DelayQueueKeys.forBusiness(business))
                 .shards(shards)
                 .threads(1)
                 .threadNamePrefix("model-" + business + "-")
                 .exchange("unused-exchange", "direct", false)
                 .routingKey("rk")
                 .batchSize(s.batch())
-                .batchBytes(s.batchBytes())
                 .lease(Duration.ofMillis(s.leaseMs()))
                 .maxAttempts(s.maxAttempts())
                 .retryDelay(Duration.ofMillis(s.retryMs()), Duration.ofMillis(s.retryMaxMs()))
@@ -158,6 +160,24 @@ final class ContractWorld {
                 .maxLateness(s.maxLatenessMs() < 0 ? null : Duration.ofMillis(s.maxLatenessMs()))
                 .dropLate(s.dropLate())
                 .build();
+        return new BusinessSpec(
+                valid.name(),
+                valid.keys(),
+                valid.shards(),
+                valid.threads(),
+                valid.threadNamePrefix(),
+                valid.route(),
+                new BusinessSpec.Batch(s.batch(), s.batchBytes()),
+                valid.timing(),
+                valid.retry(),
+                valid.deadSet(),
+                valid.late(),
+                valid.maxRate(),
+                valid.slo(),
+                valid.coldAfter(),
+                valid.messageShape(),
+                valid.outgoing(),
+                valid.paused());
     }
 
     int scanWidth(int instance) {
@@ -244,7 +264,8 @@ final class ContractWorld {
         }
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
-        PopResult result = shared.stores()[instance].pop(spec, shard, knownDue, spec.batchSize(), lead);
+        PopResult result = shared.stores()[instance].pop(
+                spec, shard, knownDue, spec.batch().size(), lead);
         model.popLead = lead;
         try {
             checkPop(instance, shard, knownDue, result, "pop of shard " + shard + " (lead " + lead + ")");
@@ -439,8 +460,8 @@ final class ContractWorld {
         if (acks.isEmpty()) {
             results = shared.stores()[instance].popMany(spec, shards, known, lead);
         } else {
-            ShardStore.CarriedPop carried =
-                    shared.stores()[instance].popCarrying(spec, shards, known, spec.batchSize(), acks, lead);
+            ShardStore.CarriedPop carried = shared.stores()[instance].popCarrying(
+                    spec, shards, known, spec.batch().size(), acks, lead);
             covered("pops carrying acks");
             if (expectedSettled < asked) {
                 covered("carried acks of leases taken back, settled already or leased again");
@@ -609,7 +630,8 @@ final class ContractWorld {
         switch (failure) {
             case NOT_SENT -> {
                 store.release(spec, lease.shard(), lease.token(), bytes(members));
-                model.requeue(lease.shard(), lease.token(), members, spec.maxAttempts(), "not sent", true);
+                model.requeue(
+                        lease.shard(), lease.token(), members, spec.retry().maxAttempts(), "not sent", true);
             }
             case RETURNED -> requeued(
                     where,
@@ -619,8 +641,20 @@ final class ContractWorld {
                 String reason = failure == Failure.NACK ? "nack" : "confirm timeout";
                 requeued(
                         where,
-                        model.requeue(lease.shard(), lease.token(), members, spec.maxAttempts(), reason, false),
-                        store.requeue(spec, lease.shard(), lease.token(), bytes(members), spec.maxAttempts(), reason));
+                        model.requeue(
+                                lease.shard(),
+                                lease.token(),
+                                members,
+                                spec.retry().maxAttempts(),
+                                reason,
+                                false),
+                        store.requeue(
+                                spec,
+                                lease.shard(),
+                                lease.token(),
+                                bytes(members),
+                                spec.retry().maxAttempts(),
+                                reason));
             }
         }
     }
