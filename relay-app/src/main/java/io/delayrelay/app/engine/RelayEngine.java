@@ -321,7 +321,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                         "cannot change while running (was " + old.keys().sourceKey() + "); restart the relay"));
                 continue;
             }
-            if (!old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange()) {
+            if (!old.route().exchange().equals(next.route().exchange())
+                    || old.route().declare() != next.route().declare()) {
                 ConfigProblem problem = exchanges.problem(next);
                 if (problem != null) {
                     problems.add(problem);

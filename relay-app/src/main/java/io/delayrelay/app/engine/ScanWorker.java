@@ -137,7 +137,7 @@ final class ScanWorker implements Runnable {
         popping = new int[0];
         try {
             if (state.paused()) {
-                signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
+                signal.await(clock.nowMs() + spec.timing().maxIdle().toMillis(), clock);
                 return;
             }
             long capped = governor.closedForMs(spec);
@@ -151,7 +151,8 @@ final class ScanWorker implements Runnable {
                 return;
             }
             // the budget first: a pop starts the entries' lease, which must not run out while waiting for room
-            InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
+            InFlightBudget.Reservation reservation =
+                    budget.acquire(spec.batch().size(), spec.batch().bytes());
             PopResult popped = null;
             try {
                 shard = picker.next(state.scanWidth(), passedOver, budget::inFlight, spec.rateCapped());
@@ -161,7 +162,7 @@ final class ScanWorker implements Runnable {
                     return;
                 }
                 MDC.put("shard", Integer.toString(shard));
-                int allowance = governor.take(spec, spec.batchSize());
+                int allowance = governor.take(spec, spec.batch().size());
                 if (allowance == 0) {
                     // capped: the shard is still due, with its place in the earliest-first order
                     schedule.lower(shard, picker.claimedDue());
@@ -208,8 +209,8 @@ final class ScanWorker implements Runnable {
             return;
         }
         // pop-ahead: pop at the earliest due time, taking what falls due within the lead (no linger)
-        long leadMs = spec.popsAhead() ? spec.lead().toMillis() : 0;
-        long popAt = earliest.dueMs() + (leadMs > 0 ? 0 : spec.linger().toMillis());
+        long leadMs = spec.popsAhead() ? spec.timing().lead().toMillis() : 0;
+        long popAt = earliest.dueMs() + (leadMs > 0 ? 0 : spec.timing().linger().toMillis());
         if (earliest.dueMs() > NOT_LINGERED && popAt > now) {
             if (sweep(spec, state.idleMillis())) {
                 return;
@@ -218,7 +219,8 @@ final class ScanWorker implements Runnable {
             signal.awaitChange(popAt, clock, observed);
             return;
         }
-        InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
+        InFlightBudget.Reservation reservation =
+                budget.acquire(spec.batch().size(), spec.batch().bytes());
         List<ShardSchedule.Earliest> claimed = List.of();
         int[] shards;
         boolean handed = false;
@@ -247,7 +249,7 @@ final class ScanWorker implements Runnable {
             long receivedNanos;
             try {
                 ability.busy(index);
-                results = acks.pop(spec, shards, known, spec.batchSize(), leadMs);
+                results = acks.pop(spec, shards, known, spec.batch().size(), leadMs);
                 // (the reply is in hand: DueGate's offset counts from here)
                 receivedNanos = System.nanoTime();
             } catch (RuntimeException e) {
@@ -287,10 +289,10 @@ final class ScanWorker implements Runnable {
                 } else {
                     schedule.record(shard, popped.nextDueMs(), stamps[i]);
                 }
-                events.late(spec, shard, spec.dropLate(), popped.late());
+                events.late(spec, shard, spec.late().drop(), popped.late());
                 if (popped.expiredLeases() > 0) {
                     reaper.reap(state, shard);
-                    schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
+                    schedule.lower(shard, clock.nowMs() + spec.retry().delay().toMillis());
                 }
                 if (!popped.isEmpty()) {
                     parts.add(new BatchSettler.Part(shard, popped));
@@ -341,10 +343,11 @@ final class ScanWorker implements Runnable {
         for (int shard : shards) {
             MDC.put("shard", Integer.toString(shard));
             try {
-                InFlightBudget.Reservation reservation = budget.acquire(spec.batchSize(), spec.batchBytes());
+                InFlightBudget.Reservation reservation =
+                        budget.acquire(spec.batch().size(), spec.batch().bytes());
                 PopResult popped = null;
                 try {
-                    popped = pop(spec, shard, spec.batchSize());
+                    popped = pop(spec, shard, spec.batch().size());
                 } finally {
                     if (popped == null || popped.isEmpty()) {
                         reservation.release();
@@ -375,12 +378,12 @@ final class ScanWorker implements Runnable {
         schedule.record(shard, popped.nextDueMs(), stamp);
         failures = 0;
         // the late policy already moved these (dead set or dropped) in the pop: only reported here
-        events.late(spec, shard, spec.dropLate(), popped.late());
+        events.late(spec, shard, spec.late().drop(), popped.late());
         if (popped.expiredLeases() > 0) {
             // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard, and
             // come due again after the retry delay
             reaper.reap(state, shard);
-            schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
+            schedule.lower(shard, clock.nowMs() + spec.retry().delay().toMillis());
         }
         return popped;
     }
@@ -499,7 +502,7 @@ final class ScanWorker implements Runnable {
 
     /** max-idle doubled per failure in a row (the first failure already waits twice max-idle), at most 5 s. */
     static long backOffMs(BusinessSpec spec, int inARow) {
-        return Math.min(MAX_ERROR_BACKOFF_MS, spec.maxIdle().toMillis() << Math.min(inARow, 10));
+        return Math.min(MAX_ERROR_BACKOFF_MS, spec.timing().maxIdle().toMillis() << Math.min(inARow, 10));
     }
 
     /** Only a stop ends a worker: an interrupt while the worker should still run is logged and survived. */

@@ -122,7 +122,7 @@ public class ShardStore {
      * last pop of it came back full), so the script skips its emptiness probe.
      */
     public PopResult pop(BusinessSpec spec, int shard, boolean knownDue) {
-        return pop(spec, shard, knownDue, spec.batchSize());
+        return pop(spec, shard, knownDue, spec.batch().size());
     }
 
     /** Like {@link #pop(BusinessSpec, int, boolean)}, taking at most {@code limit} entries (the rate cap's allowance). */
@@ -141,7 +141,7 @@ public class ShardStore {
         List<?> reply = redis.execute(
                 POP,
                 keys.shardKeyBytes(shard, POP_KEYS),
-                withLead(popArgs(spec, Math.min(limit, spec.batchSize()), token, knownDue ? YES : NO), leadMs));
+                withLead(popArgs(spec, Math.min(limit, spec.batch().size()), token, knownDue ? YES : NO), leadMs));
         List<PopResult> results = new ArrayList<>(1);
         parsePop(reply, 0, token, results);
         return results.get(0);
@@ -172,7 +172,7 @@ public class ShardStore {
         if (shards.length == 1) {
             return List.of(
                     leadMs > 0
-                            ? pop(spec, shards[0], knownDue[0], spec.batchSize(), leadMs)
+                            ? pop(spec, shards[0], knownDue[0], spec.batch().size(), leadMs)
                             : pop(spec, shards[0], knownDue[0]));
         }
         DelayQueueKeys keys = spec.keys();
@@ -185,7 +185,8 @@ public class ShardStore {
         }
         List<?> reply;
         try {
-            reply = redis.execute(POP, keyList, withLead(popArgs(spec, spec.batchSize(), token, flags), leadMs));
+            reply = redis.execute(
+                    POP, keyList, withLead(popArgs(spec, spec.batch().size(), token, flags), leadMs));
         } catch (RuntimeException e) {
             noticeCrossSlot(e);
             throw e;
@@ -255,7 +256,9 @@ public class ShardStore {
             keyList.addAll(keys.shardKeyBytes(shards[i], POP_KEYS));
             flags[i] = knownDue[i] ? (byte) '1' : (byte) '0';
         }
-        int batch = shards.length == 1 ? Math.min(limit, spec.batchSize()) : spec.batchSize();
+        int batch = shards.length == 1
+                ? Math.min(limit, spec.batch().size())
+                : spec.batch().size();
         List<Object> args = new ArrayList<>(Arrays.asList(popArgs(spec, batch, token, flags)));
         args.add(num(carried.size()));
         addAckSections(args, carried);
@@ -307,13 +310,15 @@ public class ShardStore {
     private Object[] popArgs(BusinessSpec spec, int limit, String token, byte[] knownFlags) {
         return new Object[] {
             num(limit),
-            num(spec.lease().toMillis()),
+            num(spec.timing().lease().toMillis()),
             bytes(token),
             num(BLOCKED_RECHECK_MS),
-            num(spec.batchBytes()),
+            num(spec.batch().bytes()),
             knownFlags,
-            spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()),
-            spec.dropLate() ? DROP : DEAD
+            spec.late().maxLateness() == null
+                    ? NO_LIMIT
+                    : num(spec.late().maxLateness().toMillis()),
+            spec.late().drop() ? DROP : DEAD
         };
     }
 
@@ -451,14 +456,14 @@ public class ShardStore {
         if (members.isEmpty()) {
             return;
         }
-        requeue(spec, shard, withMembers("release", spec, spec.maxAttempts(), "not sent", token, members));
+        requeue(spec, shard, withMembers("release", spec, spec.retry().maxAttempts(), "not sent", token, members));
     }
 
     /** Retries (or dead-letters) at most {@code limit} members of the shard whose lease expired, whoever leased them. */
     public RequeueResult requeueExpired(BusinessSpec spec, int shard, int limit) {
         Object[] args = new Object[REQUEUE_FIXED_ARGS];
         args[0] = bytes("expired");
-        fillRetryArgs(args, spec, spec.maxAttempts(), "lease expired", limit);
+        fillRetryArgs(args, spec, spec.retry().maxAttempts(), "lease expired", limit);
         args[6] = bytes("");
         return requeue(spec, shard, args);
     }
@@ -644,8 +649,8 @@ public class ShardStore {
 
     private static void fillRetryArgs(Object[] args, BusinessSpec spec, int maxAttempts, String reason, int limit) {
         args[1] = num(maxAttempts);
-        args[2] = num(spec.retryDelay().toMillis());
-        args[3] = num(spec.retryDelayMax().toMillis());
+        args[2] = num(spec.retry().delay().toMillis());
+        args[3] = num(spec.retry().delayMax().toMillis());
         args[4] = bytes(reason);
         args[5] = num(limit);
     }

@@ -229,17 +229,17 @@ final class BusinessMeters {
     /** Follows the spec's cap and objective; a changed slo.on-time gets the lag histogram a bucket there. */
     synchronized void follow(MeterRegistry registry, BusinessSpec spec) {
         maxRate.set(spec.maxRate());
-        sloTarget = spec.sloTarget();
-        long ms = spec.sloOnTime().toMillis();
+        sloTarget = spec.slo().target();
+        long ms = spec.slo().onTime().toMillis();
         if (ms != onTimeMs) {
             if (onTimeMs >= 0) {
                 // the buckets of a registered timer are fixed: a new one starts from 0 (a counter reset, which
                 // rate() and increase() take in their stride)
                 registry.remove(lag);
-                lag = lagTimer(registry, business, spec.sloOnTime());
-            } else if (!spec.sloOnTime().equals(BusinessSpec.DEFAULT_SLO_ON_TIME)) {
+                lag = lagTimer(registry, business, spec.slo().onTime());
+            } else if (!spec.slo().onTime().equals(BusinessSpec.DEFAULT_SLO_ON_TIME)) {
                 registry.remove(lag);
-                lag = lagTimer(registry, business, spec.sloOnTime());
+                lag = lagTimer(registry, business, spec.slo().onTime());
             }
             onTimeMs = ms;
         }

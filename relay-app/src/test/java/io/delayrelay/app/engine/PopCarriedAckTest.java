@@ -46,7 +46,7 @@ class PopCarriedAckTest {
                 spec,
                 new int[] {0, 1},
                 new boolean[] {true, true},
-                spec.batchSize(),
+                spec.batch().size(),
                 List.of(
                         new ShardStore.Ack(0, first.get(0).token(), List.of(bytes("a"), bytes("b")), false),
                         new ShardStore.Ack(1, "another token", List.of(bytes("c")), false)));
@@ -80,7 +80,7 @@ class PopCarriedAckTest {
                 spec,
                 new int[] {0},
                 new boolean[] {false},
-                spec.batchSize(),
+                spec.batch().size(),
                 List.of(new ShardStore.Ack(0, leased.token(), List.of(bytes("id-1"), bytes("id-2")), true)));
 
         assertThat(popped.settled()).isEqualTo(2);
@@ -111,7 +111,7 @@ class PopCarriedAckTest {
                 spec,
                 new int[] {0},
                 new boolean[] {true},
-                spec.batchSize(),
+                spec.batch().size(),
                 List.of(
                         new ShardStore.Ack(1, b.token(), List.of(bytes("b")), false),
                         new ShardStore.Ack(0, a.token(), List.of(bytes("a")), false)));
@@ -124,7 +124,9 @@ class PopCarriedAckTest {
 
     @Test
     void theCarrierHandsWaitingAcksToTheNextPopAndSendsThemAloneWhenNoPopComesWithinTwiceTheLinger() {
-        BusinessSpec spec = fx.spec("carrier").shards(2).build().withLinger(Duration.ofMillis(500));
+        BusinessSpec spec = fx.spec("carrier").shards(2).build().toBuilder()
+                .linger(Duration.ofMillis(500))
+                .build();
         AckCarrier carrier =
                 new AckCarrier(fx.store, new EventReporter(new EngineFixture.CountingEvents()), Runnable::run);
         long now = fx.kit.redisNowMs();
@@ -152,12 +154,10 @@ class PopCarriedAckTest {
 
     @Test
     void aRelaysAcksAreAllSettledWhetherCarriedOrAloneAndEachEntryGoesOutOnce() {
-        BusinessSpec spec = fx.spec("carry-relay")
-                .shards(4)
-                .batchSize(100)
-                .maxIdle(Duration.ofMillis(100))
-                .build()
-                .withLinger(Duration.ofMillis(20));
+        BusinessSpec spec =
+                fx.spec("carry-relay").shards(4).batchSize(100).maxIdle(Duration.ofMillis(100)).build().toBuilder()
+                        .linger(Duration.ofMillis(20))
+                        .build();
         EngineFixture.ConfirmingPublisher publisher = new EngineFixture.ConfirmingPublisher();
         long start = fx.kit.redisNowMs() + 300;
         int entries = 60;

@@ -67,7 +67,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     @Override
     public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
         PendingBatch pending = new PendingBatch(batch.size());
-        long timeoutMs = spec.publishTimeout().toMillis();
+        long timeoutMs = spec.timing().publishTimeout().toMillis();
         PublishChannel channel = null;
         int early = 0;
         PublishTracing.PublishSpan[] spans = null;
@@ -117,7 +117,13 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                         channel = channel(timeoutMs);
                     }
                     channel.publish(
-                            spec.exchange(), built.routingKey(), built.properties(), built.body(), pending, i, wave);
+                            spec.route().exchange(),
+                            built.routingKey(),
+                            built.properties(),
+                            built.body(),
+                            pending,
+                            i,
+                            wave);
                 } catch (IllegalArgumentException e) {
                     // amqp-client refused this message before writing a frame (e.g. headers over the frame size):
                     // it never will take it; the channel retired itself if its numbering moved.
@@ -221,10 +227,10 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     @Override
     public void prepareExchange(BusinessSpec spec) {
         template.execute(channel -> {
-            if (spec.declareExchange()) {
-                channel.exchangeDeclare(spec.exchange(), spec.exchangeType(), true);
+            if (spec.route().declare()) {
+                channel.exchangeDeclare(spec.route().exchange(), spec.route().type(), true);
             } else {
-                channel.exchangeDeclarePassive(spec.exchange());
+                channel.exchangeDeclarePassive(spec.route().exchange());
             }
             return null;
         });

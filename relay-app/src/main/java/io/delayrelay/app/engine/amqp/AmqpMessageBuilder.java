@@ -81,7 +81,7 @@ final class AmqpMessageBuilder {
      */
     Built build(BusinessSpec spec, DueMessage message) {
         OutgoingMessages outgoing = spec.outgoing();
-        String routingKey = outgoing.routingKey(message, spec.routingKey());
+        String routingKey = outgoing.routingKey(message, spec.route().routingKey());
         if (routingKey == null) {
             throw new InvalidMessageException("routing key is null");
         }
