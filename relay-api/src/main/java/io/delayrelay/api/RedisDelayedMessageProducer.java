@@ -243,8 +243,9 @@ public class RedisDelayedMessageProducer implements DelayedMessageProducer {
     }
 
     /**
-     * Every schedule of the batch is sent before the first reply is awaited; see {@link BatchScheduler}. A request
-     * that failed is not followed by removals (its earlier copy stays the live one).
+     * Every schedule of the batch is sent before the first reply is awaited, then the removals of copies left under
+     * earlier shard counts: two round trips. A request that failed is not followed by removals (its earlier copy stays
+     * the live one).
      */
     @Override
     public long[] scheduleAll(String business, List<ScheduleRequest> requests) {
