@@ -1,8 +1,13 @@
 package io.delayrelay.api;
 
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 
 import io.delayrelay.api.internal.LuaScripts;
+import io.delayrelay.api.internal.TraceContext;
 import org.springframework.data.redis.core.script.RedisScript;
 
 /**
@@ -36,6 +41,39 @@ final class ProducerScripts {
                 DelayQueueKeys.INFLIGHT,
                 DelayQueueKeys.ATTEMPTS,
                 DelayQueueKeys.DEAD);
+    }
+
+    /** schedule.lua's ARGV[7..]: the expiry, then header name, value pairs (the current trace context added). */
+    static byte[][] optionArguments(ScheduleOptions options) {
+        Objects.requireNonNull(options, "options");
+        Map<String, String> headers = new LinkedHashMap<>(options.headers());
+        TraceContext.current().forEach(headers::putIfAbsent);
+        byte[][] args = new byte[1 + 2 * headers.size()][];
+        args[0] = bytes(options.expiryArgument());
+        int i = 1;
+        for (Map.Entry<String, String> h : headers.entrySet()) {
+            args[i++] = bytes(h.getKey());
+            args[i++] = bytes(h.getValue());
+        }
+        return args;
+    }
+
+    /** schedule.lua's ARGV (see contract/schedule.lua). */
+    static byte[][] scheduleArguments(
+            DelayQueueKeys keys, int shard, byte[] member, byte[] mode, long millis, byte[] payload, byte[][] options) {
+        List<byte[]> args = new ArrayList<>(List.of(
+                member, mode, bytes(Long.toString(millis)), bytes(keys.wake()), bytes(Integer.toString(shard))));
+        if (payload != null) {
+            args.add(payload);
+            if (options != null) {
+                args.addAll(List.of(options));
+            }
+        }
+        return args.toArray(new byte[0][]);
+    }
+
+    private static byte[] bytes(String s) {
+        return DelayQueueKeys.bytes(s);
     }
 
     private static RedisScript<Long> load(String file) {

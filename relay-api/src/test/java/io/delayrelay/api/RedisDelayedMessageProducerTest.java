@@ -166,6 +166,36 @@ class RedisDelayedMessageProducerTest {
                 .hasMessageContaining("was 'bad{name}'");
     }
 
+    @Test
+    void builderRejectsSettingsOutOfRangeNamingTheValue() {
+        assertThatThrownBy(() -> RedisDelayedMessageProducer.builder(factory)
+                        .defaultShards(0)
+                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("relay.producer.default-shards must be >= 1, was 0");
+        assertThatThrownBy(() -> RedisDelayedMessageProducer.builder(factory)
+                        .metaCacheTtl(Duration.ofSeconds(-1))
+                        .build())
+                .hasMessage("relay.producer.meta-cache-ttl must be zero or positive, was PT-1S");
+        assertThatThrownBy(
+                        () -> new RedisDelayedMessageProducer(factory, -2, Duration.ZERO, DelayQueueKeys::forBusiness))
+                .hasMessage("relay.producer.default-shards must be >= 1, was -2");
+    }
+
+    @Test
+    void builderDefaultsMatchTheProducerProperties() {
+        assertThat(RedisDelayedMessageProducer.DEFAULT_SHARDS)
+                .isEqualTo(io.delayrelay.api.autoconfigure.DelayRelayProducerProperties.DEFAULT_SHARDS);
+        assertThat(RedisDelayedMessageProducer.DEFAULT_META_CACHE_TTL)
+                .isEqualTo(io.delayrelay.api.autoconfigure.DelayRelayProducerProperties.DEFAULT_META_CACHE_TTL);
+        RedisDelayedMessageProducer built = RedisDelayedMessageProducer.builder(factory)
+                .defaultShards(3)
+                .metaCacheTtl(Duration.ZERO)
+                .keys(DelayQueueKeys::forBusiness)
+                .build();
+        assertThat(built.shardCount(business)).isEqualTo(3);
+    }
+
     private static String[] twoKeysInOneShard() {
         String first = "wake-a";
         int shard = ShardSelector.shardOf(first, 16);

@@ -185,7 +185,7 @@ class HotReloadTest {
 
         Files.writeString(file, business(name, exchange, "threads=3, batch-size=250"));
         refresh(context);
-        assertThat(relay.spec().batchSize()).isEqualTo(250);
+        assertThat(relay.spec().batch().size()).isEqualTo(250);
         await().atMost(Duration.ofSeconds(5)).until(() -> relay.liveWorkers() == 3);
         assertThat(Thread.getAllStackTraces().keySet())
                 .extracting(Thread::getName)
@@ -293,7 +293,7 @@ class HotReloadTest {
         assertThat(REJECTED)
                 .containsExactly(name + ": relay.businesses." + name + ".exchange=no.such.exchange." + name
                         + ": no such exchange on the broker (declare it, or set declare-exchange: true)");
-        assertThat(relay.spec().exchange()).isEqualTo(exchange);
+        assertThat(relay.spec().route().exchange()).isEqualTo(exchange);
     }
 
     @Test
@@ -309,7 +309,7 @@ class HotReloadTest {
 
         Files.writeString(file, business(name, exchange, "shards=1, threads=1, lead=1s"));
         refresh(context);
-        assertThat(relay.spec().lead()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(relay.spec().timing().lead()).isEqualTo(Duration.ofSeconds(1));
         // the running worker pops ahead now: the pop of "first" leases "ahead" before its due time
         long now = kit.redisNowMs();
         long aheadDue = now + 2_300;
@@ -325,7 +325,7 @@ class HotReloadTest {
 
         Files.writeString(file, business(name, exchange, "shards=1, threads=1, lead=5s"));
         refresh(context);
-        assertThat(relay.spec().lead()).as("the previous lead kept").isEqualTo(Duration.ofSeconds(1));
+        assertThat(relay.spec().timing().lead()).as("the previous lead kept").isEqualTo(Duration.ofSeconds(1));
         assertThat(REJECTED)
                 .containsExactly(name + ": relay.businesses." + name + ".lead=PT5S: must be between 0 and PT1S (0: off,"
                         + " each entry popped once it is due)");

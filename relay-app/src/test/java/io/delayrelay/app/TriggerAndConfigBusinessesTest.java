@@ -102,7 +102,7 @@ class TriggerAndConfigBusinessesTest {
         assertThat(engine.relays().get(coded).spec().threads())
                 .as("from the trigger")
                 .isEqualTo(3);
-        assertThat(engine.relays().get(coded).spec().batchSize())
+        assertThat(engine.relays().get(coded).spec().batch().size())
                 .as("config wins for a trigger")
                 .isEqualTo(7);
         assertThat(engine.relays().get(declared).spec().threads()).as("default").isEqualTo(2);

@@ -23,7 +23,10 @@ public class DelayRelayProducerAutoConfiguration {
     @ConditionalOnBean(RedisConnectionFactory.class)
     public RedisDelayedMessageProducer delayedMessageProducer(
             RedisConnectionFactory connectionFactory, DelayRelayProducerProperties properties) {
-        return new RedisDelayedMessageProducer(
-                connectionFactory, properties.getDefaultShards(), properties.getMetaCacheTtl(), properties::keysFor);
+        return RedisDelayedMessageProducer.builder(connectionFactory)
+                .defaultShards(properties.getDefaultShards())
+                .metaCacheTtl(properties.getMetaCacheTtl())
+                .keys(properties::keysFor)
+                .build();
     }
 }

@@ -21,12 +21,12 @@ public class BusinessSettings {
     public static final Duration DEFAULT_MAX_IDLE = BusinessSpec.DEFAULT_MAX_IDLE;
     public static final Duration DEFAULT_LINGER = BusinessSpec.DEFAULT_LINGER;
     /** The longest lead allowed (pop-ahead): entries within it of their due time can no longer be cancelled. */
-    public static final Duration MAX_LEAD = Duration.ofSeconds(1);
+    public static final Duration MAX_LEAD = BusinessSpec.MAX_LEAD;
     /** The lease must be at least this many times the lead: the lease covers the wait for the due time. */
     public static final int LEASE_PER_LEAD = 10;
 
     /** The longest linger allowed: it adds to every message's lag. */
-    public static final Duration MAX_LINGER = Duration.ofSeconds(1);
+    public static final Duration MAX_LINGER = BusinessSpec.MAX_LINGER;
 
     public static final Duration DEFAULT_LEASE = BusinessSpec.DEFAULT_LEASE;
     public static final int DEFAULT_MAX_ATTEMPTS = BusinessSpec.DEFAULT_MAX_ATTEMPTS;

@@ -3,7 +3,6 @@ package io.delayrelay.app.config;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -16,6 +15,7 @@ import java.util.regex.Pattern;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.BusinessSpec.Range;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.MessageShape;
 import io.delayrelay.app.trigger.OutgoingMessages;
@@ -29,47 +29,22 @@ import org.springframework.util.unit.DataSize;
 /**
  * Builds the {@link BusinessSpec}s in force from the environment and the trigger beans. Layers, later wins:
  * {@code relay.defaults}, the trigger's non-null values, {@code relay.businesses.<name>}. Every problem is
- * collected and reported at once, naming business, property and value.
- * <p>
- * Longer than 300 lines because every per-business setting is validated here, each check next to the wording of
- * its error, so one read shows what a business may be configured with.
+ * collected and reported at once, naming business, property and value: the ranges of each setting by
+ * {@link BusinessSpec#validate()}, the values that do not parse and the rules between settings here.
  */
 public final class BusinessSpecResolver {
 
     static final Pattern NAME = Pattern.compile("[a-z0-9]([a-z0-9-]*[a-z0-9])?");
-    static final List<String> EXCHANGE_TYPES = List.of("direct", "topic", "fanout", "headers");
     static final List<String> ON_LATE = List.of("dead", "drop");
     static final List<String> MESSAGE_SHAPES = List.of("full", "lean");
-    static final int MAX_BATCH_SIZE = 2000;
-    static final int MAX_THREADS = 256;
-    static final int MAX_SHARDS = 16384;
-    static final DataSize MIN_BATCH_BYTES = DataSize.ofKilobytes(1);
-    static final DataSize MAX_BATCH_BYTES = DataSize.ofMegabytes(512);
-    /** Highest max-rate (messages per second): far above what one business's relay fleet publishes. */
-    static final int MAX_RATE = 10_000_000;
-
-    /** An inclusive range of valid values of an integer setting. */
-    public record Range(int min, int max) {}
+    static final DataSize MIN_BATCH_BYTES = DataSize.ofBytes(BusinessSpec.MIN_BATCH_BYTES);
+    static final DataSize MAX_BATCH_BYTES = DataSize.ofBytes(BusinessSpec.MAX_BATCH_BYTES);
 
     /**
      * The valid range of each integer setting of a business, by property name (as under {@code relay.defaults}):
      * the one place validation and the Helm chart's values.schema.json take them from.
      */
-    public static final Map<String, Range> INTEGER_RANGES = ranges(
-            "shards", new Range(1, MAX_SHARDS),
-            "threads", new Range(1, MAX_THREADS),
-            "batch-size", new Range(1, MAX_BATCH_SIZE),
-            "max-attempts", new Range(1, 1000),
-            "dead-max-size", new Range(1, Integer.MAX_VALUE),
-            "max-rate", new Range(1, MAX_RATE));
-
-    private static Map<String, Range> ranges(Object... pairs) {
-        Map<String, Range> ranges = new LinkedHashMap<>();
-        for (int i = 0; i < pairs.length; i += 2) {
-            ranges.put((String) pairs[i], (Range) pairs[i + 1]);
-        }
-        return Collections.unmodifiableMap(ranges);
-    }
+    public static final Map<String, Range> INTEGER_RANGES = BusinessSpec.INTEGER_RANGES;
 
     private BusinessSpecResolver() {}
 
@@ -205,40 +180,22 @@ public final class BusinessSpecResolver {
         } catch (IllegalArgumentException e) {
             problems.add(ConfigProblem.property(name, "source-key", s.getSourceKey(), e.getMessage()));
         }
-        range(problems, name, "shards", s.getShards());
-        range(problems, name, "threads", s.getThreads());
-        range(problems, name, "batch-size", s.getBatchSize());
-        if (s.getBatchBytes() == null
-                || s.getBatchBytes().compareTo(MIN_BATCH_BYTES) < 0
-                || s.getBatchBytes().compareTo(MAX_BATCH_BYTES) > 0) {
+        long batchBytes = BusinessSpec.DEFAULT_BATCH_BYTES;
+        if (s.getBatchBytes() == null) {
             problems.add(ConfigProblem.property(
-                    name,
-                    "batch-bytes",
-                    s.getBatchBytes(),
-                    "must be between " + MIN_BATCH_BYTES + " and " + MAX_BATCH_BYTES));
+                    name, "batch-bytes", null, "must be between " + MIN_BATCH_BYTES + " and " + MAX_BATCH_BYTES));
+        } else {
+            batchBytes = s.getBatchBytes().toBytes();
         }
-        range(problems, name, "max-attempts", s.getMaxAttempts());
-        range(problems, name, "dead-max-size", s.getDeadMaxSize());
-        positive(problems, name, "dead-max-age", s.getDeadMaxAge());
-        required(problems, name, "exchange", s.getExchange());
-        required(problems, name, "routing-key", s.getRoutingKey());
-        if (s.getExchangeType() == null || !EXCHANGE_TYPES.contains(s.getExchangeType())) {
+        if (Integer.valueOf(BusinessSpec.NO_MAX_RATE).equals(s.getMaxRate())) {
+            Range range = INTEGER_RANGES.get("max-rate");
             problems.add(ConfigProblem.property(
-                    name, "exchange-type", s.getExchangeType(), "must be one of " + EXCHANGE_TYPES));
+                    name, "max-rate", s.getMaxRate(), "must be between " + range.min() + " and " + range.max()));
         }
-        positive(problems, name, "max-idle", s.getMaxIdle());
-        positive(problems, name, "lease", s.getLease());
-        positive(problems, name, "retry-delay", s.getRetryDelay());
-        positive(problems, name, "retry-delay-max", s.getRetryDelayMax());
-        positive(problems, name, "publish-timeout", s.getPublishTimeout());
-        if (s.getMaxLateness() != null
-                && (s.getMaxLateness().isNegative() || s.getMaxLateness().isZero())) {
-            problems.add(ConfigProblem.property(
-                    name,
-                    "max-lateness",
-                    s.getMaxLateness(),
-                    "must be a positive duration (leave it unset to deliver however late)"));
-        }
+        Duration lead = s.getLead() == null ? BusinessSpec.DEFAULT_LEAD : s.getLead();
+        BusinessSpec spec =
+                toSpec(name, keys == null ? DelayQueueKeys.forBusiness(name) : keys, s, trigger, lead, batchBytes);
+        problems.addAll(spec.validate());
         if (s.getOnLate() == null || !ON_LATE.contains(s.getOnLate())) {
             problems.add(ConfigProblem.property(name, "on-late", s.getOnLate(), "must be one of " + ON_LATE));
         }
@@ -246,36 +203,9 @@ public final class BusinessSpecResolver {
             problems.add(ConfigProblem.property(
                     name, "message-shape", s.getMessageShape(), "must be one of " + MESSAGE_SHAPES));
         }
-        if (s.getMaxRate() != null) {
-            range(problems, name, "max-rate", s.getMaxRate());
-        }
-        Duration coldAfter = s.getColdAfter();
-        if (coldAfter != null && !coldAfter.isZero() && coldAfter.compareTo(BusinessSpec.MIN_COLD_AFTER) < 0) {
-            problems.add(ConfigProblem.property(
-                    name,
-                    "cold-after",
-                    coldAfter,
-                    "must be at least " + BusinessSpec.MIN_COLD_AFTER + " (or 0 / unset: no cold tier)"));
-        }
-        if (s.getLinger() == null
-                || s.getLinger().isNegative()
-                || s.getLinger().compareTo(BusinessSettings.MAX_LINGER) > 0) {
-            problems.add(ConfigProblem.property(
-                    name,
-                    "linger",
-                    s.getLinger(),
-                    "must be between 0 and " + BusinessSettings.MAX_LINGER
-                            + " (0: pop each shard as soon as it is due)"));
-        }
-        Duration lead = s.getLead() == null ? BusinessSpec.DEFAULT_LEAD : s.getLead();
-        if (lead.isNegative() || lead.compareTo(BusinessSettings.MAX_LEAD) > 0) {
-            problems.add(ConfigProblem.property(
-                    name,
-                    "lead",
-                    lead,
-                    "must be between 0 and " + BusinessSettings.MAX_LEAD
-                            + " (0: off, each entry popped once it is due)"));
-        } else if (s.getLease() != null
+        boolean leadInRange = !lead.isNegative() && lead.compareTo(BusinessSpec.MAX_LEAD) <= 0;
+        if (leadInRange
+                && s.getLease() != null
                 && lead.multipliedBy(BusinessSettings.LEASE_PER_LEAD).compareTo(s.getLease()) > 0) {
             problems.add(ConfigProblem.property(
                     name,
@@ -286,49 +216,39 @@ public final class BusinessSpecResolver {
         }
         LeaseRule.check(name, s.getLease(), lead, s.getLinger(), s.getPublishTimeout())
                 .ifPresent(problems::add);
+        return problems.size() > before ? null : spec;
+    }
+
+    /** The spec the settings say, unvalidated; {@code keys}, {@code lead} and {@code batchBytes} already read. */
+    private static BusinessSpec toSpec(
+            String name,
+            DelayQueueKeys keys,
+            BusinessSettings s,
+            AbstractDelayedMsgScanTrigger trigger,
+            Duration lead,
+            long batchBytes) {
+        Duration coldAfter = s.getColdAfter();
         BusinessSettings.Slo slo = s.getSlo();
-        positive(problems, name, "slo.on-time", slo == null ? null : slo.getOnTime());
-        double target = slo == null ? Double.NaN : slo.getTarget();
-        if (!(target > 0 && target < 1)) {
-            problems.add(ConfigProblem.property(
-                    name, "slo.target", target, "must be a ratio between 0 and 1 (exclusive), e.g. 0.999"));
-        }
-        if (problems.size() > before) {
-            return null;
-        }
-        String threadNamePrefix = s.getThreadNamePrefix() != null ? s.getThreadNamePrefix() : "relay-" + name + "-";
-        OutgoingMessages outgoing = trigger != null ? trigger : OutgoingMessages.DEFAULT;
         return new BusinessSpec(
                 name,
                 keys,
                 s.getShards(),
                 s.getThreads(),
-                threadNamePrefix,
-                s.getExchange(),
-                s.getRoutingKey(),
-                s.getExchangeType(),
-                s.isDeclareExchange(),
-                s.getBatchSize(),
-                s.getBatchBytes().toBytes(),
-                s.getMaxIdle(),
-                s.getLease(),
-                s.getMaxAttempts(),
-                s.getRetryDelay(),
-                s.getRetryDelayMax(),
-                s.getPublishTimeout(),
-                s.getDeadMaxSize(),
-                s.getDeadMaxAge(),
-                s.isPaused(),
-                outgoing,
-                s.getMaxLateness(),
-                "drop".equals(s.getOnLate()),
+                s.getThreadNamePrefix() != null ? s.getThreadNamePrefix() : "relay-" + name + "-",
+                new BusinessSpec.Route(s.getExchange(), s.getRoutingKey(), s.getExchangeType(), s.isDeclareExchange()),
+                new BusinessSpec.Batch(s.getBatchSize(), batchBytes),
+                new BusinessSpec.Timing(s.getMaxIdle(), s.getLinger(), lead, s.getLease(), s.getPublishTimeout()),
+                new BusinessSpec.Retry(s.getMaxAttempts(), s.getRetryDelay(), s.getRetryDelayMax()),
+                new BusinessSpec.DeadSet(s.getDeadMaxSize(), s.getDeadMaxAge()),
+                new BusinessSpec.LatePolicy(s.getMaxLateness(), "drop".equals(s.getOnLate())),
                 s.getMaxRate() == null ? BusinessSpec.NO_MAX_RATE : s.getMaxRate(),
-                slo.getOnTime(),
-                slo.getTarget(),
-                MessageShape.parse(s.getMessageShape()),
-                s.getLinger(),
+                slo == null ? null : new BusinessSpec.Slo(slo.getOnTime(), slo.getTarget()),
                 coldAfter == null || coldAfter.isZero() ? null : coldAfter,
-                lead);
+                s.getMessageShape() != null && MESSAGE_SHAPES.contains(s.getMessageShape())
+                        ? MessageShape.parse(s.getMessageShape())
+                        : null,
+                trigger != null ? trigger : OutgoingMessages.DEFAULT,
+                s.isPaused());
     }
 
     private static void applyTrigger(AbstractDelayedMsgScanTrigger trigger, BusinessSettings s) {
@@ -349,26 +269,6 @@ public final class BusinessSpecResolver {
         }
         if (trigger.getShards() != null) {
             s.setShards(trigger.getShards());
-        }
-    }
-
-    private static void range(List<ConfigProblem> problems, String business, String property, int value) {
-        Range range = INTEGER_RANGES.get(property);
-        if (value < range.min() || value > range.max()) {
-            problems.add(ConfigProblem.property(
-                    business, property, value, "must be between " + range.min() + " and " + range.max()));
-        }
-    }
-
-    private static void required(List<ConfigProblem> problems, String business, String property, String value) {
-        if (value == null || value.isBlank()) {
-            problems.add(ConfigProblem.blank(business, property, value, "required, must not be blank"));
-        }
-    }
-
-    private static void positive(List<ConfigProblem> problems, String business, String property, Duration value) {
-        if (value == null || value.isNegative() || value.isZero()) {
-            problems.add(ConfigProblem.property(business, property, value, "must be a positive duration"));
         }
     }
 

@@ -77,8 +77,10 @@ final class AheadDelivery {
             for (int i = 0; i < parts.size(); i++) {
                 outcomes[i] = new PublishOutcome[perShard.get(i).size()];
             }
-            long boundMs =
-                    spec.publishTimeout().plus(BatchSettler.OUTCOME_GRACE).toMillis();
+            long boundMs = spec.timing()
+                    .publishTimeout()
+                    .plus(BatchSettler.OUTCOME_GRACE)
+                    .toMillis();
             List<CompletableFuture<?>> waves = new ArrayList<>();
             int k = 0;
             long lastWaveMs = Long.MIN_VALUE;

@@ -158,7 +158,7 @@ final class BatchSettler {
             }
             ability.publishing();
             published = publisher.publish(spec, batch);
-            long boundMs = spec.publishTimeout().plus(OUTCOME_GRACE).toMillis();
+            long boundMs = spec.timing().publishTimeout().plus(OUTCOME_GRACE).toMillis();
             published
                     .copy()
                     .orTimeout(boundMs, TimeUnit.MILLISECONDS)
@@ -365,10 +365,10 @@ final class BatchSettler {
                     failed.size(),
                     batch.size(),
                     outcome.reason(),
-                    spec.retryDelay());
+                    spec.retry().delay());
             events.emit(spec, shard, e -> e.publishFailed(spec, shard, outcome.cause(), failed.size()));
             ShardStore.RequeueResult result =
-                    store.requeue(spec, shard, token, failed, spec.maxAttempts(), outcome.reason());
+                    store.requeue(spec, shard, token, failed, spec.retry().maxAttempts(), outcome.reason());
             retried(spec, shard, result.requeued());
             events.deadLettered(spec, shard, DeadReason.MAX_ATTEMPTS, outcome.reason(), result.dead());
         }
@@ -377,7 +377,7 @@ final class BatchSettler {
     /** Entries put back wait at least the retry delay: the workers look at their shard then. */
     private void retried(BusinessSpec spec, int shard, int requeued) {
         if (requeued > 0) {
-            rescheduled.at(shard, clock.nowMs() + spec.retryDelay().toMillis());
+            rescheduled.at(shard, clock.nowMs() + spec.retry().delay().toMillis());
         }
     }
 

@@ -100,8 +100,8 @@ public final class BusinessRelay implements ShardWakeups {
                 spec.name(),
                 spec.threads(),
                 spec.shards(),
-                spec.exchange(),
-                spec.routingKey(),
+                spec.route().exchange(),
+                spec.route().routingKey(),
                 spec.keys().sourceKey());
     }
 

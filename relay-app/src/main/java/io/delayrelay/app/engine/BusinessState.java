@@ -69,7 +69,7 @@ public final class BusinessState {
 
     /** How long an idle worker sleeps at most before it sweeps its shards again. */
     long idleMillis() {
-        return Math.max(spec.maxIdle().toMillis(), safetySweepMs);
+        return Math.max(spec.timing().maxIdle().toMillis(), safetySweepMs);
     }
 
     /** Shards currently set aside because their keys hold unexpected data. */

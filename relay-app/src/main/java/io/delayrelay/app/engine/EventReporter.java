@@ -73,9 +73,9 @@ final class EventReporter {
         if (late.size() > shown) {
             members.append(", and ").append(late.size() - shown).append(" more");
         }
-        String why = spec.maxLateness() == null
+        String why = spec.late().maxLateness() == null
                 ? "past their expiry"
-                : "past max-lateness " + spec.maxLateness() + " or their expiry";
+                : "past max-lateness " + spec.late().maxLateness() + " or their expiry";
         if (dropped) {
             log.warn(
                     "business={} shard={}: {} late message(s) dropped unpublished ({}, on-late: drop): {}",

@@ -74,7 +74,7 @@ final class ExchangeCheck {
                             + "messages stay in Redis until the broker is back",
                     spec.name(),
                     Exceptions.rootMessage(e),
-                    spec.exchange());
+                    spec.route().exchange());
         } catch (RuntimeException e) {
             return problem(spec, e);
         }
@@ -87,10 +87,14 @@ final class ExchangeCheck {
             return ConfigProblem.property(
                     spec.name(),
                     "exchange",
-                    spec.exchange(),
+                    spec.route().exchange(),
                     "no such exchange on the broker (declare it, or set declare-exchange: true)");
         }
-        log.warn("business={}: could not check exchange '{}': {}", spec.name(), spec.exchange(), cause);
+        log.warn(
+                "business={}: could not check exchange '{}': {}",
+                spec.name(),
+                spec.route().exchange(),
+                cause);
         return null;
     }
 }

@@ -23,7 +23,7 @@ public final class HeapBudget {
 
     /** Most bytes the workers of one business may hold in flight on this instance. */
     public static long inFlightBytes(BusinessSpec spec) {
-        return spec.threads() * InFlightBudget.BATCHES_OF_DATA * spec.batchBytes();
+        return spec.threads() * InFlightBudget.BATCHES_OF_DATA * spec.batch().bytes();
     }
 
     /** Logs {@link #warning} for the JVM's max heap, if any. */
@@ -48,7 +48,7 @@ public final class HeapBudget {
         List<String> named = new ArrayList<>();
         for (BusinessSpec spec : largest) {
             named.add(spec.name() + " " + spec.threads() + " threads x " + InFlightBudget.BATCHES_OF_DATA + " x "
-                    + mb(spec.batchBytes()) + " = " + mb(inFlightBytes(spec)));
+                    + mb(spec.batch().bytes()) + " = " + mb(inFlightBytes(spec)));
         }
         return "the workers may hold " + mb(total) + " of messages in flight, more than half of the maximum heap ("
                 + mb(maxHeap) + "): " + String.join(", ", named) + ". Large payloads under load can exhaust the heap;"

@@ -58,8 +58,8 @@ final class LingeredRounds implements PopStrategy {
             sweep.idle(spec);
             return null;
         }
-        long leadMs = spec.popsAhead() ? spec.lead().toMillis() : 0;
-        long popAt = earliest.dueMs() + (leadMs > 0 ? 0 : spec.linger().toMillis());
+        long leadMs = spec.popsAhead() ? spec.timing().lead().toMillis() : 0;
+        long popAt = earliest.dueMs() + (leadMs > 0 ? 0 : spec.timing().linger().toMillis());
         if (earliest.dueMs() > NOT_LINGERED && popAt > now) {
             if (!sweep.sweepIfDue(spec, state.idleMillis())) {
                 long observed = signal.generation();
@@ -85,7 +85,7 @@ final class LingeredRounds implements PopStrategy {
             known[i] = knownFull.get(shards[i]) || claimedDue[i] > NOT_LINGERED;
             knownFull.clear(shards[i]);
         }
-        return new Round(shards, known, spec.batchSize(), leadMs, stamps, claimedDue);
+        return new Round(shards, known, spec.batch().size(), leadMs, stamps, claimedDue);
     }
 
     /** Records each shard; one that came back full is due at once, without a linger and without a probe. */

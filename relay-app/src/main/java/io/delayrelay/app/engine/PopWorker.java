@@ -105,7 +105,7 @@ final class PopWorker implements Runnable {
         popping = null;
         try {
             if (state.paused()) {
-                signal.await(clock.nowMs() + spec.maxIdle().toMillis(), clock);
+                signal.await(clock.nowMs() + spec.timing().maxIdle().toMillis(), clock);
                 return;
             }
             long capped = governor.closedForMs(spec);
@@ -115,7 +115,8 @@ final class PopWorker implements Runnable {
                 return;
             }
             // the room first: a pop starts the entries' lease, which must not run out while waiting for room
-            InFlightBudget.Reservation room = budget.acquire(spec.batchSize(), spec.batchBytes());
+            InFlightBudget.Reservation room =
+                    budget.acquire(spec.batch().size(), spec.batch().bytes());
             Round round = strategy(spec).next(spec);
             if (round == null) {
                 return;
@@ -199,12 +200,12 @@ final class PopWorker implements Runnable {
                 continue;
             }
             // the late policy already moved these (dead set or dropped) in the pop: only reported here
-            events.late(spec, shard, spec.dropLate(), popped.late());
+            events.late(spec, shard, spec.late().drop(), popped.late());
             if (popped.expiredLeases() > 0) {
                 // a holder died or lost the broker: its leases are taken back now, by whoever popped the shard,
                 // and come due again after the retry delay
                 reaper.reap(state, shard);
-                schedule.lower(shard, clock.nowMs() + spec.retryDelay().toMillis());
+                schedule.lower(shard, clock.nowMs() + spec.retry().delay().toMillis());
             }
         }
     }
@@ -214,8 +215,9 @@ final class PopWorker implements Runnable {
         for (int shard : shards) {
             MDC.put("shard", Integer.toString(shard));
             try {
-                InFlightBudget.Reservation room = budget.acquire(spec.batchSize(), spec.batchBytes());
-                Round round = Round.one(shard, false, spec.batchSize(), schedule.stamp(shard), clock.nowMs());
+                InFlightBudget.Reservation room =
+                        budget.acquire(spec.batch().size(), spec.batch().bytes());
+                Round round = Round.one(shard, false, spec.batch().size(), schedule.stamp(shard), clock.nowMs());
                 deliver(spec, round, pop(spec, round), room);
             } catch (InterruptedException interrupted) {
                 throw interrupted;
@@ -285,7 +287,7 @@ final class PopWorker implements Runnable {
 
     /** max-idle doubled per failure in a row (the first failure already waits twice max-idle), at most 5 s. */
     static long backOffMs(BusinessSpec spec, int inARow) {
-        return Math.min(MAX_ERROR_BACKOFF_MS, spec.maxIdle().toMillis() << Math.min(inARow, 10));
+        return Math.min(MAX_ERROR_BACKOFF_MS, spec.timing().maxIdle().toMillis() << Math.min(inARow, 10));
     }
 
     /** Only a stop ends a worker: an interrupt while the worker should still run is logged and survived. */

@@ -45,7 +45,7 @@ class RateGovernor {
 
     /** Tokens refilled per fiftieth of a second, at least 1, at most a batch: the least a worker takes. */
     static long chunk(BusinessSpec spec) {
-        return Math.max(1, Math.min(spec.batchSize(), ceilDiv(spec.maxRate(), 50)));
+        return Math.max(1, Math.min(spec.batch().size(), ceilDiv(spec.maxRate(), 50)));
     }
 
     /** Most tokens the bucket holds: a tenth of a second's worth, at least a chunk. */

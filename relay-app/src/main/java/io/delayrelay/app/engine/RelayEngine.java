@@ -214,8 +214,8 @@ public class RelayEngine implements SmartLifecycle, DisposableBean {
                     next.keys().sourceKey(),
                     "cannot change while running (was " + old.keys().sourceKey() + "); restart the relay");
         }
-        boolean exchangeChanged =
-                !old.exchange().equals(next.exchange()) || old.declareExchange() != next.declareExchange();
+        boolean exchangeChanged = !old.route().exchange().equals(next.route().exchange())
+                || old.route().declare() != next.route().declare();
         return exchangeChanged ? exchanges.problem(next) : null;
     }
 

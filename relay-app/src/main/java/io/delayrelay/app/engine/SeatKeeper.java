@@ -119,7 +119,7 @@ final class SeatKeeper {
             // without the division every instance pops every shard: there is no seat to give up
             return null;
         }
-        Duration lead = spec.popsAhead() ? spec.lead() : Duration.ZERO;
+        Duration lead = spec.popsAhead() ? spec.timing().lead() : Duration.ZERO;
         return ability.unable(spec.paused(), spec.threads(), division.settings().giveUpAfter(), lead);
     }
 

@@ -52,7 +52,7 @@ final class ShardAtATime implements PopStrategy {
         MDC.put("shard", Integer.toString(shard));
         int allowance;
         try {
-            allowance = governor.take(spec, spec.batchSize());
+            allowance = governor.take(spec, spec.batch().size());
         } catch (RuntimeException e) {
             // its claim goes with the failed round: look at it again after the back-off
             schedule.lower(shard, clock.nowMs());

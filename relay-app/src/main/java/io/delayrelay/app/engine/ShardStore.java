@@ -152,14 +152,17 @@ public class ShardStore {
             flags[i] = round.knownDue()[i] ? (byte) '1' : (byte) '0';
         }
         List<Object> args = new ArrayList<>(POP_FIXED_ARGS + carried.size() * 4);
-        args.add(num(Math.min(round.limit(), spec.batchSize())));
-        args.add(num(spec.lease().toMillis()));
+        args.add(num(Math.min(round.limit(), spec.batch().size())));
+        args.add(num(spec.timing().lease().toMillis()));
         args.add(bytes(token));
         args.add(num(BLOCKED_RECHECK_MS));
-        args.add(num(spec.batchBytes()));
+        args.add(num(spec.batch().bytes()));
         args.add(flags);
-        args.add(spec.maxLateness() == null ? NO_LIMIT : num(spec.maxLateness().toMillis()));
-        args.add(spec.dropLate() ? DROP : DEAD);
+        args.add(
+                spec.late().maxLateness() == null
+                        ? NO_LIMIT
+                        : num(spec.late().maxLateness().toMillis()));
+        args.add(spec.late().drop() ? DROP : DEAD);
         args.add(num(Math.max(0, round.leadMs())));
         args.add(num(carried.size()));
         addAckSections(args, carried);
@@ -307,14 +310,14 @@ public class ShardStore {
         if (members.isEmpty()) {
             return;
         }
-        requeue(spec, shard, withMembers("release", spec, spec.maxAttempts(), "not sent", token, members));
+        requeue(spec, shard, withMembers("release", spec, spec.retry().maxAttempts(), "not sent", token, members));
     }
 
     /** Retries (or dead-letters) at most {@code limit} members of the shard whose lease expired, whoever leased them. */
     public RequeueResult requeueExpired(BusinessSpec spec, int shard, int limit) {
         Object[] args = new Object[REQUEUE_FIXED_ARGS];
         args[0] = bytes("expired");
-        fillRetryArgs(args, spec, spec.maxAttempts(), "lease expired", limit);
+        fillRetryArgs(args, spec, spec.retry().maxAttempts(), "lease expired", limit);
         args[6] = bytes("");
         return requeue(spec, shard, args);
     }
@@ -364,8 +367,8 @@ public class ShardStore {
 
     private static void fillRetryArgs(Object[] args, BusinessSpec spec, int maxAttempts, String reason, int limit) {
         args[1] = num(maxAttempts);
-        args[2] = num(spec.retryDelay().toMillis());
-        args[3] = num(spec.retryDelayMax().toMillis());
+        args[2] = num(spec.retry().delay().toMillis());
+        args[3] = num(spec.retry().delayMax().toMillis());
         args[4] = bytes(reason);
         args[5] = num(limit);
     }

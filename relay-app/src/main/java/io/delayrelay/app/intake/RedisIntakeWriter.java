@@ -74,7 +74,7 @@ final class RedisIntakeWriter implements IntakeConsumer.Writer {
     @Override
     public long batchBytes(String business) {
         BusinessSpec spec = specs.apply(business);
-        return spec == null ? -1 : spec.batchBytes();
+        return spec == null ? -1 : spec.batch().bytes();
     }
 
     private static byte[] bytes(String s) {

@@ -87,10 +87,10 @@ public class DeadSetTrimmer extends PeriodicTask {
      */
     public Trimmed trim(BusinessSpec spec, int shards) {
         long now = redisNowMs();
-        long tooOld = removeDiedBy(spec, shards, now - spec.deadMaxAge().toMillis());
+        long tooOld = removeDiedBy(spec, shards, now - spec.deadSet().maxAge().toMillis());
         long overSize = 0;
         for (int step = 0; step < MAX_SIZE_STEPS; step++) {
-            List<DeadLetter> oldest = overCap(spec, shards, spec.deadMaxSize());
+            List<DeadLetter> oldest = overCap(spec, shards, spec.deadSet().maxSize());
             if (oldest.isEmpty()) {
                 break;
             }
@@ -100,8 +100,16 @@ public class DeadSetTrimmer extends PeriodicTask {
                 break;
             }
         }
-        report(spec, RelayMeterNames.BOUND_MAX_AGE, tooOld, "older than " + spec.deadMaxAge());
-        report(spec, RelayMeterNames.BOUND_MAX_SIZE, overSize, "over the cap of " + spec.deadMaxSize());
+        report(
+                spec,
+                RelayMeterNames.BOUND_MAX_AGE,
+                tooOld,
+                "older than " + spec.deadSet().maxAge());
+        report(
+                spec,
+                RelayMeterNames.BOUND_MAX_SIZE,
+                overSize,
+                "over the cap of " + spec.deadSet().maxSize());
         return new Trimmed(tooOld, overSize);
     }
 

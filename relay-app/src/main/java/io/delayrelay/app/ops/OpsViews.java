@@ -105,23 +105,23 @@ final class OpsViews {
         static ConfigView of(BusinessSpec spec) {
             return new ConfigView(
                     spec.keys().sourceKey(),
-                    spec.exchange(),
-                    spec.routingKey(),
-                    spec.exchangeType(),
-                    spec.declareExchange(),
+                    spec.route().exchange(),
+                    spec.route().routingKey(),
+                    spec.route().type(),
+                    spec.route().declare(),
                     spec.threads(),
                     spec.threadNamePrefix(),
-                    spec.batchSize(),
-                    spec.batchBytes(),
-                    spec.maxIdle().toString(),
-                    spec.lease().toString(),
-                    spec.maxAttempts(),
-                    spec.retryDelay().toString(),
-                    spec.retryDelayMax().toString(),
-                    spec.publishTimeout().toString(),
+                    spec.batch().size(),
+                    spec.batch().bytes(),
+                    spec.timing().maxIdle().toString(),
+                    spec.timing().lease().toString(),
+                    spec.retry().maxAttempts(),
+                    spec.retry().delay().toString(),
+                    spec.retry().delayMax().toString(),
+                    spec.timing().publishTimeout().toString(),
                     spec.maxRate(),
-                    spec.sloOnTime().toMillis(),
-                    spec.sloTarget());
+                    spec.slo().onTime().toMillis(),
+                    spec.slo().target());
         }
     }
 

@@ -85,14 +85,14 @@ public final class OpenTelemetryPublishTracing implements PublishTracing {
                     message.messageId());
             return null;
         }
-        Span span = tracer.spanBuilder("publish " + spec.exchange())
+        Span span = tracer.spanBuilder("publish " + spec.route().exchange())
                 .setSpanKind(SpanKind.PRODUCER)
                 .setNoParent()
                 .addLink(producer)
                 .setAttribute(MESSAGING_SYSTEM, "rabbitmq")
                 .setAttribute(OPERATION, "publish")
                 .setAttribute(OPERATION_TYPE, "send")
-                .setAttribute(DESTINATION, spec.exchange())
+                .setAttribute(DESTINATION, spec.route().exchange())
                 .setAttribute(ROUTING_KEY, routingKey)
                 .setAttribute(MESSAGE_ID, message.messageId())
                 .setAttribute(BUSINESS, message.business())

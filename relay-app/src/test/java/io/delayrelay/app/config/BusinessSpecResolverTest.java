@@ -6,10 +6,10 @@ import java.util.Map;
 import java.util.function.Function;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.app.config.BusinessSpecResolver.Range;
 import io.delayrelay.app.config.BusinessSpecResolver.Resolution;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.BusinessSpec.Range;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.MessageShape;
 import io.delayrelay.app.trigger.OutgoingMessages;
@@ -46,31 +46,23 @@ class BusinessSpecResolverTest {
                         16,
                         2,
                         "relay-orders-",
-                        "orders.ex",
-                        "orders.rk",
-                        "direct",
-                        false,
-                        1000,
-                        DataSize.ofMegabytes(16).toBytes(),
-                        Duration.ofMillis(100),
-                        Duration.ofSeconds(30),
-                        10,
-                        Duration.ofSeconds(1),
-                        Duration.ofMinutes(5),
-                        Duration.ofSeconds(10),
-                        10_000,
-                        Duration.ofDays(180),
-                        false,
-                        OutgoingMessages.DEFAULT,
-                        null,
-                        false,
+                        new BusinessSpec.Route("orders.ex", "orders.rk", "direct", false),
+                        new BusinessSpec.Batch(1000, DataSize.ofMegabytes(16).toBytes()),
+                        new BusinessSpec.Timing(
+                                Duration.ofMillis(100),
+                                Duration.ofMillis(8),
+                                BusinessSpec.DEFAULT_LEAD,
+                                Duration.ofSeconds(30),
+                                Duration.ofSeconds(10)),
+                        new BusinessSpec.Retry(10, Duration.ofSeconds(1), Duration.ofMinutes(5)),
+                        new BusinessSpec.DeadSet(10_000, Duration.ofDays(180)),
+                        new BusinessSpec.LatePolicy(null, false),
                         0,
-                        Duration.ofSeconds(1),
-                        0.999,
-                        MessageShape.FULL,
-                        Duration.ofMillis(8),
+                        new BusinessSpec.Slo(Duration.ofSeconds(1), 0.999),
                         null,
-                        BusinessSpec.DEFAULT_LEAD));
+                        MessageShape.FULL,
+                        OutgoingMessages.DEFAULT,
+                        false));
     }
 
     @Test
@@ -106,31 +98,23 @@ class BusinessSpecResolverTest {
                         32,
                         7,
                         "w-",
-                        "x",
-                        "rk",
-                        "topic",
-                        true,
-                        100,
-                        2 * 1024 * 1024,
-                        Duration.ofMillis(250),
-                        Duration.ofSeconds(60),
-                        3,
-                        Duration.ofSeconds(2),
-                        Duration.ofMinutes(1),
-                        Duration.ofSeconds(5),
-                        50,
-                        Duration.ofDays(7),
-                        true,
-                        OutgoingMessages.DEFAULT,
-                        null,
-                        false,
+                        new BusinessSpec.Route("x", "rk", "topic", true),
+                        new BusinessSpec.Batch(100, 2 * 1024 * 1024),
+                        new BusinessSpec.Timing(
+                                Duration.ofMillis(250),
+                                Duration.ofMillis(8),
+                                BusinessSpec.DEFAULT_LEAD,
+                                Duration.ofSeconds(60),
+                                Duration.ofSeconds(5)),
+                        new BusinessSpec.Retry(3, Duration.ofSeconds(2), Duration.ofMinutes(1)),
+                        new BusinessSpec.DeadSet(50, Duration.ofDays(7)),
+                        new BusinessSpec.LatePolicy(null, false),
                         0,
-                        Duration.ofSeconds(1),
-                        0.999,
-                        MessageShape.FULL,
-                        Duration.ofMillis(8),
+                        new BusinessSpec.Slo(Duration.ofSeconds(1), 0.999),
                         null,
-                        BusinessSpec.DEFAULT_LEAD));
+                        MessageShape.FULL,
+                        OutgoingMessages.DEFAULT,
+                        true));
     }
 
     @Test
@@ -147,12 +131,22 @@ class BusinessSpecResolverTest {
 
         assertThat(specs).extracting(BusinessSpec::name).containsExactly("coded", "bare");
         BusinessSpec c = specs.get(0);
-        assertThat(List.of(c.keys().sourceKey(), c.threads(), c.threadNamePrefix(), c.exchange(), c.routingKey()))
+        assertThat(List.of(
+                        c.keys().sourceKey(),
+                        c.threads(),
+                        c.threadNamePrefix(),
+                        c.route().exchange(),
+                        c.route().routingKey()))
                 .containsExactly("coded:src", 5, "t-", "configured.ex", "trigger.rk");
         assertThat(c.shards()).isEqualTo(8);
         assertThat(c.outgoing()).isSameAs(coded);
         BusinessSpec b = specs.get(1);
-        assertThat(List.of(b.keys().sourceKey(), b.threads(), b.threadNamePrefix(), b.exchange(), b.routingKey()))
+        assertThat(List.of(
+                        b.keys().sourceKey(),
+                        b.threads(),
+                        b.threadNamePrefix(),
+                        b.route().exchange(),
+                        b.route().routingKey()))
                 .containsExactly("delayqueue:bare", 3, "relay-bare-", "default.ex", "default.rk");
         assertThat(b.shards()).isEqualTo(64);
         assertThat(b.outgoing()).isSameAs(bare);
@@ -192,7 +186,8 @@ class BusinessSpecResolverTest {
         Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
 
         assertThat(resolution.specs())
-                .extracting(BusinessSpec::name, BusinessSpec::maxLateness, BusinessSpec::dropLate)
+                .extracting(BusinessSpec::name, bs -> bs.late().maxLateness(), bs -> bs.late()
+                        .drop())
                 .containsExactly(
                         org.assertj.core.groups.Tuple.tuple("orders", Duration.ofSeconds(2), false),
                         org.assertj.core.groups.Tuple.tuple("otp", Duration.ofSeconds(2), true));
@@ -205,7 +200,7 @@ class BusinessSpecResolverTest {
         env.setProperty("relay.defaults.max-lateness", "");
         assertThat(BusinessSpecResolver.resolveAll(env, List.of()).specs())
                 .as("no max-lateness: however late")
-                .allSatisfy(spec -> assertThat(spec.maxLateness()).isNull());
+                .allSatisfy(spec -> assertThat(spec.late().maxLateness()).isNull());
     }
 
     @Test
@@ -250,7 +245,7 @@ class BusinessSpecResolverTest {
         Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
 
         assertThat(resolution.specs())
-                .extracting(BusinessSpec::name, BusinessSpec::linger)
+                .extracting(BusinessSpec::name, bs -> bs.timing().linger())
                 .containsExactly(
                         org.assertj.core.groups.Tuple.tuple("orders", Duration.ofMillis(20)),
                         org.assertj.core.groups.Tuple.tuple("otp", Duration.ZERO));
@@ -280,7 +275,7 @@ class BusinessSpecResolverTest {
         Resolution resolution = BusinessSpecResolver.resolveAll(env, List.of());
 
         assertThat(resolution.specs())
-                .extracting(BusinessSpec::name, BusinessSpec::lead, BusinessSpec::popsAhead)
+                .extracting(BusinessSpec::name, bs -> bs.timing().lead(), BusinessSpec::popsAhead)
                 .containsExactlyInAnyOrder(
                         org.assertj.core.groups.Tuple.tuple("orders", Duration.ofMillis(20), true),
                         org.assertj.core.groups.Tuple.tuple("off", Duration.ZERO, false));
@@ -555,7 +550,11 @@ class BusinessSpecResolverTest {
         List<BusinessSpec> specs = BusinessSpecResolver.resolve(env, List.of());
 
         assertThat(specs)
-                .extracting(BusinessSpec::name, BusinessSpec::maxRate, BusinessSpec::sloOnTime, BusinessSpec::sloTarget)
+                .extracting(
+                        BusinessSpec::name,
+                        BusinessSpec::maxRate,
+                        bs -> bs.slo().onTime(),
+                        bs -> bs.slo().target())
                 .containsExactly(
                         tuple("orders", 2000, Duration.ofMillis(250), 0.99),
                         tuple("plain", 500, Duration.ofMillis(250), 0.999));
@@ -570,8 +569,8 @@ class BusinessSpecResolverTest {
 
         assertThat(spec.rateCapped()).isFalse();
         assertThat(spec.maxRate()).isEqualTo(BusinessSpec.NO_MAX_RATE);
-        assertThat(spec.sloOnTime()).isEqualTo(Duration.ofSeconds(1));
-        assertThat(spec.sloTarget()).isEqualTo(0.999);
+        assertThat(spec.slo().onTime()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(spec.slo().target()).isEqualTo(0.999);
     }
 
     @Test

@@ -246,7 +246,7 @@ final class ContractWorld {
         int shard = pick % scanWidth(instance);
         BusinessSpec spec = relays[instance].spec();
         PopResult result = shared.stores()[instance]
-                .pop(spec, Round.of(shard, knownDue, spec.batchSize(), lead), List.of())
+                .pop(spec, Round.of(shard, knownDue, spec.batch().size(), lead), List.of())
                 .single();
         model.popLead = lead;
         try {
@@ -614,7 +614,8 @@ final class ContractWorld {
         switch (failure) {
             case NOT_SENT -> {
                 store.release(spec, lease.shard(), lease.token(), bytes(members));
-                model.requeue(lease.shard(), lease.token(), members, spec.maxAttempts(), "not sent", true);
+                model.requeue(
+                        lease.shard(), lease.token(), members, spec.retry().maxAttempts(), "not sent", true);
             }
             case RETURNED -> requeued(
                     where,
@@ -624,8 +625,20 @@ final class ContractWorld {
                 String reason = failure == Failure.NACK ? "nack" : "confirm timeout";
                 requeued(
                         where,
-                        model.requeue(lease.shard(), lease.token(), members, spec.maxAttempts(), reason, false),
-                        store.requeue(spec, lease.shard(), lease.token(), bytes(members), spec.maxAttempts(), reason));
+                        model.requeue(
+                                lease.shard(),
+                                lease.token(),
+                                members,
+                                spec.retry().maxAttempts(),
+                                reason,
+                                false),
+                        store.requeue(
+                                spec,
+                                lease.shard(),
+                                lease.token(),
+                                bytes(members),
+                                spec.retry().maxAttempts(),
+                                reason));
             }
         }
     }

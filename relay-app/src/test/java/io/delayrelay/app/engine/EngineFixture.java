@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.BusinessSpecBuilder;
 import io.delayrelay.app.trigger.DueMessage;
 import org.springframework.data.redis.connection.RedisConnection;
 
@@ -27,81 +28,22 @@ final class EngineFixture implements AutoCloseable {
     final RedisClock clock = new RedisClock();
     private final List<BusinessRelay> started = new ArrayList<>();
 
-    /** Settings of a test business; every field has a fast default. */
-    static final class Spec {
-        String name;
-        int shards = 1;
-        int threads = 1;
-        int batchSize = 10;
-        long batchBytes = 16L << 20;
-        Duration maxIdle = Duration.ofMillis(100);
-        Duration lease = Duration.ofSeconds(30);
-        Duration retryDelay = Duration.ofSeconds(1);
-        Duration publishTimeout = Duration.ofSeconds(5);
-        int maxAttempts = 5;
-
-        Spec lease(Duration d) {
-            lease = d;
-            return this;
-        }
-
-        Spec maxAttempts(int n) {
-            maxAttempts = n;
-            return this;
-        }
-
-        Spec shards(int n) {
-            shards = n;
-            return this;
-        }
-
-        Spec threads(int n) {
-            threads = n;
-            return this;
-        }
-
-        Spec batchSize(int n) {
-            batchSize = n;
-            return this;
-        }
-
-        Spec maxIdle(Duration d) {
-            maxIdle = d;
-            return this;
-        }
-
-        Spec batchBytes(long n) {
-            batchBytes = n;
-            return this;
-        }
-
-        Spec retryDelay(Duration d) {
-            retryDelay = d;
-            return this;
-        }
-
-        BusinessSpec build() {
-            return BusinessSpec.builder(name, DelayQueueKeys.forBusiness(name))
-                    .shards(shards)
-                    .threads(threads)
-                    .exchange("unused-exchange", "direct", false)
-                    .routingKey("rk")
-                    .batchSize(batchSize)
-                    .batchBytes(batchBytes)
-                    .maxIdle(maxIdle)
-                    .lease(lease)
-                    .maxAttempts(maxAttempts)
-                    .retryDelay(retryDelay, Duration.ofMinutes(1))
-                    .publishTimeout(publishTimeout)
-                    .deadBounds(10_000, Duration.ofDays(7))
-                    .build();
-        }
-    }
-
-    Spec spec(String prefix) {
-        Spec spec = new Spec();
-        spec.name = kit.business(prefix);
-        return spec;
+    /**
+     * A builder of a test business with fast defaults: one shard, one thread, batches of 10, five attempts, a retry
+     * after a second, a 5 s publish timeout.
+     */
+    BusinessSpecBuilder spec(String prefix) {
+        String name = kit.business(prefix);
+        return BusinessSpec.builder(name, DelayQueueKeys.forBusiness(name))
+                .shards(1)
+                .threads(1)
+                .exchange("unused-exchange", "direct", false)
+                .routingKey("rk")
+                .batchSize(10)
+                .maxAttempts(5)
+                .retryDelay(Duration.ofSeconds(1), Duration.ofMinutes(1))
+                .publishTimeout(Duration.ofSeconds(5))
+                .deadBounds(10_000, Duration.ofDays(7));
     }
 
     BusinessRelay start(BusinessSpec spec, BatchPublisher publisher, RelayEvents events) {

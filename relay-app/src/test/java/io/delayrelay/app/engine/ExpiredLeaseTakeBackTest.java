@@ -38,9 +38,10 @@ class ExpiredLeaseTakeBackTest {
 
     @Test
     void anExpiredLeaseOfAKilledHolderIsTakenBackByAnotherInstancesWorkerAndRetriedWithItsMessageId() {
-        EngineFixture.Spec settings = f.spec("expired").retryDelay(Duration.ofMillis(10));
-        BusinessSpec spec = settings.build();
-        PopResult lost = leaseAndDie(settings);
+        BusinessSpec spec = f.spec("expired")
+                .retryDelay(Duration.ofMillis(10), Duration.ofMinutes(1))
+                .build();
+        PopResult lost = leaseAndDie(spec);
         long originalDue = lost.entries().get(0).dueAtMs();
         RecordingEvents events = new RecordingEvents();
         ConfirmingPublisher publisher = new ConfirmingPublisher();
@@ -68,9 +69,8 @@ class ExpiredLeaseTakeBackTest {
 
     @Test
     void anExpiredLeaseThatReachesMaxAttemptsIsDeadLettered() {
-        EngineFixture.Spec settings = f.spec("expired-dead").maxAttempts(1);
-        BusinessSpec spec = settings.build();
-        leaseAndDie(settings);
+        BusinessSpec spec = f.spec("expired-dead").maxAttempts(1).build();
+        leaseAndDie(spec);
         RecordingEvents events = new RecordingEvents();
         ConfirmingPublisher publisher = new ConfirmingPublisher();
 
@@ -99,10 +99,11 @@ class ExpiredLeaseTakeBackTest {
      */
     @Test
     void aShardHoldingOnlyAnExpiredLeaseIsNotPoppedAgainAndAgain() {
-        EngineFixture.Spec settings =
-                f.spec("expired-spin").maxIdle(Duration.ofSeconds(10)).retryDelay(Duration.ofMinutes(1));
-        BusinessSpec spec = settings.build();
-        leaseAndDie(settings);
+        BusinessSpec spec = f.spec("expired-spin")
+                .maxIdle(Duration.ofSeconds(10))
+                .retryDelay(Duration.ofMinutes(1), Duration.ofMinutes(1))
+                .build();
+        leaseAndDie(spec);
         RecordingEvents events = new RecordingEvents();
 
         f.start(spec, new ConfirmingPublisher(), events);
@@ -122,10 +123,8 @@ class ExpiredLeaseTakeBackTest {
     }
 
     /** Pops {@link #MEMBER} under a 50 ms lease with another store (another instance), then never settles it. */
-    private PopResult leaseAndDie(EngineFixture.Spec settings) {
-        Duration lease = settings.lease;
-        BusinessSpec shortLease = settings.lease(Duration.ofMillis(50)).build();
-        settings.lease(lease);
+    private PopResult leaseAndDie(BusinessSpec spec) {
+        BusinessSpec shortLease = spec.toBuilder().lease(Duration.ofMillis(50)).build();
         f.zadd(shortLease, 0, MEMBER, f.kit.redisNowMs() - 1_000);
         PopResult lost = killedHolder.pop(shortLease, Round.of(0), List.of()).single();
         assertThat(lost.entries()).hasSize(1);

@@ -36,7 +36,9 @@ class LatePolicyPopTest {
 
     @Test
     void entriesPastMaxLatenessGoToTheDeadSetWithReasonExpiredAndFreshOnesAreHandedOut() {
-        BusinessSpec spec = f.spec("late").build().withLatePolicy(Duration.ofSeconds(2), false);
+        BusinessSpec spec = f.spec("late").build().toBuilder()
+                .latePolicy(Duration.ofSeconds(2), false)
+                .build();
         long now = f.kit.redisNowMs();
         f.zadd(spec, 0, "stale-1", now - 10_000);
         f.zadd(spec, 0, "stale-2", now - 10_001);
@@ -76,10 +78,10 @@ class LatePolicyPopTest {
 
     @Test
     void aRetryIsMeasuredFromTheOriginalDueTime() {
-        BusinessSpec spec = f.spec("retry")
-                .retryDelay(Duration.ofMillis(700))
-                .build()
-                .withLatePolicy(Duration.ofMillis(500), false);
+        BusinessSpec spec =
+                f.spec("retry").retryDelay(Duration.ofMillis(700), Duration.ofMinutes(1)).build().toBuilder()
+                        .latePolicy(Duration.ofMillis(500), false)
+                        .build();
         long due = f.kit.redisNowMs() - 100;
         f.zadd(spec, 0, "flaky", due);
         PopResult first = f.store.pop(spec, Round.of(0), List.of()).single();
@@ -105,7 +107,9 @@ class LatePolicyPopTest {
 
     @Test
     void dropRemovesTheEntryAndItsPayloadButKeepsAPayloadADeadLetterOfTheIdNeeds() {
-        BusinessSpec spec = f.spec("drop").build().withLatePolicy(Duration.ofSeconds(1), true);
+        BusinessSpec spec = f.spec("drop").build().toBuilder()
+                .latePolicy(Duration.ofSeconds(1), true)
+                .build();
         long now = f.kit.redisNowMs();
         f.zadd(spec, 0, "id-gone", now - 5_000);
         f.zadd(spec, 0, "id-kept", now - 5_000);
@@ -195,7 +199,7 @@ class LatePolicyPopTest {
         f.zadd(none, 0, "late-but-delivered", f.kit.redisNowMs() - 10_000);
         await().atMost(Duration.ofSeconds(10)).until(() -> publisher.published.size() == 1);
 
-        relay.update(none.withLatePolicy(Duration.ofSeconds(2), false), 0);
+        relay.update(none.toBuilder().latePolicy(Duration.ofSeconds(2), false).build(), 0);
         f.zadd(none, 0, "late-and-dead", f.kit.redisNowMs() - 10_000);
 
         await().atMost(Duration.ofSeconds(10))

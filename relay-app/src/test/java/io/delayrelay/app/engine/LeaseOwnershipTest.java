@@ -116,7 +116,7 @@ class LeaseOwnershipTest {
         long later = kit.redisNowMs() + 60_000;
         producer.scheduleById(business, ID, "v2", Instant.ofEpochMilli(later));
 
-        store.requeue(spec, shard, first.token(), members(), spec.maxAttempts(), "nack");
+        store.requeue(spec, shard, first.token(), members(), spec.retry().maxAttempts(), "nack");
 
         assertThat(score(keys.shard(shard)))
                 .as("the new schedule keeps its time")

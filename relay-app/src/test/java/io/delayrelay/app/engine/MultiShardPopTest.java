@@ -51,7 +51,7 @@ class MultiShardPopTest {
         assertThat(members(results.get(1))).containsExactly("a1");
         assertThat(results.get(1).nextDueMs())
                 .as("next: the lease deadline, before the entry not due yet")
-                .isEqualTo(results.get(1).redisNowMs() + spec.lease().toMillis());
+                .isEqualTo(results.get(1).redisNowMs() + spec.timing().lease().toMillis());
         assertThat(results.get(2).entries()).isEmpty();
         assertThat(results.get(2).redisNowMs())
                 .as("an empty shard costs no TIME")
@@ -123,12 +123,10 @@ class MultiShardPopTest {
 
     @Test
     void theWorkerPopsDueShardsTogetherAndQuarantinesAWrongTypeShardWhileTheOthersFlow() {
-        BusinessSpec spec = fx.spec("multipop-worker")
-                .shards(4)
-                .batchSize(100)
-                .maxIdle(Duration.ofMillis(100))
-                .build()
-                .withLinger(Duration.ofMillis(20));
+        BusinessSpec spec =
+                fx.spec("multipop-worker").shards(4).batchSize(100).maxIdle(Duration.ofMillis(100)).build().toBuilder()
+                        .linger(Duration.ofMillis(20))
+                        .build();
         EngineFixture.ConfirmingPublisher publisher = new EngineFixture.ConfirmingPublisher();
         fx.breakShard(spec, 2);
         long due = fx.kit.redisNowMs() + 400;

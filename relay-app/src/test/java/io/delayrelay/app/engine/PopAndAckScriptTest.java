@@ -50,7 +50,7 @@ class PopAndAckScriptTest {
         assertThat(rest.entries()).extracting(e -> text(e.member())).containsExactly("entry-2");
         assertThat(rest.nextDueMs())
                 .as("what is next: the earliest lease deadline")
-                .isEqualTo(full.redisNowMs() + spec.lease().toMillis());
+                .isEqualTo(full.redisNowMs() + spec.timing().lease().toMillis());
         assertThat(rest.moreDue()).isFalse();
 
         f.store.ack(

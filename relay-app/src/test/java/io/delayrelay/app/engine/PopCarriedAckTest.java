@@ -122,7 +122,9 @@ class PopCarriedAckTest {
 
     @Test
     void theCarrierHandsWaitingAcksToTheNextPopAndSendsThemAloneWhenNoPopComesWithinTwiceTheLinger() {
-        BusinessSpec spec = fx.spec("carrier").shards(2).build().withLinger(Duration.ofMillis(500));
+        BusinessSpec spec = fx.spec("carrier").shards(2).build().toBuilder()
+                .linger(Duration.ofMillis(500))
+                .build();
         AckCarrier carrier =
                 new AckCarrier(fx.store, new EventReporter(new EngineFixture.CountingEvents()), Runnable::run);
         long now = fx.kit.redisNowMs();
@@ -152,12 +154,10 @@ class PopCarriedAckTest {
 
     @Test
     void aRelaysAcksAreAllSettledWhetherCarriedOrAloneAndEachEntryGoesOutOnce() {
-        BusinessSpec spec = fx.spec("carry-relay")
-                .shards(4)
-                .batchSize(100)
-                .maxIdle(Duration.ofMillis(100))
-                .build()
-                .withLinger(Duration.ofMillis(20));
+        BusinessSpec spec =
+                fx.spec("carry-relay").shards(4).batchSize(100).maxIdle(Duration.ofMillis(100)).build().toBuilder()
+                        .linger(Duration.ofMillis(20))
+                        .build();
         EngineFixture.ConfirmingPublisher publisher = new EngineFixture.ConfirmingPublisher();
         long start = fx.kit.redisNowMs() + 300;
         int entries = 60;

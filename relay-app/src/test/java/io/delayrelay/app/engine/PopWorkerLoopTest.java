@@ -252,7 +252,7 @@ class PopWorkerLoopTest {
     void backOffGrowsWhileTheBrokerTakesNothingAlthoughPopsSucceed() {
         BusinessSpec spec = f.spec("backoff")
                 .maxIdle(Duration.ofMillis(100))
-                .retryDelay(Duration.ofMillis(10))
+                .retryDelay(Duration.ofMillis(10), Duration.ofMinutes(1))
                 .build();
         f.zadd(spec, 0, "waits-for-the-broker", f.kit.redisNowMs() - 1_000);
         CachingConnectionFactory noBroker = new CachingConnectionFactory("127.0.0.1", NO_BROKER_PORT);

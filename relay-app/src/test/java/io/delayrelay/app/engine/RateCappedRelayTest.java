@@ -34,14 +34,17 @@ class RateCappedRelayTest {
 
     @Test
     void aBacklogOnEveryShardDrainsAtTheCapEarliestDueFirst() {
-        BusinessSpec spec = f.spec("capped")
+        BusinessSpec spec = f
+                .spec("capped")
                 .shards(SHARDS)
                 .threads(2)
                 .batchSize(500)
                 // sweeps (which mark every shard due, drained ones too) as rare as with keyspace notifications
                 .maxIdle(Duration.ofSeconds(2))
                 .build()
-                .withMaxRate(RATE);
+                .toBuilder()
+                .maxRate(RATE)
+                .build();
         long now = f.kit.redisNowMs();
         // every entry already due, 1 ms apart, dealt over the shards: entry i is the i-th earliest
         for (int i = 0; i < ENTRIES; i++) {
@@ -108,7 +111,7 @@ class RateCappedRelayTest {
                 .batchSize(500)
                 .maxIdle(Duration.ofSeconds(2))
                 .build();
-        BusinessSpec slow = uncapped.withMaxRate(20);
+        BusinessSpec slow = uncapped.toBuilder().maxRate(20).build();
         long now = f.kit.redisNowMs();
         for (int i = 0; i < 400; i++) {
             f.zadd(slow, i % 4, "r-" + i, now - 1_000 + i);

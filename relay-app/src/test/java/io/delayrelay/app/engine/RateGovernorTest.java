@@ -82,7 +82,8 @@ class RateGovernorTest {
 
     @Test
     void aFullBucketGrantsItsBurstThenAChunkEachTimeOneHasRefilledOnRedisTime() {
-        BusinessSpec spec = f.spec("rate").batchSize(500).build().withMaxRate(1000);
+        BusinessSpec spec =
+                f.spec("rate").batchSize(500).build().toBuilder().maxRate(1000).build();
         assertThat(RateGovernor.burst(spec)).isEqualTo(100);
         assertThat(RateGovernor.chunk(spec)).isEqualTo(20);
         long t = 1_800_000_000_000L;
@@ -148,14 +149,15 @@ class RateGovernorTest {
 
     @Test
     void aReloadedRateAppliesAtOnceWhateverTheGateOfTheOldRateSaid() {
-        BusinessSpec slow = f.spec("rate").batchSize(500).build().withMaxRate(1);
+        BusinessSpec slow =
+                f.spec("rate").batchSize(500).build().toBuilder().maxRate(1).build();
         RateGovernor governor = new RateGovernor(f.store.redis(), new EventReporter(RelayEvents.NOOP));
         assertThat(governor.take(slow, 500)).isEqualTo(1);
         assertThat(governor.take(slow, 500)).isZero();
         // one token a second: closed for the rest of the second (the machine may be slow between the two calls)
         assertThat(governor.closedForMs(slow)).isBetween(300L, 1001L);
 
-        BusinessSpec fast = slow.withMaxRate(10_000);
+        BusinessSpec fast = slow.toBuilder().maxRate(10_000).build();
         assertThat(governor.closedForMs(fast)).isZero();
         // the bucket kept its (empty) level: the new rate refills it within a chunk's time (200 tokens in 20 ms)
         long start = System.nanoTime();
@@ -173,7 +175,8 @@ class RateGovernorTest {
      */
     @Test
     void twoInstancesTogetherGetTheRateFleetWideAndSleepWhileTheBucketIsEmpty() throws Exception {
-        BusinessSpec spec = f.spec("rate").batchSize(500).build().withMaxRate(2000);
+        BusinessSpec spec =
+                f.spec("rate").batchSize(500).build().toBuilder().maxRate(2000).build();
         AtomicLong granted = new AtomicLong();
         AtomicLong calls = new AtomicLong();
         long durationMs = 2_000;

@@ -87,7 +87,7 @@ class MicrometerRelayEventsTest {
         assertThat(registry.get(RelayMeterNames.EARLY).counter().count()).isZero();
 
         // a reloaded slo.on-time of 300 ms: the histogram gets a bucket there (a new timer), the counter follows
-        events.register(orders.withSlo(Duration.ofMillis(300), 0.99));
+        events.register(orders.toBuilder().slo(Duration.ofMillis(300), 0.99).build());
         events.relayed(orders, 0, List.of(message(1_000), message(1_800)), 2_000);
 
         assertThat(registry.get(RelayMeterNames.ON_TIME).counter().count()).isEqualTo(3.0);
@@ -104,7 +104,7 @@ class MicrometerRelayEventsTest {
         assertThat(registry.get(RelayMeterNames.MAX_RATE).gauge().value()).isZero();
         assertThat(registry.get(RelayMeterNames.RATE_ALLOWANCE).gauge().value()).isNaN();
 
-        BusinessSpec capped = orders.withMaxRate(2_000);
+        BusinessSpec capped = orders.toBuilder().maxRate(2_000).build();
         events.register(capped);
         events.rateCharged(capped, 40, 160);
         events.publishedEarly(capped, 0, 2);

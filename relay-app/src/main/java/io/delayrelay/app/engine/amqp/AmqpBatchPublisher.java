@@ -67,7 +67,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     @Override
     public CompletableFuture<List<PublishOutcome>> publish(BusinessSpec spec, List<DueMessage> batch) {
         PendingBatch pending = new PendingBatch(batch.size());
-        long timeoutMs = spec.publishTimeout().toMillis();
+        long timeoutMs = spec.timing().publishTimeout().toMillis();
         PublishChannel channel = null;
         int early = 0;
         PublishTracing.PublishSpan[] spans = null;
@@ -117,7 +117,7 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
                         channel = channel(timeoutMs);
                     }
                     channel.publish(
-                            built.exchangeOr(spec.exchange()),
+                            built.exchangeOr(spec.route().exchange()),
                             built.routingKey(),
                             built.properties(),
                             built.body(),
@@ -227,10 +227,10 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     @Override
     public void prepareExchange(BusinessSpec spec) {
         template.execute(channel -> {
-            if (spec.declareExchange()) {
-                channel.exchangeDeclare(spec.exchange(), spec.exchangeType(), true);
+            if (spec.route().declare()) {
+                channel.exchangeDeclare(spec.route().exchange(), spec.route().type(), true);
             } else {
-                channel.exchangeDeclarePassive(spec.exchange());
+                channel.exchangeDeclarePassive(spec.route().exchange());
             }
             return null;
         });

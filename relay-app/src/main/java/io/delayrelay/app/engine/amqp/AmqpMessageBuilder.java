@@ -96,7 +96,7 @@ final class AmqpMessageBuilder {
             return intake(spec, message);
         }
         OutgoingMessages outgoing = spec.outgoing();
-        String routingKey = outgoing.routingKey(message, spec.routingKey());
+        String routingKey = outgoing.routingKey(message, spec.route().routingKey());
         if (routingKey == null) {
             throw new InvalidMessageException("routing key is null");
         }
