@@ -8,9 +8,6 @@ import org.springframework.util.unit.DataSize;
 /**
  * Settings of one business, as bound from {@code relay.defaults} and then {@code relay.businesses.<name>}
  * (a business inherits every default it does not set).
- * <p>
- * Longer than 300 lines because every per-business setting is a field here with its Javadoc (the IDE metadata and the
- * chart's schema come from it), a default and a getter and setter: one place says what a business may set.
  */
 public class BusinessSettings {
 

@@ -1,6 +1,5 @@
 package io.delayrelay.app.engine;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,10 +22,9 @@ import org.springframework.data.redis.core.script.RedisScript;
 import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
- * The relay's Redis operations on one shard: each is one Lua script call on one cluster slot. Longer than 300 lines
- * because it is the one Java caller of every engine script (pop, ack, requeue, release, reshard, undrain, rounds, the
- * rate cap's bucket):
- * their KEYS and ARGV orders and reply shapes stay side by side with the scripts' contract, not spread over the loop.
+ * The relay's delivery keys of a shard: pop, ack, requeue and release, each one Lua script call (one cluster slot,
+ * or several shards of a standalone Redis in one call). The other key families have stores of their own:
+ * {@link TopologyStore} (K:meta), {@link SeatStore} (seats), {@link RateGovernor} (K:rate), {@code cold.ColdStore}.
  */
 public class ShardStore {
 
@@ -40,9 +38,6 @@ public class ShardStore {
      * flight usually settles within a confirm round trip.
      */
     static final long BLOCKED_RECHECK_MS = 50;
-
-    /** pop.lua's reply header of one shard: now, n, nextDue, expired, late; the entries follow, then the late ones. */
-    private static final int POP_HEADER = 5;
 
     /** pop.lua's ARGV before the carried ack sections. */
     private static final int POP_FIXED_ARGS = 10;
@@ -175,25 +170,7 @@ public class ShardStore {
             }
             throw e;
         }
-        return parsePopped(reply, token, carried, System.nanoTime());
-    }
-
-    /** pop.lua's reply: {settled, {section, error, ...}, shards, reply of shard 1, reply of shard 2, ...}. */
-    private static Popped parsePopped(List<?> reply, String token, List<Ack> carried, long receivedNanos) {
-        List<?> errors = (List<?>) reply.get(1);
-        List<Ack> failed = new ArrayList<>(errors.size() / 2);
-        List<String> messages = new ArrayList<>(errors.size() / 2);
-        for (int i = 0; i + 1 < errors.size(); i += 2) {
-            failed.add(carried.get((int) asLong(errors.get(i)) - 1));
-            messages.add(text((byte[]) errors.get(i + 1)));
-        }
-        int shards = (int) asLong(reply.get(2));
-        List<PopResult> results = new ArrayList<>(shards);
-        int at = 3;
-        for (int g = 0; g < shards; g++) {
-            at = parsePop(reply, at, token, results);
-        }
-        return new Popped(results, asLong(reply.get(0)), failed, messages, receivedNanos);
+        return PopReply.parse(reply, token, carried, System.nanoTime());
     }
 
     /** ack.lua's (and pop.lua's carried) ack sections: lease token, payload flag, member count, members. */
@@ -204,39 +181,6 @@ public class ShardStore {
             args.add(num(a.members().size()));
             args.addAll(a.members());
         }
-    }
-
-    /** Parses one shard's pop reply starting at {@code at} into {@code results}; returns where the next one starts. */
-    private static int parsePop(List<?> reply, int at, String token, List<PopResult> results) {
-        long now = asLong(reply.get(at));
-        int n = (int) asLong(reply.get(at + 1));
-        long nextDue = asLong(reply.get(at + 2));
-        int expired = (int) asLong(reply.get(at + 3));
-        int lateCount = (int) asLong(reply.get(at + 4));
-        List<PopResult.Entry> entries = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            int base = at + POP_HEADER + i * 4;
-            byte[] member = (byte[]) reply.get(base);
-            long due = parseScore((byte[]) reply.get(base + 1));
-            byte[] payload = (byte[]) reply.get(base + 2);
-            byte[] attempts = (byte[]) reply.get(base + 3);
-            entries.add(new PopResult.Entry(
-                    member,
-                    due,
-                    payload,
-                    attempts == null ? 0 : Integer.parseInt(new String(attempts, StandardCharsets.US_ASCII))));
-        }
-        List<PopResult.Late> late = lateCount == 0 ? List.of() : new ArrayList<>(lateCount);
-        for (int i = 0; i < lateCount; i++) {
-            int base = at + POP_HEADER + n * 4 + i * 3;
-            byte[] expiry = (byte[]) reply.get(base + 2);
-            late.add(new PopResult.Late(
-                    (byte[]) reply.get(base),
-                    parseScore((byte[]) reply.get(base + 1)),
-                    expiry == null || expiry.length == 0 ? -1 : parseScore(expiry)));
-        }
-        results.add(new PopResult(now, entries, nextDue, token, expired, late));
-        return at + POP_HEADER + n * 4 + lateCount * 3;
     }
 
     /** A call spanning slots failed on a cluster this store took for a standalone Redis: one shard per call now. */
@@ -356,8 +300,8 @@ public class ShardStore {
     private RequeueResult requeue(BusinessSpec spec, int shard, Object[] args) {
         DelayQueueKeys keys = spec.keys();
         List<?> reply = redis.execute(REQUEUE, keys.shardKeyBytes(shard, REQUEUE_KEYS), args);
-        int requeued = (int) asLong(reply.get(0));
-        int deadCount = (int) asLong(reply.get(1));
+        int requeued = (int) PopReply.asLong(reply.get(0));
+        int deadCount = (int) PopReply.asLong(reply.get(1));
         List<byte[]> dead = new ArrayList<>(deadCount);
         for (int i = 0; i < deadCount; i++) {
             dead.add((byte[]) reply.get(2 + i));
@@ -395,43 +339,6 @@ public class ShardStore {
     /** Result of a requeue: how many went back into the shard, and which members died. */
     public record RequeueResult(int requeued, List<byte[]> dead) {
         static final RequeueResult NONE = new RequeueResult(0, List.of());
-    }
-
-    static long parseScore(byte[] score) {
-        // Scores are whole milliseconds, which Redis prints as plain digits: read them without a String or a
-        // double parse; anything else (exponent, fraction, inf) takes the general path, where a fraction (a raw
-        // ZADD's) counts as the next whole ms: due only once reached (as ShardPeeks.dueMs), never released before.
-        int length = score.length;
-        if (length > 0 && length <= 18) {
-            int i = score[0] == '-' ? 1 : 0;
-            long value = 0;
-            boolean digits = i < length;
-            for (; i < length && digits; i++) {
-                int d = score[i] - '0';
-                digits = d >= 0 && d <= 9;
-                value = value * 10 + d;
-            }
-            if (digits) {
-                return score[0] == '-' ? -value : value;
-            }
-        }
-        String text = new String(score, StandardCharsets.US_ASCII);
-        switch (text) {
-            case "inf", "+inf":
-                return Long.MAX_VALUE;
-            case "-inf":
-                return Long.MIN_VALUE;
-            default:
-                return (long) Math.ceil(Double.parseDouble(text));
-        }
-    }
-
-    private static String text(byte[] value) {
-        return value == null ? null : new String(value, StandardCharsets.UTF_8);
-    }
-
-    private static long asLong(Object value) {
-        return ((Number) value).longValue();
     }
 
     private static byte[] num(long value) {

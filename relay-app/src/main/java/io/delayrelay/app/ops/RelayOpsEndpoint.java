@@ -62,10 +62,6 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  * ({@link RelayOpsRequestCheck}); a selector is never implied ({@link WriteSelection}). Each write logs one audit
  * line naming the operator, the origin and the members by reference ({@link AuditRef}). Listings are bounded
  * ({@link ListingBudget}). Errors are JSON {@code {"status":..,"error":".."}}.
- * <p>
- * Longer than 300 lines because it is the endpoint's one table of operations above: each is a short method that
- * checks the token, the business and the selector and hands the work to {@link ScheduledEntries}, {@link DeadLetters}
- * or {@link BusinessViews}; splitting it would split the URL table across classes.
  */
 @Endpoint(id = "relay")
 public class RelayOpsEndpoint {

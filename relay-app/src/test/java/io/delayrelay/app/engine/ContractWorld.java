@@ -140,17 +140,19 @@ final class ContractWorld {
         return spec(shards, 10_000, Duration.ofDays(180));
     }
 
-    /** The business's settings with a shard count and dead-set bounds. */
+    /**
+     * The business's settings with a shard count and dead-set bounds. The model's byte budgets go below what
+     * configuration accepts (a pop always takes one entry), so the batch is set past the builder's validation.
+     */
     BusinessSpec spec(int shards, int deadMaxSize, Duration deadMaxAge) {
         Settings s = model.settings;
-        return BusinessSpec.builder(business, DelayQueueKeys.forBusiness(business))
+        BusinessSpec valid = BusinessSpec.builder(business, DelayQueueKeys.forBusiness(business))
                 .shards(shards)
                 .threads(1)
                 .threadNamePrefix("model-" + business + "-")
                 .exchange("unused-exchange", "direct", false)
                 .routingKey("rk")
                 .batchSize(s.batch())
-                .batchBytes(s.batchBytes())
                 .lease(Duration.ofMillis(s.leaseMs()))
                 .maxAttempts(s.maxAttempts())
                 .retryDelay(Duration.ofMillis(s.retryMs()), Duration.ofMillis(s.retryMaxMs()))
@@ -159,6 +161,24 @@ final class ContractWorld {
                 .maxLateness(s.maxLatenessMs() < 0 ? null : Duration.ofMillis(s.maxLatenessMs()))
                 .dropLate(s.dropLate())
                 .build();
+        return new BusinessSpec(
+                valid.name(),
+                valid.keys(),
+                valid.shards(),
+                valid.threads(),
+                valid.threadNamePrefix(),
+                valid.route(),
+                new BusinessSpec.Batch(s.batch(), s.batchBytes()),
+                valid.timing(),
+                valid.retry(),
+                valid.deadSet(),
+                valid.late(),
+                valid.maxRate(),
+                valid.slo(),
+                valid.coldAfter(),
+                valid.messageShape(),
+                valid.outgoing(),
+                valid.paused());
     }
 
     int scanWidth(int instance) {

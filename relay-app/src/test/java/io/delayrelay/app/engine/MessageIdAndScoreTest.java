@@ -41,19 +41,19 @@ class MessageIdAndScoreTest {
 
     @Test
     void scoresParseAsWholeMillisecondsAFractionRoundedUp() {
-        assertThat(ShardStore.parseScore(ascii("1763897000123"))).isEqualTo(1_763_897_000_123L);
-        assertThat(ShardStore.parseScore(ascii("0"))).isZero();
-        assertThat(ShardStore.parseScore(ascii("-15"))).isEqualTo(-15L);
-        assertThat(ShardStore.parseScore(ascii("1.5e+18"))).isEqualTo(1_500_000_000_000_000_000L);
-        assertThat(ShardStore.parseScore(ascii("12.75")))
+        assertThat(PopReply.parseScore(ascii("1763897000123"))).isEqualTo(1_763_897_000_123L);
+        assertThat(PopReply.parseScore(ascii("0"))).isZero();
+        assertThat(PopReply.parseScore(ascii("-15"))).isEqualTo(-15L);
+        assertThat(PopReply.parseScore(ascii("1.5e+18"))).isEqualTo(1_500_000_000_000_000_000L);
+        assertThat(PopReply.parseScore(ascii("12.75")))
                 .as("due once reached: the next whole ms")
                 .isEqualTo(13L);
-        assertThat(ShardStore.parseScore(ascii("1795904393621.5"))).isEqualTo(1_795_904_393_622L);
-        assertThat(ShardStore.parseScore(ascii("-12.75"))).isEqualTo(-12L);
-        assertThat(ShardStore.parseScore(ascii("123456789012345678901"))).isEqualTo((long) 123456789012345678901.0);
-        assertThat(ShardStore.parseScore(ascii("inf"))).isEqualTo(Long.MAX_VALUE);
-        assertThat(ShardStore.parseScore(ascii("+inf"))).isEqualTo(Long.MAX_VALUE);
-        assertThat(ShardStore.parseScore(ascii("-inf"))).isEqualTo(Long.MIN_VALUE);
+        assertThat(PopReply.parseScore(ascii("1795904393621.5"))).isEqualTo(1_795_904_393_622L);
+        assertThat(PopReply.parseScore(ascii("-12.75"))).isEqualTo(-12L);
+        assertThat(PopReply.parseScore(ascii("123456789012345678901"))).isEqualTo((long) 123456789012345678901.0);
+        assertThat(PopReply.parseScore(ascii("inf"))).isEqualTo(Long.MAX_VALUE);
+        assertThat(PopReply.parseScore(ascii("+inf"))).isEqualTo(Long.MAX_VALUE);
+        assertThat(PopReply.parseScore(ascii("-inf"))).isEqualTo(Long.MIN_VALUE);
     }
 
     private static UUID nameUuid(String business, byte[] member, long due) {

@@ -31,10 +31,6 @@ import org.slf4j.LoggerFactory;
  * blocks due within the lead come back ({@code cold-promote.lua}), then the entries due after cold-after leave
  * ({@code cold-pick.lua}, {@code cold-demote.lua}). Every move is one atomic script on one shard, safe when two
  * instances move the same shard at once (docs/cold-tier.md); the division only saves the duplicate work.
- * <p>
- * Longer than 300 lines because it holds both directions of the move, the drain of a business whose cold-after was
- * switched off and their pacing (pass budget, pool, per-business periods) in one place, so that the order in which
- * a shard's blocks come back and its entries leave can be read in one class.
  */
 public final class ColdMover extends PeriodicTask {
 

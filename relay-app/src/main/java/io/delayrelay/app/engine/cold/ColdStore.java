@@ -16,9 +16,6 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
 /**
  * The cold tier's Redis operations on one shard, each one Lua script call on the shard's cluster slot: list entries
  * to demote, demote them into a block, list blocks due for promotion, promote a block, count what is cold.
- * <p>
- * Longer than 300 lines because each move is cut into slices of bounded script calls ({@link #SLICE}) with the retry
- * on a fan-out recorded by another instance, both directions beside the scripts' argument layout they share.
  */
 public class ColdStore {
 
