@@ -16,6 +16,7 @@ import java.util.TreeMap;
 
 import com.marcnuri.helm.Helm;
 import io.delayrelay.app.config.BusinessSpecResolver;
+import io.delayrelay.app.trigger.BusinessSpec;
 import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.json.JsonMapper;
@@ -178,11 +179,12 @@ class RelayValuesSchemaTest {
         businesses.put("propertyNames", Map.of("pattern", BUSINESS_NAME));
         businesses.put("additionalProperties", business);
         properties(relay).put("businesses", businesses);
+        properties(relay).put("intakes", intakes());
         return relay;
     }
 
     /** Adds the range the relay validates (minimum, and maximum unless unbounded) before the description. */
-    private static void withRange(Map<String, Object> schema, BusinessSpecResolver.Range range) {
+    private static void withRange(Map<String, Object> schema, BusinessSpec.Range range) {
         if (range == null) {
             return;
         }
@@ -229,6 +231,38 @@ class RelayValuesSchemaTest {
                 name = name.substring(0, dot) + '$' + name.substring(dot + 1);
             }
         }
+    }
+
+    /** {@code relay.intakes.<name>.*}: the keys of {@code IntakeSettings} (the metadata only names the map). */
+    private static Map<String, Object> intakes() {
+        Map<String, Object> intake = object();
+        properties(intake).put("exchange", Map.of("type", "string", "description", "Exchange publishers publish to."));
+        properties(intake).put("deliver-to", Map.of("type", "string", "description", "Exchange due messages go to."));
+        properties(intake).put("business", Map.of("type", "string", "description", "Business that holds the entries."));
+        properties(intake)
+                .put(
+                        "max-delay",
+                        Map.of("type", "string", "pattern", DURATION, "description", "Longest accepted delay."));
+        properties(intake)
+                .put(
+                        "prefetch",
+                        Map.of(
+                                "type",
+                                "integer",
+                                "minimum",
+                                1,
+                                "maximum",
+                                65535,
+                                "description",
+                                "Unacknowledged intake messages at once."));
+        Map<String, Object> intakes = new LinkedHashMap<>();
+        intakes.put("type", "object");
+        intakes.put(
+                "description",
+                "AMQP intakes by name (publishers send with an x-delay header, as to the delayed-message plugin).");
+        intakes.put("propertyNames", Map.of("pattern", BUSINESS_NAME));
+        intakes.put("additionalProperties", intake);
+        return intakes;
     }
 
     private static Map<String, Object> propertySchema(Map<String, Object> property, List<String> hint) {

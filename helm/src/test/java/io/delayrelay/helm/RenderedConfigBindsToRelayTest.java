@@ -50,18 +50,18 @@ class RenderedConfigBindsToRelayTest {
 
         assertThat(specs).extracting(BusinessSpec::name).containsExactly("order-timeout", "review-default");
         BusinessSpec orders = specs.get(0);
-        assertThat(orders.exchange()).isEqualTo("order.events");
-        assertThat(orders.exchangeType()).isEqualTo("topic");
+        assertThat(orders.route().exchange()).isEqualTo("order.events");
+        assertThat(orders.route().type()).isEqualTo("topic");
         assertThat(orders.shards()).isEqualTo(32);
         assertThat(orders.threads()).isEqualTo(4);
-        assertThat(orders.batchSize()).as("from relay.defaults").isEqualTo(200);
-        assertThat(orders.maxIdle()).isEqualTo(Duration.ofMillis(20));
+        assertThat(orders.batch().size()).as("from relay.defaults").isEqualTo(200);
+        assertThat(orders.timing().maxIdle()).isEqualTo(Duration.ofMillis(20));
         assertThat(orders.keys().sourceKey()).isEqualTo("delayqueue:order-timeout");
         BusinessSpec reviews = specs.get(1);
         assertThat(reviews.keys().sourceKey()).isEqualTo("reviews:delayed");
-        assertThat(reviews.batchSize()).isEqualTo(500);
+        assertThat(reviews.batch().size()).isEqualTo(500);
         assertThat(reviews.threadNamePrefix()).isEqualTo("review-");
-        assertThat(reviews.retryDelayMax()).isEqualTo(Duration.ofMinutes(10));
+        assertThat(reviews.retry().delayMax()).isEqualTo(Duration.ofMinutes(10));
     }
 
     @Test
@@ -84,8 +84,8 @@ class RenderedConfigBindsToRelayTest {
 
         assertThat(specs).singleElement().satisfies(spec -> {
             assertThat(spec.name()).isEqualTo("order-timeout");
-            assertThat(spec.exchange()).isEqualTo("demo.delayed");
-            assertThat(spec.routingKey()).isEqualTo("order.timeout");
+            assertThat(spec.route().exchange()).isEqualTo("demo.delayed");
+            assertThat(spec.route().routingKey()).isEqualTo("order.timeout");
             assertThat(spec.shards()).isEqualTo(4);
         });
     }
