@@ -26,6 +26,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *   {K:i}:cold-blocks hash  block id -> compressed block
  *   {K:i}:cold-meta  hash   fan (member index fan-out), seq (last block id)
  *   {K:i}:cold-ix:n  hash   member -> block id[:rescheduled due]
+ *   {K:0}:schedules  zset   recurring schedules of the business: name -> when a relay next tends it (relay-owned)
+ *   {K:0}:schedule:<name> hash a recurring schedule's state: its cursor, pending slot, counts, and its definition
+ *                            when created at runtime (relay-owned; docs/schedules.md)
  *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
  *                            operator pause changed
  * </pre>
@@ -176,6 +179,22 @@ public final class DelayQueueKeys {
      */
     public String rate() {
         return sourceKey + ":rate";
+    }
+
+    /**
+     * {@code {K:0}:schedules}: the business's recurring schedules (zset: name, score = when a relay instance next tends
+     * it), in shard 0's slot, where their slot entries go (relay-owned; docs/schedules.md).
+     */
+    public String schedules() {
+        return tagged(0, "schedules");
+    }
+
+    /**
+     * {@code {K:0}:schedule:<name>}: a recurring schedule's state (hash, relay-owned), in shard 0's slot: its cursor
+     * (every slot up to it is decided), its pending slot entry, its counts, and its definition when created at runtime.
+     */
+    public String schedule(String name) {
+        return tagged(0, "schedule:" + validateName("schedule name", name));
     }
 
     /** {@code K:wake}: pub/sub channel. */

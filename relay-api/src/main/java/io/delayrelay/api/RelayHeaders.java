@@ -20,6 +20,13 @@ public final class RelayHeaders {
     public static final String ATTEMPT = "x-delay-attempt";
     /** The id, for entries scheduled by id (String); absent otherwise. */
     public static final String ID = "x-delay-id";
+    /** The recurring schedule that fired the message (String); absent on other messages. In both shapes. */
+    public static final String SCHEDULE = "x-delay-schedule";
+    /**
+     * The slot of a recurring schedule the message fired for, epoch milliseconds (Long); {@link #DUE_AT} is the same
+     * for an on-time fire. Absent on other messages. In both shapes.
+     */
+    public static final String SLOT = "x-delay-slot";
 
     private RelayHeaders() {}
 }

@@ -82,6 +82,9 @@ public class RelayProperties {
     /** AMQP intakes (publishers send with an x-delay header, as to the delayed-message plugin), by intake name. */
     private Map<String, IntakeSettings> intakes = new LinkedHashMap<>();
 
+    /** Recurring schedules (cron or a fixed period), by schedule name: docs/schedules.md. */
+    private Map<String, ScheduleSettings> schedules = new LinkedHashMap<>();
+
     /**
      * Rejects relay-wide settings out of range at start-up, naming property and value like the businesses' settings
      * (see {@link BusinessSpecResolver}).
@@ -95,6 +98,7 @@ public class RelayProperties {
         }
         division.validate(problems);
         IntakeSettings.validate(intakes, problems);
+        ScheduleSettings.validate(schedules, null, problems);
         if (!problems.isEmpty()) {
             throw new RelayConfigurationException(problems);
         }
@@ -245,5 +249,13 @@ public class RelayProperties {
 
     public void setIntakes(Map<String, IntakeSettings> intakes) {
         this.intakes = intakes;
+    }
+
+    public Map<String, ScheduleSettings> getSchedules() {
+        return schedules;
+    }
+
+    public void setSchedules(Map<String, ScheduleSettings> schedules) {
+        this.schedules = schedules;
     }
 }

@@ -40,6 +40,17 @@ final class DueBatch {
             boolean byId = entry.payload() != null;
             byte[] body = byId ? entry.payload() : entry.member();
             Map<String, String> headers = Map.of();
+            DueMessage.Slot slot = null;
+            String messageId = null;
+            if (byId && ScheduleStamp.isStamped(body)) {
+                ScheduleStamp.Read stamp = ScheduleStamp.read(body);
+                if (stamp != null) {
+                    slot = stamp.slot();
+                    body = stamp.payload();
+                    // stable per slot: the entry's id is the schedule's name and the slot time
+                    messageId = new String(entry.member(), StandardCharsets.UTF_8);
+                }
+            }
             if (byId && MessageOptions.isEnvelope(body)) {
                 MessageOptions options = MessageOptions.read(body);
                 body = options.message();
@@ -57,8 +68,9 @@ final class DueBatch {
                     entry.dueAtMs(),
                     popped.redisNowMs(),
                     entry.attempts() + 1,
-                    messageId(business, entry.member(), entry.dueAtMs()),
-                    headers));
+                    messageId != null ? messageId : messageId(business, entry.member(), entry.dueAtMs()),
+                    headers,
+                    slot));
         }
         return batch;
     }

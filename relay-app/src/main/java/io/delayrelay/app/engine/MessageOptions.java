@@ -50,6 +50,23 @@ public record MessageOptions(
         return true;
     }
 
+    /** The envelope of a message with headers and no expiry, as contract v2's schedule.lua writes it. */
+    public static byte[] envelope(Map<String, String> headers, byte[] message) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64 + message.length);
+        out.writeBytes(MAGIC);
+        out.writeBytes((":" + headers.size() + ":").getBytes(StandardCharsets.US_ASCII));
+        headers.forEach((name, value) -> {
+            byte[] n = name.getBytes(StandardCharsets.UTF_8);
+            byte[] v = value.getBytes(StandardCharsets.UTF_8);
+            out.writeBytes((n.length + ":").getBytes(StandardCharsets.US_ASCII));
+            out.writeBytes(n);
+            out.writeBytes((v.length + ":").getBytes(StandardCharsets.US_ASCII));
+            out.writeBytes(v);
+        });
+        out.writeBytes(message);
+        return out.toByteArray();
+    }
+
     /** Reads a payload: its options when it is an envelope, else the payload itself without options. */
     public static MessageOptions read(byte[] payload) {
         if (!isEnvelope(payload)) {

@@ -17,6 +17,7 @@ import java.util.Map;
  * @param messageId   stable across redeliveries of the same scheduled entry
  * @param headers     the producer's AMQP headers (per-message options of the contract v2), published beside the
  *                    relay's own; empty when none
+ * @param slot        the recurring schedule's slot this message fires for, or null (docs/schedules.md)
  */
 public record DueMessage(
         String business,
@@ -28,7 +29,29 @@ public record DueMessage(
         long poppedAtMs,
         int attempt,
         String messageId,
-        Map<String, String> headers) {
+        Map<String, String> headers,
+        Slot slot) {
+
+    /**
+     * A slot of a recurring schedule: the schedule's name and the slot time (epoch ms), published as
+     * {@code x-delay-schedule} and {@code x-delay-slot}.
+     */
+    public record Slot(String schedule, long slotMs) {}
+
+    /** A message that no recurring schedule fired. */
+    public DueMessage(
+            String business,
+            int shard,
+            byte[] member,
+            byte[] body,
+            boolean byId,
+            long dueAtMs,
+            long poppedAtMs,
+            int attempt,
+            String messageId,
+            Map<String, String> headers) {
+        this(business, shard, member, body, byId, dueAtMs, poppedAtMs, attempt, messageId, headers, null);
+    }
 
     /** A message without producer headers. */
     public DueMessage(
@@ -41,7 +64,7 @@ public record DueMessage(
             long poppedAtMs,
             int attempt,
             String messageId) {
-        this(business, shard, member, body, byId, dueAtMs, poppedAtMs, attempt, messageId, Map.of());
+        this(business, shard, member, body, byId, dueAtMs, poppedAtMs, attempt, messageId, Map.of(), null);
     }
 
     public String bodyAsString() {

@@ -32,6 +32,8 @@ final class AmqpMessageBuilder {
 
     /** The relay's own headers: a producer's header of one of these names is never published as its own. */
     private static final Set<String> RELAY_OWN = Set.of(
+            RelayHeaders.SCHEDULE,
+            RelayHeaders.SLOT,
             RelayHeaders.BUSINESS,
             RelayHeaders.DUE_AT,
             RelayHeaders.RELAYED_AT,
@@ -174,6 +176,7 @@ final class AmqpMessageBuilder {
         if (message.byId()) {
             headers.put(RelayHeaders.ID, message.id());
         }
+        putSlot(headers, message);
         return new AMQP.BasicProperties.Builder()
                 .contentType(MessageProperties.CONTENT_TYPE_BYTES)
                 .deliveryMode(PERSISTENT)
@@ -190,7 +193,7 @@ final class AmqpMessageBuilder {
      */
     private static AMQP.BasicProperties leanProperties(DueMessage message) {
         Map<String, Object> headers = null;
-        if (!message.headers().isEmpty() || message.attempt() > 1 || message.byId()) {
+        if (!message.headers().isEmpty() || message.attempt() > 1 || message.byId() || message.slot() != null) {
             headers = new HashMap<>(4 + message.headers().size());
             headers.putAll(message.headers());
             // the relay's own after the producer's, so none can be overwritten; and no forged one stays
@@ -201,6 +204,7 @@ final class AmqpMessageBuilder {
             if (message.byId()) {
                 headers.put(RelayHeaders.ID, message.id());
             }
+            putSlot(headers, message);
         }
         return new AMQP.BasicProperties.Builder()
                 .deliveryMode(PERSISTENT)
@@ -224,6 +228,7 @@ final class AmqpMessageBuilder {
             if (message.byId()) {
                 properties.setHeader(RelayHeaders.ID, message.id());
             }
+            putSlot(properties.getHeaders(), message);
             return properties;
         }
         properties.setHeader(RelayHeaders.BUSINESS, message.business());
@@ -234,6 +239,15 @@ final class AmqpMessageBuilder {
         if (message.byId()) {
             properties.setHeader(RelayHeaders.ID, message.id());
         }
+        putSlot(properties.getHeaders(), message);
         return properties;
+    }
+
+    /** A recurring schedule's message carries its schedule and slot, in both shapes. */
+    private static void putSlot(Map<String, Object> headers, DueMessage message) {
+        if (message.slot() != null) {
+            headers.put(RelayHeaders.SCHEDULE, message.slot().schedule());
+            headers.put(RelayHeaders.SLOT, message.slot().slotMs());
+        }
     }
 }

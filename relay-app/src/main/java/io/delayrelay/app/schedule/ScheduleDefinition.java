@@ -1,0 +1,149 @@
+package io.delayrelay.app.schedule;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import io.delayrelay.app.config.ScheduleSettings;
+import io.delayrelay.app.trigger.ConfigProblem;
+import io.delayrelay.app.trigger.RelayConfigurationException;
+import org.springframework.scheduling.support.CronExpression;
+
+/**
+ * One recurring schedule, validated: from configuration ({@code relay.schedules.<name>}) or created at runtime (then
+ * kept in its state hash in Redis, fields {@code def.*}).
+ *
+ * @param name       the schedule's name (lowercase letters, digits, '-')
+ * @param business   the business whose exchange, routing key, shape and policies its messages get
+ * @param recurrence when its slots fall
+ * @param payload    the message body
+ * @param headers    AMQP headers published with each message
+ * @param catchUp    what fires of the slots missed while no relay ran
+ * @param paused     paused by its definition (configuration)
+ * @param runtime    created at runtime (ops endpoint), not declared in configuration
+ */
+public record ScheduleDefinition(
+        String name,
+        String business,
+        Recurrence recurrence,
+        String payload,
+        Map<String, String> headers,
+        CatchUp catchUp,
+        boolean paused,
+        boolean runtime) {
+
+    /** The prefix of the state hash's fields that hold a runtime-created schedule's definition. */
+    static final String DEF = "def.";
+
+    public ScheduleDefinition {
+        headers = Map.copyOf(headers);
+    }
+
+    /**
+     * A definition from its settings.
+     *
+     * @throws RelayConfigurationException naming schedule, property and value of every bad setting
+     */
+    public static ScheduleDefinition of(String at, String name, ScheduleSettings s, boolean runtime) {
+        List<ConfigProblem> problems = new ArrayList<>();
+        ScheduleSettings.validate(at, name, s, null, problems);
+        if (!problems.isEmpty()) {
+            throw new RelayConfigurationException(problems);
+        }
+        Recurrence recurrence = s.getCron() != null && !s.getCron().isBlank()
+                ? new Recurrence.Cron(
+                        CronExpression.parse(s.getCron()), s.getCron().trim(), ZoneId.of(s.getZone()))
+                : new Recurrence.Every(s.getEvery());
+        return new ScheduleDefinition(
+                name,
+                s.getBusiness(),
+                recurrence,
+                s.getPayload(),
+                s.getHeaders() == null ? Map.of() : new LinkedHashMap<>(s.getHeaders()),
+                CatchUp.of(s.getCatchUp()),
+                s.isPaused(),
+                runtime);
+    }
+
+    /** What the payload, headers and timing of its slot messages hang on: a change withdraws a pending future slot. */
+    public String fingerprint() {
+        StringBuilder text = new StringBuilder(recurrence.describe())
+                .append('\n')
+                .append(payload)
+                .append('\n');
+        new TreeMap<>(headers)
+                .forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        try {
+            byte[] sha =
+                    MessageDigest.getInstance("SHA-1").digest(text.toString().getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(sha, 0, 8);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The settings this definition came from (for a runtime schedule's state fields and the ops view). */
+    public ScheduleSettings settings() {
+        ScheduleSettings s = new ScheduleSettings();
+        s.setBusiness(business);
+        if (recurrence instanceof Recurrence.Cron cron) {
+            s.setCron(cron.text());
+            s.setZone(cron.zone().getId());
+        } else if (recurrence instanceof Recurrence.Every every) {
+            s.setEvery(every.period());
+        }
+        s.setPayload(payload);
+        s.setHeaders(new LinkedHashMap<>(headers));
+        s.setCatchUp(catchUp.text());
+        s.setPaused(paused);
+        return s;
+    }
+
+    /** A runtime schedule's definition as state hash fields ({@code def.*}). */
+    Map<String, String> toFields() {
+        Map<String, String> fields = new LinkedHashMap<>();
+        if (recurrence instanceof Recurrence.Cron cron) {
+            fields.put(DEF + "cron", cron.text());
+            fields.put(DEF + "zone", cron.zone().getId());
+        } else if (recurrence instanceof Recurrence.Every every) {
+            fields.put(DEF + "every", Long.toString(every.period().toMillis()));
+        }
+        fields.put(DEF + "payload", payload);
+        fields.put(DEF + "catch-up", catchUp.text());
+        headers.forEach((k, v) -> fields.put(DEF + "header." + k, v));
+        return fields;
+    }
+
+    /** A runtime schedule's definition from its state hash; throws naming the bad field when it does not read. */
+    static ScheduleDefinition fromFields(String name, String business, Map<String, String> state) {
+        ScheduleSettings s = new ScheduleSettings();
+        s.setBusiness(business);
+        s.setCron(state.get(DEF + "cron"));
+        String every = state.get(DEF + "every");
+        s.setEvery(every == null ? null : Duration.ofMillis(Long.parseLong(every)));
+        s.setZone(state.getOrDefault(DEF + "zone", "UTC"));
+        s.setPayload(state.getOrDefault(DEF + "payload", ""));
+        s.setCatchUp(state.getOrDefault(DEF + "catch-up", "last"));
+        Map<String, String> headers = new LinkedHashMap<>();
+        state.forEach((k, v) -> {
+            if (k.startsWith(DEF + "header.")) {
+                headers.put(k.substring((DEF + "header.").length()), v);
+            }
+        });
+        s.setHeaders(headers);
+        return of("schedule " + name + " (state in Redis)", name, s, true);
+    }
+
+    /** The payload as bytes. */
+    byte[] payloadBytes() {
+        return payload.getBytes(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,279 @@
+package io.delayrelay.app.schedule;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.internal.LuaScripts;
+import org.springframework.data.redis.connection.RedisZSetCommands;
+import org.springframework.data.redis.core.RedisCallback;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+
+import static io.delayrelay.api.DelayQueueKeys.bytes;
+
+/**
+ * The Redis side of recurring schedules: {@code {K:0}:schedules} (name to next tick) and {@code {K:0}:schedule:<name>}
+ * (state), both in shard 0's Redis Cluster slot, where the slot entries go. Every write that decides a slot is one
+ * script, conditional on the schedule's cursor.
+ */
+public class ScheduleStore {
+
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> CLAIM =
+            LuaScripts.load("io/delayrelay/app/lua/schedule-claim.lua", List.class);
+
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> WRITE =
+            LuaScripts.load("io/delayrelay/app/lua/schedule-write.lua", List.class);
+
+    @SuppressWarnings("rawtypes")
+    private static final RedisScript<List> WITHDRAW =
+            LuaScripts.load("io/delayrelay/app/lua/schedule-withdraw.lua", List.class);
+
+    /** Creates or replaces a runtime schedule's definition; refuses (0) to replace one declared in configuration. */
+    private static final RedisScript<Long> DEFINE = RedisScript.of(
+            """
+            local origin = redis.call('HGET', KEYS[2], 'origin')
+            if origin and origin ~= 'runtime' then return 0 end
+            local old = redis.call('HGETALL', KEYS[2])
+            for i = 1, #old, 2 do
+              if string.sub(old[i], 1, 4) == 'def.' then redis.call('HDEL', KEYS[2], old[i]) end
+            end
+            for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+            redis.call('HSET', KEYS[2], 'origin', 'runtime')
+            redis.call('ZADD', KEYS[1], 0, ARGV[1])
+            return 1
+            """,
+            Long.class);
+
+    private final RedisTemplate<byte[], byte[]> redis;
+
+    public ScheduleStore(RedisTemplate<byte[], byte[]> redis) {
+        this.redis = redis;
+    }
+
+    /** A schedule claimed for a tend: its state hash, and whether its pending entry is still queued in shard 0. */
+    record Claimed(String name, Map<String, String> state, boolean pendingQueued) {}
+
+    /** What a claim returned: Redis time, the business's next tick after it (-1: no schedule), the claimed ones. */
+    record Claim(long nowMs, long nextTickMs, List<Claimed> claimed) {}
+
+    /** Claims up to {@code limit} schedules of the business due to be tended, for {@code leaseMs}. */
+    Claim claim(DelayQueueKeys keys, long leaseMs, int limit) {
+        List<?> reply =
+                redis.execute(CLAIM, List.of(bytes(keys.schedules()), bytes(keys.shard(0))), num(leaseMs), num(limit));
+        List<Claimed> claimed = new ArrayList<>();
+        for (int i = 2; i + 2 < reply.size(); i += 3) {
+            claimed.add(
+                    new Claimed(text(reply.get(i)), hash((List<?>) reply.get(i + 1)), asLong(reply.get(i + 2)) == 1));
+        }
+        return new Claim(asLong(reply.get(0)), asLong(reply.get(1)), claimed);
+    }
+
+    /**
+     * Writes a tend's plan if the cursor is still {@code expected} ('' for a schedule not tended before).
+     *
+     * @param runtime  the schedule must still be a runtime-created one (not deleted meanwhile)
+     * @param fields   state fields to set ('' deletes)
+     * @param counters state counters to add
+     * @param payloads the stamped payload of each of the plan's slots
+     * @return whether it was written (false: another instance tended it meanwhile, or it was deleted)
+     */
+    boolean write(
+            DelayQueueKeys keys,
+            String name,
+            String expected,
+            boolean runtime,
+            SlotPlan plan,
+            Map<String, String> fields,
+            Map<String, Long> counters,
+            List<byte[]> payloads) {
+        List<byte[]> args = new ArrayList<>();
+        args.add(bytes(name));
+        args.add(bytes(expected));
+        args.add(bytes(runtime ? "runtime" : ""));
+        args.add(num(plan.cursor()));
+        args.add(bytes(plan.pendingId()));
+        args.add(bytes(plan.prev()));
+        args.add(bytes(plan.nextTickMs() == SlotPlan.NEVER ? "inf" : Long.toString(plan.nextTickMs())));
+        args.add(bytes(keys.wake()));
+        args.add(num(fields.size()));
+        fields.forEach((k, v) -> {
+            args.add(bytes(k));
+            args.add(bytes(v));
+        });
+        args.add(num(counters.size()));
+        counters.forEach((k, v) -> {
+            args.add(bytes(k));
+            args.add(num(v));
+        });
+        for (int i = 0; i < plan.slots().size(); i++) {
+            long slot = plan.slots().get(i);
+            args.add(num(slot));
+            args.add(bytes(SlotPlan.idOf(name, slot)));
+            args.add(payloads.get(i));
+        }
+        List<?> reply = redis.execute(WRITE, writeKeys(keys, name), args.toArray(new Object[0]));
+        return asLong(reply.get(0)) == 1;
+    }
+
+    /** Writes one extra slot entry (trigger now): no cursor check, the cursor stays. */
+    void writeExtra(DelayQueueKeys keys, String name, long dueMs, String id, byte[] payload) {
+        List<byte[]> args = List.of(
+                bytes(name),
+                bytes("*"),
+                bytes(""),
+                num(0),
+                bytes(""),
+                bytes(""),
+                bytes("inf"),
+                bytes(keys.wake()),
+                num(0),
+                num(1),
+                bytes("extra"),
+                num(1),
+                num(dueMs),
+                bytes(id),
+                payload);
+        redis.execute(WRITE, writeKeys(keys, name), args.toArray(new Object[0]));
+    }
+
+    /**
+     * What a withdrawal did.
+     *
+     * @param applied   false when the cursor moved meanwhile (nothing done)
+     * @param withdrawn the pending entry was taken back before any delivery
+     * @param cursor    the cursor now ('' none)
+     */
+    record Withdrawal(boolean applied, boolean withdrawn, String cursor) {}
+
+    /** Withdraws the pending entry (if not popped and never tried) and moves the cursor back before it. */
+    Withdrawal withdraw(DelayQueueKeys keys, String name, String expected, long nextTickMs) {
+        return withdrawal(keys, name, expected, "revert", nextTickMs);
+    }
+
+    /** Deletes the schedule: its state, its tick, and its pending entry if not popped yet. */
+    Withdrawal delete(DelayQueueKeys keys, String name) {
+        return withdrawal(keys, name, "", "delete", 0);
+    }
+
+    private Withdrawal withdrawal(DelayQueueKeys keys, String name, String expected, String mode, long tickMs) {
+        List<byte[]> withdrawKeys = new ArrayList<>(writeKeys(keys, name));
+        withdrawKeys.add(bytes(keys.attempts(0)));
+        List<?> reply = redis.execute(WITHDRAW, withdrawKeys, bytes(name), bytes(expected), bytes(mode), num(tickMs));
+        if (asLong(reply.get(0)) != 1) {
+            return new Withdrawal(false, false, text(reply.get(1)));
+        }
+        return new Withdrawal(true, asLong(reply.get(1)) == 1, text(reply.get(2)));
+    }
+
+    /** Lists a schedule for tending ({@code ZADD}); {@code now} brings its tick forward, else only if absent (NX). */
+    void register(DelayQueueKeys keys, String name, boolean now) {
+        byte[] key = bytes(keys.schedules());
+        redis.execute((RedisCallback<Object>) c -> now
+                ? c.zSetCommands().zAdd(key, 0, bytes(name))
+                : c.zSetCommands().zAdd(key, 0, bytes(name), RedisZSetCommands.ZAddArgs.ifNotExists()));
+    }
+
+    /** Sets ('' deletes) state fields of an existing schedule and brings its tick forward. */
+    void update(DelayQueueKeys keys, String name, Map<String, String> fields) {
+        byte[] state = bytes(keys.schedule(name));
+        redis.execute((RedisCallback<Object>) c -> {
+            fields.forEach((k, v) -> {
+                if (v.isEmpty()) {
+                    c.hashCommands().hDel(state, bytes(k));
+                } else {
+                    c.hashCommands().hSet(state, bytes(k), bytes(v));
+                }
+            });
+            return null;
+        });
+        register(keys, name, true);
+    }
+
+    /** Creates or replaces a runtime schedule's definition; false when the name is a configured schedule's. */
+    boolean define(DelayQueueKeys keys, String name, Map<String, String> defFields) {
+        List<byte[]> args = new ArrayList<>();
+        args.add(bytes(name));
+        defFields.forEach((k, v) -> {
+            args.add(bytes(k));
+            args.add(bytes(v));
+        });
+        Long done = redis.execute(
+                DEFINE, List.of(bytes(keys.schedules()), bytes(keys.schedule(name))), args.toArray(new Object[0]));
+        return done != null && done == 1;
+    }
+
+    /** The business's schedules with their next tick (ms; {@link SlotPlan#NEVER} for none), in name order. */
+    Map<String, Long> ticks(DelayQueueKeys keys) {
+        Map<String, Long> ticks = new java.util.TreeMap<>();
+        var tuples = redis.opsForZSet().rangeWithScores(bytes(keys.schedules()), 0, -1);
+        if (tuples != null) {
+            tuples.forEach(t -> ticks.put(
+                    text(t.getValue()),
+                    Double.isInfinite(t.getScore())
+                            ? SlotPlan.NEVER
+                            : t.getScore().longValue()));
+        }
+        return ticks;
+    }
+
+    /** A schedule's state hash (empty when none). */
+    Map<String, String> state(DelayQueueKeys keys, String name) {
+        byte[] key = bytes(keys.schedule(name));
+        Map<byte[], byte[]> raw = redis.execute(
+                (RedisCallback<Map<byte[], byte[]>>) c -> c.hashCommands().hGetAll(key));
+        Map<String, String> state = new LinkedHashMap<>();
+        if (raw != null) {
+            raw.forEach((k, v) -> state.put(text(k), text(v)));
+        }
+        return state;
+    }
+
+    /** Whether the entry is still queued in shard 0 (not popped), and where it is otherwise. */
+    String whereIs(DelayQueueKeys keys, String id) {
+        byte[] member = bytes(id);
+        if (redis.opsForZSet().score(bytes(keys.shard(0)), member) != null) {
+            return "scheduled";
+        }
+        if (redis.opsForZSet().score(bytes(keys.inflight(0)), member) != null) {
+            return "in-flight";
+        }
+        if (redis.opsForZSet().score(bytes(keys.dead(0)), member) != null) {
+            return "dead";
+        }
+        return "relayed";
+    }
+
+    private static List<byte[]> writeKeys(DelayQueueKeys keys, String name) {
+        return List.of(
+                bytes(keys.schedules()), bytes(keys.schedule(name)), bytes(keys.shard(0)), bytes(keys.payloads(0)));
+    }
+
+    private static Map<String, String> hash(List<?> flat) {
+        Map<String, String> map = new LinkedHashMap<>();
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            map.put(text(flat.get(i)), text(flat.get(i + 1)));
+        }
+        return map;
+    }
+
+    private static String text(Object value) {
+        if (value == null) {
+            return "";
+        }
+        return value instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : value.toString();
+    }
+
+    private static long asLong(Object value) {
+        return value instanceof Number n ? n.longValue() : Long.parseLong(text(value));
+    }
+
+    private static byte[] num(long value) {
+        return bytes(Long.toString(value));
+    }
+}

@@ -1,0 +1,125 @@
+package io.delayrelay.app.schedule;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.app.engine.MessageOptions;
+import io.delayrelay.app.engine.ScheduleStamp;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
+
+/**
+ * One tend of a claimed schedule: withdraws its pending entry when it must (paused, redefined, or overdue because no
+ * relay ran), plans with {@link SlotPlanner}, and writes the plan in one conditional script. Counts and logs every
+ * slot it skips.
+ */
+final class ScheduleTender {
+
+    private static final Logger log = LoggerFactory.getLogger(ScheduleTender.class);
+
+    private final ScheduleStore store;
+    private final ScheduleMetrics metrics;
+
+    ScheduleTender(ScheduleStore store, ScheduleMetrics metrics) {
+        this.store = store;
+        this.metrics = metrics;
+    }
+
+    /** Tends schedule {@code def} (claimed with state {@code claimed}) at Redis time {@code nowMs}. */
+    void tend(DelayQueueKeys keys, ScheduleDefinition def, ScheduleStore.Claimed claimed, long nowMs) {
+        Map<String, String> state = claimed.state();
+        String cursor = state.getOrDefault("cursor", "");
+        String pending = state.getOrDefault("pending", "");
+        boolean paused = def.paused() || !state.getOrDefault("paused-by", "").isEmpty();
+        String fingerprint = def.fingerprint();
+        MDC.put("business", def.business());
+        try {
+            if (claimed.pendingQueued() && !pending.isEmpty()) {
+                long slot = slotOf(pending);
+                String why = null;
+                if (slot > nowMs && paused) {
+                    why = "the schedule is paused";
+                } else if (slot > nowMs && !fingerprint.equals(state.get("fp"))) {
+                    why = "the schedule's definition changed";
+                } else if (slot < nowMs - SlotPlanner.GRACE_MS) {
+                    why = "no relay handed it over in time (the catch-up policy decides it)";
+                }
+                if (why != null) {
+                    ScheduleStore.Withdrawal w = store.withdraw(keys, def.name(), cursor, nowMs);
+                    if (!w.applied()) {
+                        return;
+                    }
+                    if (w.withdrawn()) {
+                        log.info("schedule {}: withdrew slot entry {} before delivery: {}", def.name(), pending, why);
+                        cursor = w.cursor();
+                    }
+                }
+            }
+            SlotPlan plan = SlotPlanner.plan(
+                    def,
+                    cursor.isEmpty() ? null : Long.parseLong(cursor),
+                    "1".equals(state.get("held")),
+                    paused,
+                    nowMs);
+            Map<String, String> fields = new LinkedHashMap<>();
+            fields.put("fp", fingerprint);
+            fields.put("held", plan.held() ? "1" : "");
+            if (!def.runtime()) {
+                fields.put("origin", "config");
+            }
+            if (cursor.isEmpty()) {
+                fields.put("created-at", Long.toString(nowMs));
+            }
+            Map<String, Long> counters = new LinkedHashMap<>();
+            if (!plan.slots().isEmpty()) {
+                counters.put("written", (long) plan.slots().size());
+            }
+            plan.skipped().forEach((reason, s) -> counters.put("skipped." + reason, s.count()));
+            List<byte[]> payloads = new ArrayList<>(plan.slots().size());
+            for (long slot : plan.slots()) {
+                payloads.add(payload(def, slot));
+            }
+            if (!store.write(keys, def.name(), cursor, def.runtime(), plan, fields, counters, payloads)) {
+                log.debug("schedule {}: tended meanwhile by another instance", def.name());
+                return;
+            }
+            if (!plan.slots().isEmpty()) {
+                metrics.written(def.name(), plan.slots().size());
+            }
+            plan.skipped().forEach((reason, s) -> {
+                metrics.skipped(def.name(), reason, s.count());
+                String text = "schedule {}: skipped {} slot(s), reason {}: {}{}";
+                Object[] args = {
+                    def.name(),
+                    s.count(),
+                    reason,
+                    String.join(", ", s.samples()),
+                    s.count() > s.samples().size() ? ", ..." : ""
+                };
+                if (reason.equals(SlotPlanner.CATCH_UP) || reason.equals(SlotPlanner.CATCH_UP_LIMIT)) {
+                    log.warn(text, args);
+                } else {
+                    log.info(text, args);
+                }
+            });
+        } finally {
+            MDC.remove("business");
+        }
+    }
+
+    /** The stamped payload of a slot entry: the schedule's message and headers, its name and slot. */
+    static byte[] payload(ScheduleDefinition def, long slotMs) {
+        byte[] message = def.payloadBytes();
+        byte[] inner = def.headers().isEmpty() ? message : MessageOptions.envelope(def.headers(), message);
+        return ScheduleStamp.stamp(def.name(), slotMs, inner);
+    }
+
+    /** The slot of an entry id {@code <name>@<slot ms>}. */
+    static long slotOf(String id) {
+        return Long.parseLong(id.substring(id.lastIndexOf('@') + 1));
+    }
+}
