@@ -1,0 +1,230 @@
+package io.delayrelay.app.schedule;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.stream.Collectors;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.config.ScheduleSettings;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Recurring schedules against the real Redis and RabbitMQ, relays in-process: one message per slot across instances,
+ * with its headers and stable id; catch-up after all instances stopped; a redefinition from the next slot; bad
+ * settings refused at start naming schedule, property and value.
+ */
+class RecurringScheduleTest {
+
+    private final RelayTestKit kit = new RelayTestKit();
+
+    @AfterEach
+    void cleanUp() {
+        kit.close();
+    }
+
+    private Map<String, Object> relay(String business, String exchange, Object... schedules) {
+        Map<String, Object> p = RelayTestKit.business(kit.baseProperties(), business, exchange, "rk", "shards", 2);
+        for (int i = 0; i < schedules.length; i += 2) {
+            p.put("relay.schedules." + schedules[i], schedules[i + 1]);
+        }
+        return p;
+    }
+
+    @Test
+    void twoInstancesFireEachSlotOnceOnTimeWithTheScheduleHeadersAndAStableId() throws Exception {
+        String business = kit.business("sched");
+        String exchange = kit.exchange("sched");
+        BlockingQueue<Received> got = kit.consume(kit.queue(exchange, "rk"));
+        String name = business + "-tick";
+        Map<String, Object> p = relay(
+                business,
+                exchange,
+                name + ".business",
+                business,
+                name + ".every",
+                "1s",
+                name + ".payload",
+                "{\"job\":\"reconcile\"}",
+                name + ".headers.tenant",
+                "acme");
+        kit.startRelay(p);
+        kit.startRelay(p);
+
+        List<Received> all = RelayTestKit.collect(got, 6, Duration.ofSeconds(15), Duration.ofMillis(1500));
+        List<Long> slots = all.stream().map(r -> r.header(RelayHeaders.SLOT)).toList();
+        // one message per slot: consecutive seconds, none twice
+        assertThat(slots).doesNotHaveDuplicates().isSorted();
+        for (int i = 1; i < slots.size(); i++) {
+            assertThat(slots.get(i) - slots.get(i - 1)).as("slots %s", slots).isEqualTo(1000);
+        }
+        for (Received r : all) {
+            long slot = r.header(RelayHeaders.SLOT);
+            assertThat(slot % 1000).isZero();
+            assertThat(r.text()).isEqualTo("{\"job\":\"reconcile\"}");
+            assertThat(r.headers()).containsEntry(RelayHeaders.SCHEDULE, name);
+            assertThat(r.headers().get("tenant")).hasToString("acme");
+            assertThat(r.header(RelayHeaders.DUE_AT)).isEqualTo(slot);
+            assertThat(r.header(RelayHeaders.RELAYED_AT)).as("never early").isGreaterThanOrEqualTo(slot);
+            assertThat(r.messageId()).isEqualTo(name + "@" + slot);
+        }
+        Map<String, String> state = stateOf(business, name);
+        assertThat(Long.parseLong(state.get("written"))).isGreaterThanOrEqualTo(all.size());
+        assertThat(state).doesNotContainKeys("skipped.catch-up", "skipped.paused");
+    }
+
+    @Test
+    void afterAllInstancesStoppedCatchUpAllFiresEachMissedSlotLastTheLatestNoneNone() throws Exception {
+        String business = kit.business("catchup");
+        String exchange = kit.exchange("catchup");
+        BlockingQueue<Received> got = kit.consume(kit.queue(exchange, "rk"));
+        Map<String, Object> p = relay(business, exchange);
+        for (String policy : List.of("all", "last", "none")) {
+            p.put("relay.schedules." + business + "-" + policy + ".business", business);
+            p.put("relay.schedules." + business + "-" + policy + ".every", "1s");
+            p.put("relay.schedules." + business + "-" + policy + ".catch-up", policy);
+            p.put("relay.schedules." + business + "-" + policy + ".payload", policy);
+        }
+        ConfigurableApplicationContext first = kit.startRelay(p);
+        List<Received> all = new ArrayList<>(RelayTestKit.collect(got, 6, Duration.ofSeconds(10), Duration.ZERO));
+        first.close();
+        long stoppedAt = kit.redisNowMs();
+        // every instance is down for 7 s
+        await().atMost(Duration.ofSeconds(10)).until(() -> kit.redisNowMs() >= stoppedAt + 7_000);
+        all.addAll(drain(got));
+        long restartedAt = kit.redisNowMs();
+        kit.startRelay(p);
+        List<Received> after = RelayTestKit.collect(got, 12, Duration.ofSeconds(10), Duration.ofSeconds(1));
+
+        all.addAll(after);
+        assertThat(all.stream().map(Received::messageId)).doesNotHaveDuplicates();
+        Map<String, List<Long>> slots = new java.util.TreeMap<>();
+        for (Received r : all) {
+            slots.computeIfAbsent(r.text(), k -> new ArrayList<>()).add(r.header(RelayHeaders.SLOT));
+        }
+        assertThat(restartedAt).isGreaterThan(stoppedAt);
+        // every slot fired once or was counted as skipped: all fired each one, oldest first
+        assertThat(gaps(slots.get("all"))).isEmpty();
+        assertThat(stateOf(business, business + "-all")).doesNotContainKey("skipped.catch-up");
+        // last: one gap, all of it counted but the latest missed slot, which fired
+        long skippedLast = Long.parseLong(stateOf(business, business + "-last").get("skipped.catch-up"));
+        assertThat(skippedLast).isGreaterThanOrEqualTo(4);
+        assertThat(gaps(slots.get("last"))).as("slots %s", slots).containsExactly(skippedLast);
+        // none: one gap, all of it counted: one slot more than last skipped
+        long skippedNone = Long.parseLong(stateOf(business, business + "-none").get("skipped.catch-up"));
+        assertThat(gaps(slots.get("none"))).containsExactly(skippedNone);
+        assertThat(skippedNone).isEqualTo(skippedLast + 1);
+    }
+
+    /** The slots missing between consecutive fired slots (1 s apart), one count per gap. */
+    private static List<Long> gaps(List<Long> slots) {
+        assertThat(slots).isSorted().doesNotHaveDuplicates();
+        List<Long> gaps = new ArrayList<>();
+        for (int i = 1; i < slots.size(); i++) {
+            long missing = (slots.get(i) - slots.get(i - 1)) / 1000 - 1;
+            if (missing > 0) {
+                gaps.add(missing);
+            }
+        }
+        return gaps;
+    }
+
+    @Test
+    void aRuntimeScheduleRedefinedFiresTheNewPeriodFromItsNextSlotWithoutADoubleFire() throws Exception {
+        String business = kit.business("redef");
+        String exchange = kit.exchange("redef");
+        BlockingQueue<Received> got = kit.consume(kit.queue(exchange, "rk"));
+        ConfigurableApplicationContext ctx = kit.startRelay(relay(business, exchange));
+        Schedules schedules = ctx.getBean(Schedules.class);
+        String name = business + "-rt";
+        ScheduleSettings every1 = settings(business, Duration.ofSeconds(1), "one");
+        schedules.create(name, every1, "test");
+        List<Received> first = RelayTestKit.collect(got, 3, Duration.ofSeconds(10), Duration.ZERO);
+        assertThat(first).extracting(Received::text).containsOnly("one");
+        schedules.create(name, settings(business, Duration.ofSeconds(2), "two"), "test");
+        List<Received> second = RelayTestKit.collect(got, 8, Duration.ofSeconds(30), Duration.ofMillis(500));
+        List<Received> all = new ArrayList<>(first);
+        all.addAll(second);
+        List<Long> slots = all.stream().map(r -> r.header(RelayHeaders.SLOT)).toList();
+        assertThat(slots).doesNotHaveDuplicates().isSorted();
+        // once the new definition fired, only even seconds follow, with the new payload
+        int switched = all.stream().map(Received::text).toList().indexOf("two");
+        assertThat(switched).isPositive();
+        assertThat(all.subList(switched, all.size())).allSatisfy(r -> {
+            assertThat(r.text()).isEqualTo("two");
+            assertThat(r.header(RelayHeaders.SLOT) % 2000).isZero();
+        });
+        ScheduleView view = schedules.get(name);
+        assertThat(view.origin()).isEqualTo("runtime");
+        assertThat(view.definition()).isEqualTo("every 2s");
+        assertThat(view.next()).hasSize(5);
+        assertThat(view.next().get(1) - view.next().get(0)).isEqualTo(2000);
+    }
+
+    @Test
+    void badSchedulesAreRefusedAtStartNamingScheduleAndPropertyAndValue() {
+        String business = kit.business("badsched");
+        String exchange = kit.exchange("badsched");
+        assertThatThrownBy(() -> kit.startRelay(relay(business, exchange, "s1.business", "nobody", "s1.every", "1s")))
+                .hasStackTraceContaining("relay.schedules.s1.business=nobody: is not a business of this relay");
+        assertThatThrownBy(() ->
+                        kit.startRelay(relay(business, exchange, "s2.business", business, "s2.cron", "0 0 25 * * *")))
+                .hasStackTraceContaining("relay.schedules.s2.cron=0 0 25 * * *: is not a cron expression");
+        assertThatThrownBy(
+                        () -> kit.startRelay(relay(business, exchange, "s3.business", business, "s3.every", "500ms")))
+                .hasStackTraceContaining("relay.schedules.s3.every=PT0.5S: must be at least 1s");
+        assertThatThrownBy(() -> kit.startRelay(
+                        relay(business, exchange, "s4.business", business, "s4.every", "1s", "s4.cron", "0 * * * * *")))
+                .hasStackTraceContaining("relay.schedules.s4.cron=0 * * * * *: give exactly one of cron and every");
+        assertThatThrownBy(() -> kit.startRelay(relay(
+                        business,
+                        exchange,
+                        "s5.business",
+                        business,
+                        "s5.cron",
+                        "0 * * * * *",
+                        "s5.zone",
+                        "Mars/Olympus")))
+                .hasStackTraceContaining("relay.schedules.s5.zone=Mars/Olympus: is not a time zone");
+        assertThatThrownBy(() -> kit.startRelay(
+                        relay(business, exchange, "s6.business", business, "s6.every", "1s", "s6.catch-up", "some")))
+                .hasStackTraceContaining("relay.schedules.s6.catch-up=some: must be one of all, last, none");
+    }
+
+    private static ScheduleSettings settings(String business, Duration every, String payload) {
+        ScheduleSettings s = new ScheduleSettings();
+        s.setBusiness(business);
+        s.setEvery(every);
+        s.setPayload(payload);
+        return s;
+    }
+
+    private Map<String, String> stateOf(String business, String name) {
+        try (var c = kit.redis()) {
+            return c
+                    .hashCommands()
+                    .hGetAll(DelayQueueKeys.bytes(
+                            DelayQueueKeys.forBusiness(business).schedule(name)))
+                    .entrySet()
+                    .stream()
+                    .collect(Collectors.toMap(e -> new String(e.getKey()), e -> new String(e.getValue())));
+        }
+    }
+
+    private static List<Received> drain(BlockingQueue<Received> queue) {
+        List<Received> all = new ArrayList<>();
+        queue.drainTo(all);
+        return all;
+    }
+}
