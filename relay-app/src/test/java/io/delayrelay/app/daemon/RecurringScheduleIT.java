@@ -1,0 +1,177 @@
+package io.delayrelay.app.daemon;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+
+import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.faults.RelayProcess;
+import io.delayrelay.app.support.FreePort;
+import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RelayTestKit.Received;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.data.redis.connection.RedisConnection;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Issue 42, Done when, with the exec jar as users run it: three instances, three schedules every 1 s (catch-up all,
+ * last, none). For 30 s: 30 ± 1 messages per schedule, one per slot, none early. A kill -9 of the instance that pops
+ * shard 0 (where the slot entries are, so the one about to fire the next slot) loses and doubles nothing. All
+ * instances stopped for 7 s, then started: all fires each missed slot once, last one and counts the others, none
+ * none and counts them all. No message id is ever seen twice.
+ */
+class RecurringScheduleIT {
+
+    private static final List<String> POLICIES = List.of("all", "last", "none");
+
+    private final RelayTestKit kit = new RelayTestKit();
+    private final List<RelayProcess> processes = new ArrayList<>();
+    private final List<OpsClient> ops = new ArrayList<>();
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        for (RelayProcess p : processes) {
+            p.close();
+        }
+        kit.close();
+    }
+
+    @Test
+    void oneMessagePerSlotAcrossThreeInstancesAKill9AndAFleetOutageWithEachCatchUpPolicy() throws Exception {
+        String business = kit.business("sched");
+        String exchange = kit.exchange("sched");
+        BlockingQueue<Received> inbox = kit.consume(kit.queue(exchange, "rk"));
+        startThree(business, exchange, "a");
+        List<Received> all = new ArrayList<>();
+
+        // 1. 30 s of three instances: 30 +- 1 per schedule, one per slot, never early
+        all.addAll(RelayTestKit.collect(inbox, 3 * 34, Duration.ofSeconds(34), Duration.ZERO));
+        long windowStart = firstSlot(all) + 1_000;
+        for (String policy : POLICIES) {
+            List<Long> slots = slotsOf(all, policy).stream()
+                    .filter(s -> s >= windowStart && s < windowStart + 30_000)
+                    .toList();
+            assertThat(slots).as("%s: %s", policy, slots).hasSizeBetween(29, 31).doesNotHaveDuplicates();
+            assertThat(gaps(slots)).as("%s: no slot missing", policy).isEmpty();
+        }
+        for (Received r : all) {
+            assertThat(r.header(RelayHeaders.RELAYED_AT))
+                    .as("never early")
+                    .isGreaterThanOrEqualTo(r.header(RelayHeaders.SLOT));
+        }
+
+        // 2. kill -9 of the instance that pops shard 0: the others take the shard and the ticks over
+        int victim = -1;
+        for (int i = 0; i < ops.size() && victim < 0; i++) {
+            if (ops.get(i).divisionShards(business).contains(0)) {
+                victim = i;
+            }
+        }
+        assertThat(victim).as("an instance pops shard 0").isNotNegative();
+        processes.get(victim).kill9();
+        all.addAll(RelayTestKit.collect(inbox, 3 * 20, Duration.ofSeconds(25), Duration.ZERO));
+        for (String policy : POLICIES) {
+            assertThat(gaps(slotsOf(all, policy)))
+                    .as("%s after the kill -9: nothing lost", policy)
+                    .isEmpty();
+        }
+
+        // 3. every instance stopped for 7 s, then three started again
+        for (RelayProcess p : processes) {
+            p.close();
+        }
+        all.addAll(drain(inbox));
+        long stoppedAt = kit.redisNowMs();
+        await("7 s without a relay").atMost(Duration.ofSeconds(10)).until(() -> kit.redisNowMs() >= stoppedAt + 7_000);
+        processes.clear();
+        ops.clear();
+        startThree(business, exchange, "b");
+        all.addAll(RelayTestKit.collect(inbox, 3 * 20, Duration.ofSeconds(30), Duration.ofSeconds(2)));
+
+        assertThat(all.stream().map(Received::messageId))
+                .as("no slot fired twice")
+                .doesNotHaveDuplicates();
+        assertThat(gaps(slotsOf(all, "all"))).as("all: each missed slot fired").isEmpty();
+        long skippedLast = skipped(business, "last");
+        long skippedNone = skipped(business, "none");
+        assertThat(skippedLast).as("the outage was 7 s").isGreaterThanOrEqualTo(4);
+        assertThat(gaps(slotsOf(all, "last")))
+                .as("last: the latest missed slot fired")
+                .containsExactly(skippedLast);
+        assertThat(gaps(slotsOf(all, "none"))).as("none: no missed slot fired").containsExactly(skippedNone);
+        assertThat(skipped(business, "all")).isZero();
+    }
+
+    private void startThree(String business, String exchange, String round) throws Exception {
+        for (String name : List.of("1", "2", "3")) {
+            Map<String, Object> p = RelayTestKit.business(kit.baseProperties(), business, exchange, "rk", "shards", 2);
+            for (String policy : POLICIES) {
+                String at = "relay.schedules." + business + "-" + policy + ".";
+                p.put(at + "business", business);
+                p.put(at + "every", "1s");
+                p.put(at + "catch-up", policy);
+                p.put(at + "payload", policy);
+            }
+            p.put("relay.fleet.instance-id", "sched-" + round + name);
+            p.put("server.port", FreePort.next());
+            int management = FreePort.next();
+            p.put("management.server.port", management);
+            processes.add(RelayProcess.start("sched-" + round + name, p, true, "-XX:TieredStopAtLevel=1"));
+            ops.add(new OpsClient(management, null));
+        }
+        await("three relays started").atMost(Duration.ofMinutes(4)).until(() -> {
+            for (RelayProcess p : processes) {
+                assertThat(p.isAlive()).as("relay alive; see %s", p.log()).isTrue();
+                if (!p.started()) {
+                    return false;
+                }
+            }
+            return true;
+        });
+    }
+
+    private static long firstSlot(List<Received> all) {
+        return all.stream().mapToLong(r -> r.header(RelayHeaders.SLOT)).min().orElseThrow();
+    }
+
+    private static List<Long> slotsOf(List<Received> all, String policy) {
+        return all.stream()
+                .filter(r -> new String(r.body(), StandardCharsets.UTF_8).equals(policy))
+                .map(r -> r.header(RelayHeaders.SLOT))
+                .sorted()
+                .toList();
+    }
+
+    /** The slots missing between consecutive fired slots (1 s apart), one count per gap. */
+    private static List<Long> gaps(List<Long> slots) {
+        List<Long> gaps = new ArrayList<>();
+        for (int i = 1; i < slots.size(); i++) {
+            long missing = (slots.get(i) - slots.get(i - 1)) / 1000 - 1;
+            if (missing > 0) {
+                gaps.add(missing);
+            }
+        }
+        return gaps;
+    }
+
+    private long skipped(String business, String policy) {
+        byte[] key = DelayQueueKeys.bytes(DelayQueueKeys.forBusiness(business).schedule(business + "-" + policy));
+        try (RedisConnection c = kit.redis()) {
+            byte[] v = c.hashCommands().hGet(key, DelayQueueKeys.bytes("skipped.catch-up"));
+            return v == null ? 0 : Long.parseLong(new String(v, StandardCharsets.UTF_8));
+        }
+    }
+
+    private static List<Received> drain(BlockingQueue<Received> queue) {
+        List<Received> all = new ArrayList<>();
+        queue.drainTo(all);
+        return all;
+    }
+}
