@@ -210,7 +210,7 @@ final class ColdTierBench {
             }
             long promoted = promote.total();
             Scenarios.log(
-                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s)",
+                    "  promoted or skipped %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s)",
                     promoted,
                     promote.step().wallMs,
                     promote.rate(),
@@ -313,6 +313,16 @@ final class ColdTierBench {
             Scenarios.log(
                     "  warning: the relay's %s moves stopped at %,d of %,d",
                     String.join("+", directions), last[0], target);
+        }
+        if (directions.length > 1) {
+            StringBuilder split = new StringBuilder();
+            for (String direction : directions) {
+                split.append(split.length() == 0 ? "" : ", ")
+                        .append(direction)
+                        .append(' ')
+                        .append(String.format(Locale.ROOT, "%,d", moved(registry, business, direction)));
+            }
+            Scenarios.log("  the relay's moves: %s", split);
         }
         return new Moved(step, last[0], last[0] - first);
     }
