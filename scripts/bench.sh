@@ -18,8 +18,7 @@ Runs in one go, on the local Redis and RabbitMQ:
   2. lag      producer at fixed rates, due 1-5 s ahead; p50/p99/p999/max lag for relay (relay-api producer and
               plain ZADD producer), seed, Redisson. The relay runs as its exec jar, the producer and the consumer
               each in their own JVM (due->published, published->received from the x-delay-relayed-at header);
-              the 4-stage breakdown (due->popped, popped->published, published->confirmed, confirmed->received)
-              comes from an in-process run at 5k msg/s. Logs: bench/results/logs/<date>[-full]/
+              an in-process run at 5k msg/s gives the same two stages from the same headers. Logs: bench/results/logs/<date>[-full]/
   3. backlog  drain rate with far-future entries present vs absent
   6. shape    the broker's CPU per message of each part of the relay's message shape: PerfTest plain, with a
               message id, content type, priority, each x-delay-* header alone, mandatory, the full shape and the

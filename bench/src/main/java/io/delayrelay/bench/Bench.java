@@ -8,7 +8,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 
-import io.delayrelay.app.config.BusinessSettings;
+import io.delayrelay.app.trigger.BusinessSpec;
 
 /**
  * Entry point of scripts/bench.sh: runs the scenarios, prints the table and writes it to bench/results/.
@@ -337,8 +337,8 @@ public final class Bench {
                 }
             }
             // The label states the relay's defaults (parseSettings reads threads and batch from it).
-            String defaults = "defaults: " + BusinessSettings.DEFAULT_THREADS + " threads, batch "
-                    + BusinessSettings.DEFAULT_BATCH_SIZE;
+            String defaults =
+                    "defaults: " + BusinessSpec.DEFAULT_THREADS + " threads, batch " + BusinessSpec.DEFAULT_BATCH_SIZE;
             Scenarios.Drain relayAll = s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 0, cap);
             report.relayDefault(
                     relayAll, s.drain(new RelayContender(infra, "relay", x, Map.of()), defaults, 1_000, cap));

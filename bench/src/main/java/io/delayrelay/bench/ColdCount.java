@@ -1,47 +1,49 @@
 package io.delayrelay.bench;
 
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RedisDelayedMessageProducer;
 import org.springframework.data.redis.connection.RedisConnection;
-import org.springframework.data.redis.connection.ReturnType;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 /**
- * Live cold entries and blocks of one shard, read through the documented cold keys (docs/redis-contract.md,
- * relay-api's {@link DelayQueueKeys}) rather than the relay's own store: the sum of the member index's sizes.
+ * Hot and cold entries of a business, read through public surfaces only: relay-api's {@code count()} (hot + cold,
+ * docs/cold-tier.md) less the hot shards' sizes ({@code ZCARD K:i}); blocks are the size of the documented
+ * {@code {K:i}:cold-blocks} hash (docs/redis-contract.md). An entry the relay moves between the reads may be counted
+ * in both states or neither, as relay-api's count says.
  */
 final class ColdCount {
 
-    /** Same reads as the relay's cold-count.lua, in one call so a sample costs Redis one script. */
-    private static final String SCRIPT =
-            """
-            local prefix = string.sub(KEYS[1], 1, -10)
-            local fan = tonumber(redis.call('HMGET', KEYS[1], 'fan')[1])
-            if not fan then
-              return {0, 0}
-            end
-            local n = 0
-            for s = 0, fan - 1 do
-              n = n + redis.call('HLEN', prefix .. 'cold-ix:' .. s)
-            end
-            return {n, redis.call('HLEN', prefix .. 'cold-blocks')}
-            """;
-
-    record Count(long entries, long blocks) {}
+    record Count(long hot, long entries, long blocks) {}
 
     private ColdCount() {}
 
-    static Count of(LettuceConnectionFactory factory, DelayQueueKeys keys, int shard) {
+    /** Hot and cold entries over the first {@code shards} shards; blocks only when {@code withBlocks}. */
+    static Count of(
+            RedisDelayedMessageProducer producer,
+            LettuceConnectionFactory factory,
+            String business,
+            int shards,
+            boolean withBlocks) {
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        long hot = 0;
+        long blocks = 0;
         try (RedisConnection c = factory.getConnection()) {
-            List<?> reply = c.scriptingCommands()
-                    .eval(
-                            SCRIPT.getBytes(StandardCharsets.UTF_8),
-                            ReturnType.MULTI,
-                            1,
-                            keys.coldMeta(shard).getBytes(StandardCharsets.UTF_8));
-            return new Count(((Number) reply.get(0)).longValue(), ((Number) reply.get(1)).longValue());
+            for (int shard = 0; shard < shards; shard++) {
+                Long size = c.zSetCommands().zCard(bytes(keys.shard(shard)));
+                hot += size == null ? 0 : size;
+                if (withBlocks) {
+                    Long b = c.hashCommands().hLen(bytes(keys.coldBlocks(shard)));
+                    blocks += b == null ? 0 : b;
+                }
+            }
         }
+        long all = producer.count(business);
+        return new Count(hot, Math.max(0, all - hot), blocks);
+    }
+
+    private static byte[] bytes(String key) {
+        return key.getBytes(StandardCharsets.UTF_8);
     }
 }

@@ -17,12 +17,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 
 import com.rabbitmq.client.AMQP;
@@ -33,10 +30,9 @@ import com.rabbitmq.client.Envelope;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.RelayHeaders;
-import io.delayrelay.api.internal.ByteRedisTemplates;
-import io.delayrelay.app.engine.cold.ColdMover;
-import io.delayrelay.app.engine.cold.ColdStore;
-import io.delayrelay.app.engine.cold.ColdTiming;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
 import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
@@ -46,8 +42,9 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  * <ul>
  *   <li><b>Sizing and moves</b>: n realistic ~100 B JSON order messages scheduled by id, due in 7-30 days, 16 shards;
  *       Redis bytes per entry hot and once demoted ({@code INFO memory} used_memory deltas); demotion and promotion
- *       with the mover's own code ({@link ColdMover#demoteShard}, {@link ColdMover#promoteShard}, {@link
- *       ColdMover#THREADS} shards at once), entries/s and the CPU Redis and this JVM spent per entry; cancel and
+ *       by the relay itself, in the harness JVM: started with {@code cold-after: 1d} it demotes every entry, started
+ *       again without cold-after it brings every block back (docs/cold-tier.md); both read off its documented
+ *       {@code delay.relay.cold.moves} counter, entries/s and the CPU Redis and this JVM spent per entry; cancel and
  *       reschedule of cold entries through relay-api (the contract scripts), p50/p99.
  *   <li><b>Lag of promoted entries</b>: the relay's exec jar (its own JVM) with {@code cold-after: 20s}; entries
  *       written {@link #LAG_AHEAD_MS} ahead, due evenly at {@link #LAG_RATE}/s for {@link #LAG_SECONDS} s, so the
@@ -62,6 +59,15 @@ final class ColdTierBench {
     static final int LAG_RATE = 2_000;
     static final int LAG_SECONDS = 30;
     static final String LAG_COLD_AFTER = "20s";
+
+    /** The sizing run's cold-after: every entry (due in 7-30 days) is past it, so the relay demotes them all. */
+    static final String MOVES_COLD_AFTER = "1d";
+
+    /** Documented Micrometer name of the cold tier's moves (docs/operations.md: delay_relay_cold_moves_total). */
+    static final String COLD_MOVES = "delay.relay.cold.moves";
+
+    /** A move whose counter stands still this long is over (the drain without cold-after runs every 60 s). */
+    static final long MOVE_STALL_MS = 75_000;
 
     /** Written this far ahead of the first due time: past cold-after (20 s) with time for the demotions. */
     static final long LAG_AHEAD_MS = 45_000;
@@ -121,17 +127,14 @@ final class ColdTierBench {
 
     Moves moves() throws Exception {
         String business = infra.name("cold");
+        String[] xq = infra.exchangeAndQueue("cold");
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         LettuceConnectionFactory factory = new LettuceConnectionFactory(
                 new RedisStandaloneConfiguration(infra.config.redisHost(), infra.config.redisPort()));
         factory.afterPropertiesSet();
         factory.start();
-        ExecutorService pool = Executors.newFixedThreadPool(ColdMover.THREADS);
         try {
-            // -Dbench.cold.slice=N: the moves' script calls of N entries (the slice trade-off,
-            // docs/design/cold-tier-choice.md)
-            ColdStore store = new ColdStore(
-                    ByteRedisTemplates.create(factory), Integer.getInteger("bench.cold.slice", ColdStore.SLICE));
+            RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
             long base = infra.stats().usedMemory();
             Scenarios.log("cold: loading %,d entries by id due in 7-30 days", entries);
             long t0 = System.nanoTime();
@@ -140,36 +143,30 @@ final class ColdTierBench {
             double hot = (infra.stats().usedMemory() - base) / (double) entries;
             Scenarios.log("  loaded in %,d ms; hot %.1f B/entry", loadMs, hot);
 
-            ColdTiming timing = ColdTiming.of(Duration.ofDays(1));
-            AtomicLong moved = new AtomicLong();
-            Measured demote = measure(() -> ColdMover.inParallel(
-                    pool,
-                    shards(),
-                    shard -> moved.addAndGet(
-                            ColdMover.demoteShard(store, keys, shard, timing, Long.MAX_VALUE, (s, d, c) -> {}))));
-            long demoted = moved.getAndSet(0);
-            double cold = (infra.stats().usedMemory() - base) / (double) entries;
-            long live = 0;
-            long blocks = 0;
-            for (int shard = 0; shard < SHARDS; shard++) {
-                ColdCount.Count c = ColdCount.of(factory, keys, shard);
-                live += c.entries();
-                blocks += c.blocks();
+            // demotion: the relay itself (in-process, cold-after 1 d) demotes every entry; the move is read off its
+            // delay.relay.cold.moves counter
+            Moved demote;
+            try (ConfigurableApplicationContext relay = startInProcess(business, xq[0], MOVES_COLD_AFTER)) {
+                demote = awaitMoves(relay, business, entries, "demoted");
             }
+            long demoted = demote.total();
+            double cold = (infra.stats().usedMemory() - base) / (double) entries;
+            ColdCount.Count counted = ColdCount.of(producer, factory, business, SHARDS, true);
+            long live = counted.entries();
+            long blocks = counted.blocks();
             Scenarios.log(
                     "  demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s); cold %.1f"
                             + " B/entry, %,d live in %,d blocks",
                     demoted,
-                    demote.wallMs,
-                    demote.rate(demoted),
-                    demote.redisUs(demoted),
-                    demote.jvmUs(demoted),
-                    demote.ping(),
+                    demote.step().wallMs,
+                    demote.rate(),
+                    demote.redisUs(),
+                    demote.jvmUs(),
+                    demote.step().ping(),
                     cold,
                     live,
                     blocks);
 
-            RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
             Random r = new Random(7);
             int ops = Math.min(10_000, entries / 4);
             // warm-up (not reported): the producer's cancel and reschedule paths compiled, as in a producer that has
@@ -205,20 +202,21 @@ final class ColdTierBench {
                     pct(Arrays.copyOfRange(reschedule, 0, head), 99),
                     pct(Arrays.copyOfRange(reschedule, head, ops), 99));
 
-            long lead = Duration.ofDays(60).toMillis();
-            Measured promote = measure(() -> ColdMover.inParallel(
-                    pool,
-                    shards(),
-                    shard -> moved.addAndGet(ColdMover.promoteShard(store, keys, shard, lead, (s, d, c) -> {}))));
-            long promoted = moved.get();
+            // promotion: the relay started without cold-after brings every block back (docs/cold-tier.md); cancelled
+            // entries come back as "skipped", so the move is over when promoted + skipped reach the demoted
+            Moved promote;
+            try (ConfigurableApplicationContext relay = startInProcess(business, xq[0], null)) {
+                promote = awaitMoves(relay, business, demoted, "promoted", "skipped");
+            }
+            long promoted = promote.total();
             Scenarios.log(
-                    "  promoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s)",
+                    "  promoted or skipped %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry; %s)",
                     promoted,
-                    promote.wallMs,
-                    promote.rate(promoted),
-                    promote.redisUs(promoted),
-                    promote.jvmUs(promoted),
-                    promote.ping());
+                    promote.step().wallMs,
+                    promote.rate(),
+                    promote.redisUs(),
+                    promote.jvmUs(),
+                    promote.step().ping());
             return new Moves(
                     entries,
                     messageBytes / (double) entries,
@@ -228,22 +226,118 @@ final class ColdTierBench {
                     live,
                     blocks,
                     demoted,
-                    demote.rate(demoted),
-                    demote.redisUs(demoted),
-                    demote.jvmUs(demoted),
+                    demote.rate(),
+                    demote.redisUs(),
+                    demote.jvmUs(),
                     promoted,
-                    promote.rate(promoted),
-                    promote.redisUs(promoted),
-                    promote.jvmUs(promoted),
+                    promote.rate(),
+                    promote.redisUs(),
+                    promote.jvmUs(),
                     cancelMs,
                     rescheduleMs,
                     ops,
                     Storm.loadAverage());
         } finally {
-            pool.shutdownNow();
             infra.deleteRunKeys();
             factory.destroy();
         }
+    }
+
+    /**
+     * The relay in the harness JVM (a Spring Boot context, as {@link RelayContender} starts it), on the business's
+     * 16 shards; {@code coldAfter} null: without a cold tier, so it brings every cold block back.
+     */
+    private ConfigurableApplicationContext startInProcess(String business, String exchange, String coldAfter) {
+        Map<String, Object> p = RelayContender.baseProperties(infra);
+        String prefix = "relay.businesses." + business + ".";
+        p.put(prefix + "exchange", exchange);
+        p.put(prefix + "routing-key", "due");
+        p.put(prefix + "shards", SHARDS);
+        if (coldAfter != null) {
+            p.put(prefix + "cold-after", coldAfter);
+        }
+        return RelayContender.startRelay(p);
+    }
+
+    /**
+     * One move of the relay, measured from the first entry its {@code delay.relay.cold.moves} counter (directions
+     * summed) counts until it reaches {@code target} or stops moving for {@link #MOVE_STALL_MS}; {@code total} is the
+     * counter at the end, {@code inWindow} what it counted within the measured step.
+     */
+    private record Moved(Measured step, long total, long inWindow) {
+        double rate() {
+            return step.rate(inWindow);
+        }
+
+        double redisUs() {
+            return step.redisUs(inWindow);
+        }
+
+        double jvmUs() {
+            return step.jvmUs(inWindow);
+        }
+    }
+
+    private Moved awaitMoves(ConfigurableApplicationContext relay, String business, long target, String... directions)
+            throws Exception {
+        MeterRegistry registry = relay.getBean(MeterRegistry.class);
+        long startBy = System.currentTimeMillis() + MOVE_STALL_MS;
+        while (moved(registry, business, directions) == 0 && System.currentTimeMillis() < startBy) {
+            Thread.sleep(1);
+        }
+        long first = moved(registry, business, directions);
+        if (first == 0) {
+            throw new IllegalStateException(
+                    "the relay moved nothing (" + String.join("/", directions) + ") in " + MOVE_STALL_MS / 1000 + " s");
+        }
+        long[] last = new long[1];
+        Measured step = measure(() -> {
+            long seen = first;
+            long seenAt = System.currentTimeMillis();
+            while (seen < target && System.currentTimeMillis() - seenAt < MOVE_STALL_MS) {
+                long now = moved(registry, business, directions);
+                if (now > seen) {
+                    seen = now;
+                    seenAt = System.currentTimeMillis();
+                }
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+            last[0] = seen;
+        });
+        if (last[0] < target) {
+            Scenarios.log(
+                    "  warning: the relay's %s moves stopped at %,d of %,d",
+                    String.join("+", directions), last[0], target);
+        }
+        if (directions.length > 1) {
+            StringBuilder split = new StringBuilder();
+            for (String direction : directions) {
+                split.append(split.length() == 0 ? "" : ", ")
+                        .append(direction)
+                        .append(' ')
+                        .append(String.format(Locale.ROOT, "%,d", moved(registry, business, direction)));
+            }
+            Scenarios.log("  the relay's moves: %s", split);
+        }
+        return new Moved(step, last[0], last[0] - first);
+    }
+
+    /** The relay's {@code delay.relay.cold.moves} counter of the business, over the given directions. */
+    private static long moved(MeterRegistry registry, String business, String... directions) {
+        double sum = 0;
+        for (String direction : directions) {
+            Counter c = registry.find(COLD_MOVES)
+                    .tag("business", business)
+                    .tag("direction", direction)
+                    .counter();
+            sum += c == null ? 0 : c.count();
+        }
+        return (long) sum;
     }
 
     /**
@@ -368,6 +462,7 @@ final class ColdTierBench {
                 new RedisStandaloneConfiguration(infra.config.redisHost(), infra.config.redisPort()));
         factory.afterPropertiesSet();
         factory.start();
+        RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
         Connection connection = infra.amqpFactory().newConnection("relay-bench-cold-consumer");
         int n = LAG_RATE * LAG_SECONDS;
         try {
@@ -422,18 +517,9 @@ final class ColdTierBench {
             while (received.get() < n && System.currentTimeMillis() < deadline && relay.isAlive()) {
                 long nowMs = System.currentTimeMillis();
                 if (nowMs < t || nowMs >= nextSample) {
-                    long cold = 0;
-                    long hot = 0;
-                    for (int shard = 0; shard < SHARDS; shard++) {
-                        cold += ColdCount.of(factory, keys, shard).entries();
-                        if (nowMs >= nextSample) {
-                            try (var c = factory.getConnection()) {
-                                Long size =
-                                        c.zSetCommands().zCard(keys.shard(shard).getBytes(StandardCharsets.UTF_8));
-                                hot += size == null ? 0 : size;
-                            }
-                        }
-                    }
+                    ColdCount.Count counted = ColdCount.of(producer, factory, business, SHARDS, false);
+                    long cold = counted.entries();
+                    long hot = counted.hot();
                     if (nowMs < t) {
                         peak = Math.max(peak, cold);
                     }
@@ -531,14 +617,6 @@ final class ColdTierBench {
         return Storm.startRelayJar(infra, relayJar, p, log);
     }
 
-    private static List<Integer> shards() {
-        List<Integer> shards = new ArrayList<>();
-        for (int shard = 0; shard < SHARDS; shard++) {
-            shards.add(shard);
-        }
-        return shards;
-    }
-
     private static String id(int i) {
         return "order-" + (100_000_000L + i * 811L);
     }
@@ -617,14 +695,15 @@ final class ColdTierBench {
             b.append(String.format(
                     Locale.ROOT,
                     "%,d entries by id (realistic JSON orders, mean %.1f B), due in 7-30 days, %d shards, cold-after"
-                            + " 1 d; loaded in %,d ms. Moves run by the mover's code, %d shards at once; CPU = Redis"
+                            + " 1 d; loaded in %,d ms. Moves by the relay itself in the harness JVM (demotion: started with"
+                            + " cold-after 1 d; promotion: started again without cold-after), timed from the first"
+                            + " entry its delay.relay.cold.moves counter counts to the last; CPU = Redis"
                             + " used_cpu_user+sys and this JVM's CPU over the move, per entry. Cancel/reschedule:"
                             + " relay-api on cold entries, %,d each, after 2,000 unreported calls of each on ids never scheduled (JIT warm-up). Load average after: %s.%n%n",
                     m.n(),
                     m.messageBytes(),
                     SHARDS,
                     m.loadMs(),
-                    ColdMover.THREADS,
                     m.ops(),
                     m.loadAverage()));
             b.append("| figure | measured | target |\n|---|---:|---:|\n");

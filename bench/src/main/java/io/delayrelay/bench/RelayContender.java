@@ -10,12 +10,10 @@ import java.util.Map;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.ShardSelector;
-import io.delayrelay.app.engine.RelayEvents;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
@@ -34,15 +32,6 @@ final class RelayContender implements Contender {
     @Configuration(proxyBeanMethods = false)
     @EnableAutoConfiguration
     static class EmbeddingApp {}
-
-    /** Records the relay-side stage instants of every relayed message (lag breakdown). */
-    @Configuration(proxyBeanMethods = false)
-    static class StageEvents {
-        @Bean
-        RelayEvents benchStageRecorder() {
-            return new StageRecorder();
-        }
-    }
 
     private final Infra infra;
     private final String label;
@@ -103,7 +92,7 @@ final class RelayContender implements Contender {
         String[] args = properties.entrySet().stream()
                 .map(e -> "--" + e.getKey() + "=" + e.getValue())
                 .toArray(String[]::new);
-        return new SpringApplicationBuilder(EmbeddingApp.class, StageEvents.class)
+        return new SpringApplicationBuilder(EmbeddingApp.class)
                 .web(WebApplicationType.NONE)
                 .logStartupInfo(false)
                 .run(args);

@@ -675,9 +675,9 @@ final class Report {
         stageTable(
                 b,
                 Scenarios.Stages.IN_PROCESS,
-                "\nWhere the lag goes, relay in the harness JVM (p50 / p99 / p999 ms per stage; popped and confirmed "
-                        + "instants from the relay's events, which only an in-process relay exposes; publish instant "
-                        + "from the x-delay-relayed-at header; joined by message id):\n\n",
+                "\nWhere the lag goes, relay in the harness JVM (p50 / p99 / p999 ms per stage; publish instant from "
+                        + "the relay's x-delay-relayed-at header, due from x-delay-due-at, receive instant in the "
+                        + "consumer):\n\n",
                 false);
         SteadyCost.render(b);
         steadyTargets();

@@ -83,7 +83,8 @@ final class PopWorker implements Runnable {
         this.governor = governor;
         // shards this worker passes over: quarantined, or another instance's in the fleet's division
         IntPredicate passedOver = shard -> state.quarantine().isQuarantined(shard) || !division.owns(shard);
-        Sweep sweep = new Sweep(state, store, schedule, signal, clock, division, passedOver);
+        Sweep sweep =
+                new Sweep(state, store, new SeatStore(store.redis()), schedule, signal, clock, division, passedOver);
         this.lingered = new LingeredRounds(state, schedule, signal, clock, sweep, passedOver);
         this.oneAtATime = new ShardAtATime(state, schedule, clock, governor, sweep, passedOver, budget::inFlight);
     }

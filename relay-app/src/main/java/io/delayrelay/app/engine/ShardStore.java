@@ -1,6 +1,5 @@
 package io.delayrelay.app.engine;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
@@ -24,7 +23,7 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
 /**
  * The relay's delivery keys of a shard: pop, ack, requeue and release, each one Lua script call (one cluster slot,
  * or several shards of a standalone Redis in one call). The other key families have stores of their own:
- * {@link TopologyStore} (K:meta), {@link SeatStore} (seats), {@link RateGovernor} (K:rate), {@code cold.ColdStore}.
+ * {@link TopologyStore} (K:meta), {@link SeatStore} (seats, shared rounds), {@link RateGovernor} (K:rate), {@code cold.ColdStore}.
  */
 public class ShardStore {
 
@@ -265,22 +264,6 @@ public class ShardStore {
         args[6] = bytes("");
         return requeue(spec, shard, args);
     }
-
-    /**
-     * Claims round {@code round} of a chore shared by every relay instance (e.g. the idle workers' safety sweep) for
-     * {@code periodMs}: true for the one instance that gets it ({@code SET K:round:<round> NX PX}), so the chore's
-     * Redis cost does not grow with the number of instances.
-     */
-    public boolean claimRound(DelayQueueKeys keys, String round, long periodMs) {
-        Boolean claimed = redis.opsForValue()
-                .setIfAbsent(
-                        bytes(keys.sourceKey() + ":round:" + round),
-                        ROUND_VALUE,
-                        Duration.ofMillis(Math.max(1, periodMs)));
-        return Boolean.TRUE.equals(claimed);
-    }
-
-    private static final byte[] ROUND_VALUE = {'1'};
 
     /** ARGV of requeue.lua before the members. */
     private static final int REQUEUE_FIXED_ARGS = 7;

@@ -14,6 +14,7 @@ final class Sweep {
 
     private final BusinessState state;
     private final ShardStore store;
+    private final SeatStore seats;
     private final ShardSchedule schedule;
     private final WakeSignal signal;
     private final RedisClock clock;
@@ -24,6 +25,7 @@ final class Sweep {
     Sweep(
             BusinessState state,
             ShardStore store,
+            SeatStore seats,
             ShardSchedule schedule,
             WakeSignal signal,
             RedisClock clock,
@@ -31,6 +33,7 @@ final class Sweep {
             IntPredicate passedOver) {
         this.state = state;
         this.store = store;
+        this.seats = seats;
         this.schedule = schedule;
         this.signal = signal;
         this.clock = clock;
@@ -69,7 +72,7 @@ final class Sweep {
         if (!schedule.sweepDue(System.nanoTime(), TimeUnit.MILLISECONDS.toNanos(interval))) {
             return false;
         }
-        if (state.sweepsShared() && !division.divides() && !store.claimRound(spec.keys(), "sweep", interval)) {
+        if (state.sweepsShared() && !division.divides() && !seats.claimRound(spec.keys(), "sweep", interval)) {
             return false;
         }
         if (store.combinesShards() && !store.holdsAny(spec.keys(), ownedShards())) {

@@ -6,7 +6,7 @@ import java.util.Map;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
-import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.engine.SeatStore;
 import io.delayrelay.app.support.PeriodicTask;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.slf4j.Logger;
@@ -28,7 +28,7 @@ public class BacklogSampler extends PeriodicTask {
 
     private final RelayEngine engine;
     private final BacklogReader reader;
-    private final ShardStore store;
+    private final SeatStore seats;
     private final MicrometerRelayEvents events;
     private final Duration interval;
     private final RedisClock clock;
@@ -36,17 +36,17 @@ public class BacklogSampler extends PeriodicTask {
     public BacklogSampler(
             RelayEngine engine,
             BacklogReader reader,
-            ShardStore store,
+            SeatStore seats,
             MicrometerRelayEvents events,
             Duration interval) {
-        this(engine, reader, store, events, interval, new RedisClock());
+        this(engine, reader, seats, events, interval, new RedisClock());
     }
 
     /** With the Redis clock the engine keeps, to tell how old a shared reading is. */
     public BacklogSampler(
             RelayEngine engine,
             BacklogReader reader,
-            ShardStore store,
+            SeatStore seats,
             MicrometerRelayEvents events,
             Duration interval,
             RedisClock clock) {
@@ -57,7 +57,7 @@ public class BacklogSampler extends PeriodicTask {
                 Duration.ofMillis(Math.max(1, interval.toMillis())));
         this.engine = engine;
         this.reader = reader;
-        this.store = store;
+        this.seats = seats;
         this.events = events;
         this.interval = interval;
         this.clock = clock;
@@ -113,7 +113,7 @@ public class BacklogSampler extends PeriodicTask {
     /** This round's backlog: read from the shards by the instance that claims the round, shared with the others. */
     private Backlog backlog(BusinessRelay relay, BusinessSpec spec) {
         long ms = Math.max(1, interval.toMillis());
-        if (!store.claimRound(spec.keys(), "backlog", ms * 9 / 10)) {
+        if (!seats.claimRound(spec.keys(), "backlog", ms * 9 / 10)) {
             Backlog shared = reader.shared(spec.keys());
             if (shared != null) {
                 return shared;

@@ -4,7 +4,7 @@ import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
-import io.delayrelay.app.engine.ShardStore;
+import io.delayrelay.app.engine.SeatStore;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -48,10 +48,10 @@ public class RelayMetricsAutoConfiguration {
     public BacklogSampler relayBacklogSampler(
             RelayEngine engine,
             BacklogReader reader,
-            ShardStore store,
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
             MicrometerRelayEvents events,
             RelayMetricsProperties properties,
             RedisClock clock) {
-        return new BacklogSampler(engine, reader, store, events, properties.getSampleInterval(), clock);
+        return new BacklogSampler(engine, reader, new SeatStore(redis), events, properties.getSampleInterval(), clock);
     }
 }

@@ -3,8 +3,6 @@ package io.delayrelay.app.daemon;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -23,6 +21,7 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.faults.RelayProcess;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.RepositoryRoot;
 import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -128,7 +127,7 @@ class AmqpIntakeIT {
                         "py-",
                         "3000",
                         "4")
-                .directory(repositoryRoot().toFile())
+                .directory(RepositoryRoot.path().toFile())
                 .redirectError(ProcessBuilder.Redirect.INHERIT)
                 .start();
         Map<String, long[]> sent = new ConcurrentHashMap<>(); // id -> {sent at, x-delay}
@@ -329,17 +328,5 @@ class AmqpIntakeIT {
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    private static Path repositoryRoot() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.isDirectory(dir.resolve("contract"))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException(
-                    "no contract/ folder above " + Path.of("").toAbsolutePath());
-        }
-        return dir;
     }
 }

@@ -1,7 +1,6 @@
 package io.delayrelay.app.daemon;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -17,6 +16,7 @@ import io.delayrelay.app.faults.RelayProcess;
 import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.RepositoryRoot;
 import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -141,7 +141,7 @@ class LatePolicyIT {
         int management = FreePort.next();
         start(business, exchange, management, "shards", 4);
         OpsClient ops = new OpsClient(management, TOKEN);
-        Path root = repositoryRoot();
+        Path root = RepositoryRoot.path();
         String k = DelayQueueKeys.forBusiness(business).sourceKey();
         String traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         String tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
@@ -237,17 +237,5 @@ class LatePolicyIT {
         assertThat(process.waitFor(30, TimeUnit.SECONDS)).isTrue();
         assertThat(process.exitValue()).as("python3 %s: %s", List.of(args), out).isZero();
         return out.strip();
-    }
-
-    private static Path repositoryRoot() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.isDirectory(dir.resolve("contract"))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException(
-                    "no contract/ folder above " + Path.of("").toAbsolutePath());
-        }
-        return dir;
     }
 }

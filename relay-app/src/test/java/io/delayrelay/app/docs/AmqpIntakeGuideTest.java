@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import io.delayrelay.app.support.RepositoryRoot;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -18,7 +19,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class AmqpIntakeGuideTest {
 
-    private static final Path ROOT = root();
+    private static final Path ROOT = RepositoryRoot.path();
 
     @Test
     void theGuidesJavaPublisherIsTheOneAmqpIntakeItRuns() throws IOException {
@@ -55,17 +56,5 @@ class AmqpIntakeGuideTest {
 
     private static String read(String path) throws IOException {
         return Files.readString(ROOT.resolve(path));
-    }
-
-    private static Path root() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.isDirectory(dir.resolve("contract"))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException(
-                    "no contract/ folder above " + Path.of("").toAbsolutePath());
-        }
-        return dir;
     }
 }

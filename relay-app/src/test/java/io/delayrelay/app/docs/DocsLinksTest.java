@@ -15,6 +15,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import io.delayrelay.app.support.RepositoryRoot;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -43,7 +44,7 @@ class DocsLinksTest {
     /** Types the README names that are not this project's. */
     private static final Set<String> OTHER_PROJECTS = Set.of("RedisConnectionFactory");
 
-    private final Path root = repositoryRoot();
+    private final Path root = RepositoryRoot.path();
     private final Map<Path, Set<String>> anchors = new HashMap<>();
 
     @Test
@@ -237,18 +238,5 @@ class DocsLinksTest {
             throw new UncheckedIOException(doc + ": " + e.getMessage(), e);
         }
         return lines;
-    }
-
-    private static Path repositoryRoot() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null
-                && !(Files.isRegularFile(dir.resolve("README.md")) && Files.isDirectory(dir.resolve("docs")))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException(
-                    "no README.md next to docs/ above " + Path.of("").toAbsolutePath());
-        }
-        return dir;
     }
 }

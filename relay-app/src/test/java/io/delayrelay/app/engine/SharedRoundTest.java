@@ -26,8 +26,8 @@ class SharedRoundTest {
     @Test
     void oneInstanceClaimsEachRoundAndTheNextRoundOpensWhenThePeriodEnds() {
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(kit.business("round"));
-        ShardStore instanceA = new ShardStore(kit.redisFactory());
-        ShardStore instanceB = new ShardStore(kit.redisFactory());
+        SeatStore instanceA = new SeatStore(kit.redisFactory());
+        SeatStore instanceB = new SeatStore(kit.redisFactory());
 
         assertThat(instanceA.claimRound(keys, "reap", 2_000)).isTrue();
         assertThat(instanceB.claimRound(keys, "reap", 2_000))

@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import io.delayrelay.app.support.RepositoryRoot;
+
 /**
  * The producers in other languages as users get them: the files in examples/producers/ (one per language), and the
  * shard-rule test vectors of docs/redis-contract.md (the table after {@code <!-- shard-vectors ... -->}), which
@@ -41,17 +43,11 @@ final class ProducerExamples {
         this.root = root;
     }
 
-    /** Finds the repository root (examples/producers/ next to contract/) from the working directory upwards. */
+    /** Reads the examples under the repository root's examples/producers/. */
     static ProducerExamples load() {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null
-                && !(Files.isDirectory(dir.resolve("examples/producers"))
-                        && Files.isDirectory(dir.resolve("contract")))) {
-            dir = dir.getParent();
-        }
-        if (dir == null) {
-            throw new IllegalStateException("no examples/producers/ next to a contract/ folder above "
-                    + Path.of("").toAbsolutePath());
+        Path dir = RepositoryRoot.path();
+        if (!Files.isDirectory(dir.resolve("examples/producers"))) {
+            throw new IllegalStateException("no examples/producers/ in " + dir);
         }
         return new ProducerExamples(dir);
     }

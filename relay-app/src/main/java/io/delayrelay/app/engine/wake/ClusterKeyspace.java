@@ -4,11 +4,9 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletionStage;
 
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.lettuce.core.cluster.api.async.RedisAdvancedClusterAsyncCommands;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.cluster.pubsub.StatefulRedisClusterPubSubConnection;
 import io.lettuce.core.codec.ByteArrayCodec;
@@ -20,37 +18,25 @@ import io.lettuce.core.pubsub.RedisPubSubListener;
  * channels are subscribed and configuration read on every master ({@code upstream()}): those the client knows now.
  * Lettuce does not subscribe masters it learns of later; the source subscribes again when {@link #masters} grew.
  */
-final class ClusterKeyspace implements KeyspaceConnection {
+final class ClusterKeyspace
+        extends OpenedKeyspace<
+                StatefulRedisClusterConnection<String, String>,
+                StatefulRedisClusterConnection<byte[], byte[]>,
+                StatefulRedisClusterPubSubConnection<byte[], byte[]>> {
 
     private final RedisClusterClient client;
-    private final int database;
-    private final StatefulRedisClusterConnection<String, String> config;
-    private final StatefulRedisClusterConnection<byte[], byte[]> heads;
-    private final StatefulRedisClusterPubSubConnection<byte[], byte[]> pubSub;
-    private final RedisAdvancedClusterAsyncCommands<byte[], byte[]> headCommands;
 
     ClusterKeyspace(RedisClusterClient client, int database, RedisPubSubListener<byte[], byte[]> listener) {
+        super(
+                database,
+                () -> client.connect(StringCodec.UTF8),
+                () -> client.connect(ByteArrayCodec.INSTANCE),
+                StatefulRedisClusterConnection::async,
+                () -> client.connectPubSub(ByteArrayCodec.INSTANCE));
         this.client = client;
-        this.database = database;
-        this.config = client.connect(StringCodec.UTF8);
-        StatefulRedisClusterConnection<byte[], byte[]> h = null;
-        try {
-            h = client.connect(ByteArrayCodec.INSTANCE);
-            this.heads = h;
-            this.headCommands = h.async();
-            this.pubSub = client.connectPubSub(ByteArrayCodec.INSTANCE);
-        } catch (RuntimeException e) {
-            Connections.closeQuietly(h, config);
-            throw e;
-        }
         // keyspace notifications are local to the node that holds the key: hear every master's
         pubSub.setNodeMessagePropagation(true);
         pubSub.addListener(listener);
-    }
-
-    @Override
-    public int database() {
-        return database;
     }
 
     @Override
@@ -61,11 +47,6 @@ final class ClusterKeyspace implements KeyspaceConnection {
     @Override
     public void unsubscribe(byte[][] channels) {
         pubSub.sync().upstream().commands().unsubscribe(channels);
-    }
-
-    @Override
-    public CompletionStage<Long> headOf(byte[] key) {
-        return Connections.earliest(headCommands.zrangeWithScores(key, 0, 0));
     }
 
     @Override
@@ -98,10 +79,5 @@ final class ClusterKeyspace implements KeyspaceConnection {
     @Override
     public void configSet(String parameter, String value) {
         config.sync().upstream().commands().configSet(parameter, value);
-    }
-
-    @Override
-    public void close() {
-        Connections.closeQuietly(pubSub, heads, config);
     }
 }
