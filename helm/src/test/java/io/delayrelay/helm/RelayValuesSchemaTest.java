@@ -180,6 +180,7 @@ class RelayValuesSchemaTest {
         businesses.put("additionalProperties", business);
         properties(relay).put("businesses", businesses);
         properties(relay).put("intakes", intakes());
+        properties(relay).put("schedules", schedules());
         return relay;
     }
 
@@ -263,6 +264,54 @@ class RelayValuesSchemaTest {
         intakes.put("propertyNames", Map.of("pattern", BUSINESS_NAME));
         intakes.put("additionalProperties", intake);
         return intakes;
+    }
+
+    /** {@code relay.schedules.<name>.*}: the keys of {@code ScheduleSettings} (the metadata only names the map). */
+    private static Map<String, Object> schedules() {
+        Map<String, Object> schedule = object();
+        properties(schedule)
+                .put(
+                        "business",
+                        Map.of(
+                                "type",
+                                "string",
+                                "description",
+                                "Business whose exchange, routing" + " key, shape and policies the messages get."));
+        properties(schedule)
+                .put("cron", Map.of("type", "string", "description", "Six fields, seconds first; or every."));
+        properties(schedule)
+                .put(
+                        "every",
+                        Map.of("type", "string", "pattern", DURATION, "description", "A fixed period, at least 1s."));
+        properties(schedule).put("zone", Map.of("type", "string", "description", "Time zone of cron (IANA name)."));
+        properties(schedule).put("payload", Map.of("type", "string", "description", "The message body."));
+        properties(schedule)
+                .put(
+                        "headers",
+                        Map.of(
+                                "type",
+                                "object",
+                                "additionalProperties",
+                                Map.of("type", "string"),
+                                "description",
+                                "AMQP headers of each message (not x-delay-*)."));
+        properties(schedule)
+                .put(
+                        "catch-up",
+                        Map.of(
+                                "type",
+                                "string",
+                                "enum",
+                                List.of("all", "last", "none"),
+                                "description",
+                                "Slots missed while no relay ran."));
+        properties(schedule).put("paused", Map.of("type", "boolean", "description", "Fires nothing while true."));
+        Map<String, Object> schedules = new LinkedHashMap<>();
+        schedules.put("type", "object");
+        schedules.put("description", "Recurring schedules by name (docs/schedules.md).");
+        schedules.put("propertyNames", Map.of("pattern", BUSINESS_NAME));
+        schedules.put("additionalProperties", schedule);
+        return schedules;
     }
 
     private static Map<String, Object> propertySchema(Map<String, Object> property, List<String> hint) {
