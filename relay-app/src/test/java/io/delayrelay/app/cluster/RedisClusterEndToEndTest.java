@@ -55,6 +55,10 @@ class RedisClusterEndToEndTest {
     /** A business with the cold tier on: its far-future entries move to cold blocks on the cluster and back. */
     private static String cold;
 
+    private static String sched;
+
+    private static BlockingQueue<Received> schedReceived;
+
     private static BlockingQueue<Received> coldReceived;
     /** A business whose producer sends batches (scheduleAll): Lettuce routes each call of a batch to its node. */
     private static String batch;
@@ -79,6 +83,9 @@ class RedisClusterEndToEndTest {
         batch = business("cluster-batch");
         String batchExchange = kit.exchange("cluster-batch");
         batchReceived = kit.consume(kit.queue(batchExchange, "due"));
+        sched = business("cluster-sched");
+        String schedExchange = kit.exchange("cluster-sched");
+        schedReceived = kit.consume(kit.queue(schedExchange, "due"));
         Map<String, Object> props = kit.baseProperties();
         props.remove("spring.data.redis.host");
         props.remove("spring.data.redis.port");
@@ -88,6 +95,9 @@ class RedisClusterEndToEndTest {
         RelayTestKit.business(props, dead, deadExchange, "nobody-listens", "shards", SHARDS, "threads", 1);
         RelayTestKit.business(props, cold, coldExchange, "due", "shards", SHARDS, "threads", 1, "cold-after", "10s");
         RelayTestKit.business(props, batch, batchExchange, "due", "shards", SHARDS, "threads", 1);
+        RelayTestKit.business(props, sched, schedExchange, "due", "shards", SHARDS, "threads", 1);
+        props.put("relay.schedules." + sched + ".business", sched);
+        props.put("relay.schedules." + sched + ".every", "1s");
         for (int instance = 0; instance < 2; instance++) {
             kit.startRelay(props);
         }
@@ -284,6 +294,25 @@ class RedisClusterEndToEndTest {
      * 10 s, and come back from 15 s on), five are cancelled while cold, the others come back and arrive once, never
      * early.
      */
+    @Test
+    void aRecurringScheduleOfTwoInstancesFiresEachSlotOnceOnTheCluster() throws Exception {
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(sched);
+        try (RedisClusterConnection c = cluster.connection()) {
+            Integer slot = c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.shard(0)));
+            assertThat(c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.schedules())))
+                    .isEqualTo(slot);
+            assertThat(c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.schedule(sched))))
+                    .isEqualTo(slot);
+        }
+        List<Received> got = RelayTestKit.collect(schedReceived, 4, Duration.ofSeconds(15), Duration.ofMillis(1500));
+        List<Long> slots = got.stream().map(r -> r.header(RelayHeaders.SLOT)).toList();
+        assertThat(slots).hasSizeGreaterThanOrEqualTo(4).doesNotHaveDuplicates().isSorted();
+        for (int i = 1; i < slots.size(); i++) {
+            assertThat(slots.get(i) - slots.get(i - 1)).as("slots %s", slots).isEqualTo(1000);
+        }
+        assertThat(got).allSatisfy(r -> assertThat(r.messageId()).isEqualTo(sched + "@" + r.header(RelayHeaders.SLOT)));
+    }
+
     @Test
     void farFutureEntriesGoColdAndComeBackOnTimeOnTheCluster() throws Exception {
         RedisDelayedMessageProducer producer = producer();

@@ -1,5 +1,7 @@
 package io.delayrelay.app.schedule;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,6 +16,8 @@ import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.cloud.endpoint.event.RefreshEvent;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -170,6 +174,53 @@ class RecurringScheduleTest {
         assertThat(view.definition()).isEqualTo("every 2s");
         assertThat(view.next()).hasSize(5);
         assertThat(view.next().get(1) - view.next().get(0)).isEqualTo(2000);
+    }
+
+    @Test
+    void aReloadAddsChangesAndRejectsSchedulesWithoutARestart(@TempDir Path dir) throws Exception {
+        String business = kit.business("reload");
+        String exchange = kit.exchange("reload");
+        BlockingQueue<Received> got = kit.consume(kit.queue(exchange, "rk"));
+        Path file = dir.resolve("relay.yaml");
+        String base = "relay:\n  businesses:\n    " + business + ":\n      exchange: " + exchange
+                + "\n      routing-key: rk\n";
+        Files.writeString(file, base);
+        Map<String, Object> p = kit.baseProperties();
+        p.put("spring.config.import", "optional:file:" + file.toAbsolutePath());
+        ConfigurableApplicationContext ctx = kit.startRelay(p);
+        String name = business + "-r";
+        Files.writeString(
+                file,
+                base + "  schedules:\n    " + name + ":\n      business: " + business
+                        + "\n      every: 1s\n      payload: first\n");
+        ctx.publishEvent(new RefreshEvent(ctx, null, "config changed"));
+        assertThat(RelayTestKit.collect(got, 2, Duration.ofSeconds(10), Duration.ZERO))
+                .extracting(Received::text)
+                .containsExactly("first", "first");
+        // a bad value is rejected whole: the running schedule stays
+        Files.writeString(
+                file,
+                base + "  schedules:\n    " + name + ":\n      business: " + business
+                        + "\n      every: 1s\n      zone: Nowhere/Land\n      payload: bad\n");
+        ctx.publishEvent(new RefreshEvent(ctx, null, "config changed"));
+        assertThat(ctx.getBean(ScheduleTicker.class)
+                        .configured()
+                        .get(business)
+                        .get(name)
+                        .payload())
+                .isEqualTo("first");
+        // a changed payload and period apply from the next slot
+        Files.writeString(
+                file,
+                base + "  schedules:\n    " + name + ":\n      business: " + business
+                        + "\n      every: 2s\n      payload: second\n");
+        ctx.publishEvent(new RefreshEvent(ctx, null, "config changed"));
+        got.clear();
+        List<Received> after = RelayTestKit.collect(got, 4, Duration.ofSeconds(15), Duration.ZERO);
+        List<Received> changed = after.subList(after.size() - 2, after.size());
+        assertThat(changed).extracting(Received::text).containsExactly("second", "second");
+        assertThat(changed.get(1).header(RelayHeaders.SLOT) - changed.get(0).header(RelayHeaders.SLOT))
+                .isEqualTo(2000);
     }
 
     @Test
