@@ -3,7 +3,6 @@ package io.delayrelay.app.schedule;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.time.Duration;
 import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -12,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import io.delayrelay.api.RecurringSchedule;
 import io.delayrelay.app.config.ScheduleSettings;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -39,9 +39,6 @@ public record ScheduleDefinition(
         CatchUp catchUp,
         boolean paused,
         boolean runtime) {
-
-    /** The prefix of the state hash's fields that hold a runtime-created schedule's definition. */
-    static final String DEF = "def.";
 
     public ScheduleDefinition {
         headers = Map.copyOf(headers);
@@ -107,38 +104,29 @@ public record ScheduleDefinition(
         return s;
     }
 
-    /** A runtime schedule's definition as state hash fields ({@code def.*}). */
+    /** A runtime schedule's definition as state hash fields ({@code def.*}, relay-api's contract). */
     Map<String, String> toFields() {
-        Map<String, String> fields = new LinkedHashMap<>();
-        if (recurrence instanceof Recurrence.Cron cron) {
-            fields.put(DEF + "cron", cron.text());
-            fields.put(DEF + "zone", cron.zone().getId());
-        } else if (recurrence instanceof Recurrence.Every every) {
-            fields.put(DEF + "every", Long.toString(every.period().toMillis()));
+        RecurringSchedule r = recurrence instanceof Recurrence.Cron cron
+                ? RecurringSchedule.cron(cron.text()).zone(cron.zone().getId())
+                : RecurringSchedule.every(((Recurrence.Every) recurrence).period());
+        r = r.payload(payload).catchUp(catchUp.text());
+        for (Map.Entry<String, String> h : headers.entrySet()) {
+            r = r.header(h.getKey(), h.getValue());
         }
-        fields.put(DEF + "payload", payload);
-        fields.put(DEF + "catch-up", catchUp.text());
-        headers.forEach((k, v) -> fields.put(DEF + "header." + k, v));
-        return fields;
+        return r.fields();
     }
 
     /** A runtime schedule's definition from its state hash; throws naming the bad field when it does not read. */
     static ScheduleDefinition fromFields(String name, String business, Map<String, String> state) {
+        RecurringSchedule r = RecurringSchedule.fromFields(state);
         ScheduleSettings s = new ScheduleSettings();
         s.setBusiness(business);
-        s.setCron(state.get(DEF + "cron"));
-        String every = state.get(DEF + "every");
-        s.setEvery(every == null ? null : Duration.ofMillis(Long.parseLong(every)));
-        s.setZone(state.getOrDefault(DEF + "zone", "UTC"));
-        s.setPayload(state.getOrDefault(DEF + "payload", ""));
-        s.setCatchUp(state.getOrDefault(DEF + "catch-up", "last"));
-        Map<String, String> headers = new LinkedHashMap<>();
-        state.forEach((k, v) -> {
-            if (k.startsWith(DEF + "header.")) {
-                headers.put(k.substring((DEF + "header.").length()), v);
-            }
-        });
-        s.setHeaders(headers);
+        s.setCron(r.cronExpression());
+        s.setEvery(r.period());
+        s.setZone(r.zoneId());
+        s.setPayload(r.payloadText());
+        s.setCatchUp(r.catchUpPolicy());
+        s.setHeaders(new LinkedHashMap<>(r.headers()));
         return of("schedule " + name + " (state in Redis)", name, s, true);
     }
 

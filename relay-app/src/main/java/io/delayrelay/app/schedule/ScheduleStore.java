@@ -34,21 +34,11 @@ public class ScheduleStore {
     private static final RedisScript<List> WITHDRAW =
             LuaScripts.load("io/delayrelay/app/lua/schedule-withdraw.lua", List.class);
 
-    /** Creates or replaces a runtime schedule's definition; refuses (0) to replace one declared in configuration. */
-    private static final RedisScript<Long> DEFINE = RedisScript.of(
-            """
-            local origin = redis.call('HGET', KEYS[2], 'origin')
-            if origin and origin ~= 'runtime' then return 0 end
-            local old = redis.call('HGETALL', KEYS[2])
-            for i = 1, #old, 2 do
-              if string.sub(old[i], 1, 4) == 'def.' then redis.call('HDEL', KEYS[2], old[i]) end
-            end
-            for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-            redis.call('HSET', KEYS[2], 'origin', 'runtime')
-            redis.call('ZADD', KEYS[1], 0, ARGV[1])
-            return 1
-            """,
-            Long.class);
+    private static final RedisScript<Long> DEFINE =
+            LuaScripts.load("io/delayrelay/api/internal/schedule-define.lua", Long.class);
+
+    private static final RedisScript<Long> REQUEST =
+            LuaScripts.load("io/delayrelay/api/internal/schedule-request.lua", Long.class);
 
     private final RedisTemplate<byte[], byte[]> redis;
 
@@ -179,20 +169,19 @@ public class ScheduleStore {
                 : c.zSetCommands().zAdd(key, 0, bytes(name), RedisZSetCommands.ZAddArgs.ifNotExists()));
     }
 
-    /** Sets ('' deletes) state fields of an existing schedule and brings its tick forward. */
-    void update(DelayQueueKeys keys, String name, Map<String, String> fields) {
-        byte[] state = bytes(keys.schedule(name));
-        redis.execute((RedisCallback<Object>) c -> {
-            fields.forEach((k, v) -> {
-                if (v.isEmpty()) {
-                    c.hashCommands().hDel(state, bytes(k));
-                } else {
-                    c.hashCommands().hSet(state, bytes(k), bytes(v));
-                }
-            });
-            return null;
-        });
-        register(keys, name, true);
+    /**
+     * An operator's request ({@code schedule-request.lua}): sets ('' removes) a state field of an existing schedule
+     * and brings its tick forward. False when there is no such schedule.
+     */
+    boolean request(DelayQueueKeys keys, String name, String field, String value) {
+        Long done = redis.execute(
+                REQUEST,
+                List.of(bytes(keys.schedules()), bytes(keys.schedule(name))),
+                bytes(name),
+                bytes(field),
+                bytes(value),
+                bytes(""));
+        return done != null && done == 1;
     }
 
     /** Creates or replaces a runtime schedule's definition; false when the name is a configured schedule's. */

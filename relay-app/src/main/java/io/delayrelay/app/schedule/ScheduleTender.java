@@ -38,6 +38,14 @@ final class ScheduleTender {
         String fingerprint = def.fingerprint();
         MDC.put("business", def.business());
         try {
+            if (def.runtime() && "1".equals(state.get("delete-requested"))) {
+                ScheduleStore.Withdrawal w = store.delete(keys, def.name());
+                log.info(
+                        "schedule {}: deleted as requested{}",
+                        def.name(),
+                        w.withdrawn() ? ", its pending slot withdrawn" : "");
+                return;
+            }
             if (claimed.pendingQueued() && !pending.isEmpty()) {
                 long slot = slotOf(pending);
                 String why = null;
@@ -73,6 +81,13 @@ final class ScheduleTender {
             }
             if (cursor.isEmpty()) {
                 fields.put("created-at", Long.toString(nowMs));
+            }
+            if (!plan.slots().isEmpty()) {
+                // the last two slots written, for the views' "last fire" (a withdrawal moves last back)
+                int n = plan.slots().size();
+                fields.put("last", Long.toString(plan.slots().get(n - 1)));
+                fields.put(
+                        "before-last", n > 1 ? Long.toString(plan.slots().get(n - 2)) : state.getOrDefault("last", ""));
             }
             Map<String, Long> counters = new LinkedHashMap<>();
             if (!plan.slots().isEmpty()) {

@@ -101,19 +101,16 @@ public class Schedules {
                 at = n.slotMs();
             }
         }
-        String pending = state.getOrDefault("pending", "");
+        // the last slot written that is due by now: the last written, or the one before it while that is ahead
         Long lastSlot = null;
         String lastDelivery = null;
-        if (!pending.isEmpty() && ScheduleTender.slotOf(pending) <= now) {
-            lastSlot = ScheduleTender.slotOf(pending);
-            lastDelivery = store.whereIs(spec.keys(), pending);
-        } else if (!state.getOrDefault("prev", "").isEmpty() && !pending.isEmpty()) {
-            // the pending slot is still ahead: the one before it, if it was a slot, was the last
-            String prev = state.get("prev");
-            if (!prev.equals(state.get("created-at"))) {
-                lastSlot = Long.parseLong(prev);
-                lastDelivery = store.whereIs(spec.keys(), SlotPlan.idOf(name, lastSlot));
-            }
+        long last = parse(state.get("last"), -1);
+        if (last > now) {
+            last = parse(state.get("before-last"), -1);
+        }
+        if (last >= 0) {
+            lastSlot = last;
+            lastDelivery = store.whereIs(spec.keys(), SlotPlan.idOf(name, last));
         }
         Map<String, Long> skipped = new TreeMap<>();
         state.forEach((k, v) -> {
@@ -167,6 +164,10 @@ public class Schedules {
                 .orElseThrow();
         Map<String, String> fields = new LinkedHashMap<>(def.toFields());
         fields.put("created-by", operator);
+        if (settings.isPaused()) {
+            // created paused: an operator's pause from the start, lifted by resume
+            fields.put("paused-by", operator);
+        }
         if (!store.define(spec.keys(), name, fields)) {
             throw new IllegalStateException("schedule " + name + " is declared in configuration: change it there");
         }
@@ -183,7 +184,7 @@ public class Schedules {
     /** Pauses a schedule fleet-wide: no slot is written until resumed; slots passed meanwhile count as skipped. */
     public ScheduleView pause(String name, String operator) {
         BusinessSpec spec = businessOf(name);
-        store.update(spec.keys(), name, Map.of("paused-by", operator));
+        store.request(spec.keys(), name, "paused-by", operator);
         log.info("schedule {}: paused by {}", name, operator);
         ticker.wake(spec.name());
         return get(name);
@@ -192,7 +193,7 @@ public class Schedules {
     /** Resumes a schedule paused with {@link #pause}: from its next slot; the slots passed meanwhile stay skipped. */
     public ScheduleView resume(String name, String operator) {
         BusinessSpec spec = businessOf(name);
-        store.update(spec.keys(), name, Map.of("paused-by", ""));
+        store.request(spec.keys(), name, "paused-by", "");
         log.info("schedule {}: resumed by {}", name, operator);
         ticker.wake(spec.name());
         return get(name);

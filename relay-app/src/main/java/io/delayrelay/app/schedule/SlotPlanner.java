@@ -70,7 +70,8 @@ public final class SlotPlanner {
             return new SlotPlan(at, "", "", List.of(), skips.done(), nowMs + PAUSED_TICK_MS, true);
         }
         // the slots missed: catch-up decides them (after a pause: skipped, reason paused)
-        long lateBound = nowMs - GRACE_MS;
+        // a slot before it was missed; after a pause every slot passed was passed paused, however recent
+        long lateBound = held ? nowMs + 1 : nowMs - GRACE_MS;
         String reason = held ? PAUSED : CATCH_UP;
         CatchUp policy = held ? CatchUp.NONE : def.catchUp();
         Deque<Long> kept = new ArrayDeque<>();

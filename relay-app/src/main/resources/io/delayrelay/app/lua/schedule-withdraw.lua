@@ -26,7 +26,7 @@ if ARGV[3] == 'delete' then
 end
 if withdrawn == 1 then
   cursor = redis.call('HGET', KEYS[2], 'prev') or ''
-  redis.call('HSET', KEYS[2], 'cursor', cursor, 'pending', '')
+  redis.call('HSET', KEYS[2], 'cursor', cursor, 'pending', '', 'last', redis.call('HGET', KEYS[2], 'before-last') or '')
 end
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
 return {1, withdrawn, cursor}
