@@ -184,7 +184,7 @@ final class ScheduleOps {
     private WebEndpointResponse<Object> run(java.util.function.Function<Schedules, WebEndpointResponse<Object>> op) {
         Schedules s = schedules.getIfAvailable();
         if (s == null) {
-            return error(404, "recurring schedules are not available on this relay (no relay engine runs)");
+            return error(404, "recurring schedules are not available on this relay");
         }
         try {
             return op.apply(s);
