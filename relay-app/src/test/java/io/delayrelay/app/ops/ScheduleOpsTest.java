@@ -7,13 +7,16 @@ import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.ops.RelayOpsTokenFilter.Operator;
 import io.delayrelay.app.ops.WebRelay.Answer;
+import io.delayrelay.app.schedule.Schedules;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.beans.factory.support.DefaultListableBeanFactory;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import tools.jackson.databind.JsonNode;
@@ -306,6 +309,21 @@ class ScheduleOpsTest {
         assertThat(relay.delete(BASE + "/" + business + "-off", TOKEN).status()).isEqualTo(403);
         assertThat(relay.get(BASE).status()).isEqualTo(200);
         assertThat(relay.get(BASE).json().get("count").asInt()).isZero();
+    }
+
+    @Test
+    void withoutTheSchedulesBeanEveryScheduleRequestIs404() {
+        ScheduleOps ops = new ScheduleOps(new DefaultListableBeanFactory().getBeanProvider(Schedules.class));
+        Operator alice = new Operator("alice", "127.0.0.1");
+        for (var answer : List.of(
+                ops.list(),
+                ops.get("nightly"),
+                ops.write("nightly", "pause", alice, ScheduleOps.body(new String[8])),
+                ops.delete("nightly", alice))) {
+            assertThat(answer.getStatus()).isEqualTo(404);
+            assertThat(((OpsViews.Failure) answer.getBody()).error())
+                    .isEqualTo("recurring schedules are not available on this relay");
+        }
     }
 
     private static JsonNode find(JsonNode schedules, String name) {
