@@ -143,9 +143,13 @@ final class ScheduleOps {
             s.setCatchUp(body.get("catchUp"));
         }
         String paused = body.get("paused");
-        if ("true".equals(paused) || "false".equals(paused)) {
-            s.setPaused(Boolean.parseBoolean(paused));
-        } else if (paused != null) {
+        if ("true".equals(paused)) {
+            // ScheduleDefinition.toFields does not store "paused" for a runtime schedule: it would run at once
+            problems.add(ConfigProblem.global(
+                    at + ".paused",
+                    paused,
+                    "is not supported at creation yet (the schedule would run): create it, then pause it"));
+        } else if (paused != null && !paused.equals("false")) {
             problems.add(ConfigProblem.global(at + ".paused", paused, "is true or false"));
         }
         Object headers = body.get("headers") == null ? null : parse(body.get("headers"));

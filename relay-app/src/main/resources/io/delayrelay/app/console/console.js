@@ -479,7 +479,7 @@ function scheduleStateCell(s) {
   const td = el('td', {});
   if (s.state === 'active') td.appendChild(el('span', { class: 'pill ok' }, 'active'));
   else if (s.state === 'paused') {
-    td.appendChild(el('span', { class: 'pill warn' }, s.pausedBy ? 'paused by ' + s.pausedBy : 'paused by configuration'));
+    td.appendChild(el('span', { class: 'pill warn' }, s.pausedBy ? 'paused by ' + s.pausedBy : s.origin === 'runtime' ? 'created paused' : 'paused by configuration'));
   } else {
     td.appendChild(el('span', { class: 'pill bad', title: 'declared in another instance\'s configuration, or no more: delete it if so' }, s.state));
   }
