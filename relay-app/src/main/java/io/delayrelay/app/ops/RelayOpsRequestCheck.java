@@ -115,6 +115,13 @@ public class RelayOpsRequestCheck extends OncePerRequestFilter {
                         return;
                     }
                 }
+                for (String field : json.propertyNames()) {
+                    JsonNode value = json.get(field);
+                    if (schedule != null && !field.equals("headers") && (value.isObject() || value.isArray())) {
+                        refuse(response, 400, "\"" + field + "\" is a text, was " + value);
+                        return;
+                    }
+                }
                 JsonNode headers = json.get("headers");
                 if (schedule != null && headers != null && headers.isObject()) {
                     // actuator binds a body's fields as text: the headers object goes on as its JSON text

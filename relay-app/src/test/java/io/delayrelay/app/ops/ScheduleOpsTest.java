@@ -253,6 +253,16 @@ class ScheduleOpsTest {
                 .isEqualTo("unknown field 'catch-up': a schedule's create takes business, cron, every, zone,"
                         + " payload, headers, catchUp, paused");
 
+        Answer nested = relay.post(path, TOKEN, "{\"business\":\"" + business + "\",\"cron\":{\"at\":3}}");
+        assertThat(nested.status()).isEqualTo(400);
+        assertThat(nested.json().get("error").asString()).isEqualTo("\"cron\" is a text, was {\"at\":3}");
+
+        Answer badHeaders = relay.post(
+                path, TOKEN, "{\"business\":\"" + business + "\",\"every\":\"1m\",\"headers\":{\"tags\":[1,2]}}");
+        assertThat(badHeaders.status()).isEqualTo(400);
+        assertThat(badHeaders.json().get("error").asString())
+                .isEqualTo("schedule " + business + "-nightly.headers.tags=[1, 2]: is a text, a number or a boolean");
+
         Answer badName =
                 relay.post(BASE + "/Nightly/create", TOKEN, "{\"business\":\"" + business + "\",\"every\":\"1m\"}");
         assertThat(badName.status()).isEqualTo(400);
