@@ -8,6 +8,7 @@ import io.delayrelay.app.fleet.InstanceHeartbeat;
 import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
 import io.delayrelay.app.metrics.BacklogReader;
 import io.delayrelay.app.metrics.RelayMetricsAutoConfiguration;
+import io.delayrelay.app.schedule.Schedules;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
@@ -103,14 +104,16 @@ public class RelayOpsAutoConfiguration {
                 ScheduledEntries scheduled,
                 ObjectProvider<MeterRegistry> meters,
                 FleetPause fleetPause,
-                InstanceHeartbeat heartbeat) {
+                InstanceHeartbeat heartbeat,
+                ObjectProvider<Schedules> schedules) {
             BusinessViews views = new BusinessViews(
                     engine,
                     backlog.getIfAvailable(() -> new BacklogReader(redis)),
                     fleetPause,
                     heartbeat,
                     meters.getIfAvailable());
-            return new RelayOpsEndpoint(engine, deadLetters, operators, scheduled, fleetPause, views);
+            return new RelayOpsEndpoint(
+                    engine, deadLetters, operators, scheduled, fleetPause, views, new ScheduleOps(schedules));
         }
     }
 }

@@ -55,6 +55,7 @@ import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
  *   POST   /actuator/relay/{business}/cancel        unschedule entries: {"member": ".."} or {"members": ".."}
  *   POST   /actuator/relay/{business}/deliver-now   make scheduled entries due now: same body
  *   DELETE /actuator/relay/{business}/dead?member=..|?all=true   purge dead letters (and their payloads)
+ *   GET, POST, DELETE /actuator/relay/schedules/..   recurring schedules ({@link ScheduleOps})
  * </pre>
  * For producers that {@code ZADD} the message itself, a member <em>is</em> the message body: so listings, like
  * writes, need an operator's token ({@link OperatorTokens}, 401 without; 403 while none is configured), and only
@@ -80,6 +81,7 @@ public class RelayOpsEndpoint {
     private final ScheduledEntries scheduled;
     private final FleetPause fleetPause;
     private final BusinessViews views;
+    private final ScheduleOps schedules;
 
     RelayOpsEndpoint(
             RelayEngine engine,
@@ -87,13 +89,15 @@ public class RelayOpsEndpoint {
             OperatorTokens operators,
             ScheduledEntries scheduled,
             FleetPause fleetPause,
-            BusinessViews views) {
+            BusinessViews views,
+            ScheduleOps schedules) {
         this.engine = engine;
         this.deadLetters = deadLetters;
         this.operators = operators;
         this.scheduled = scheduled;
         this.fleetPause = fleetPause;
         this.views = views;
+        this.schedules = schedules;
     }
 
     @ReadOperation
@@ -108,6 +112,9 @@ public class RelayOpsEndpoint {
 
     @ReadOperation
     public WebEndpointResponse<Object> business(@Selector String business) {
+        if (business.equals(ScheduleOps.SECTION)) {
+            return schedules.list();
+        }
         BusinessRelay relay = engine.relays().get(business);
         return relay == null ? unknown(business) : ok(views.view(relay, false));
     }
@@ -120,6 +127,11 @@ public class RelayOpsEndpoint {
             @Nullable Integer limit,
             @Nullable String search,
             @Nullable String reason) {
+        if (business.equals(ScheduleOps.SECTION)) {
+            return limit != null || search != null || reason != null
+                    ? error(400, "a schedule's view takes no parameter")
+                    : schedules.get(what);
+        }
         return asOperator(security, business, true, relay -> {
             if (limit != null && (limit < 1 || limit > MAX_LIMIT)) {
                 return error(400, "limit must be between 1 and " + MAX_LIMIT + ", was " + limit);
@@ -246,6 +258,37 @@ public class RelayOpsEndpoint {
         });
     }
 
+    /**
+     * A schedule's write: {@code POST /actuator/relay/schedules/{name}/create|pause|resume|trigger}. The body of
+     * {@code create} holds the schedule's settings ({@link ScheduleOps#CREATE_FIELDS}); {@link RelayOpsRequestCheck}
+     * refuses any other field, and any field for the other actions. The selectors are not named like a body field:
+     * actuator puts the body's fields over the path's variables.
+     */
+    @WriteOperation
+    public WebEndpointResponse<Object> scheduleWrite(
+            SecurityContext security,
+            @Selector String section,
+            @Selector String schedule,
+            @Selector String action,
+            @Nullable String business,
+            @Nullable String cron,
+            @Nullable String every,
+            @Nullable String zone,
+            @Nullable String payload,
+            @Nullable String headers,
+            @Nullable String catchUp,
+            @Nullable String paused) {
+        if (!section.equals(ScheduleOps.SECTION)) {
+            return error(404, "no such operation: /" + section + "/" + schedule + "/" + action);
+        }
+        WebEndpointResponse<Object> refused = refusal(security, false);
+        if (refused != null) {
+            return refused;
+        }
+        Map<String, String> body = ScheduleOps.body(business, cron, every, zone, payload, headers, catchUp, paused);
+        return schedules.write(schedule, action, operator(security), body);
+    }
+
     @DeleteOperation
     public WebEndpointResponse<Object> delete(
             SecurityContext security,
@@ -253,6 +296,14 @@ public class RelayOpsEndpoint {
             @Selector String what,
             @Nullable String member,
             @Nullable Boolean all) {
+        if (business.equals(ScheduleOps.SECTION)) {
+            WebEndpointResponse<Object> refused = refusal(security, false);
+            return refused != null
+                    ? refused
+                    : member != null || all != null
+                            ? error(400, "deleting a schedule takes no parameter")
+                            : schedules.delete(what, operator(security));
+        }
         return asOperator(security, business, false, relay -> {
             if (!what.equals("dead")) {
                 return error(404, "nothing to delete at '" + what + "': use dead");
@@ -278,6 +329,23 @@ public class RelayOpsEndpoint {
             String business,
             boolean listing,
             Function<BusinessRelay, WebEndpointResponse<Object>> operation) {
+        WebEndpointResponse<Object> refused = refusal(security, listing);
+        if (refused != null) {
+            return refused;
+        }
+        BusinessRelay relay = engine.relays().get(business);
+        if (relay == null) {
+            return unknown(business);
+        }
+        try {
+            return operation.apply(relay);
+        } catch (Refused e) {
+            return error(400, e.getMessage());
+        }
+    }
+
+    /** 403 while no operator token is configured, 401 without a right one, else null. */
+    private @Nullable WebEndpointResponse<Object> refusal(SecurityContext security, boolean listing) {
         String what = listing ? "relay listings" : "relay write operations";
         if (!operators.any()) {
             return error(
@@ -291,15 +359,7 @@ public class RelayOpsEndpoint {
                     what + (listing ? " show message bodies and" : "") + " need an operator token in the "
                             + RelayOpsProperties.TOKEN_HEADER + " header");
         }
-        BusinessRelay relay = engine.relays().get(business);
-        if (relay == null) {
-            return unknown(business);
-        }
-        try {
-            return operation.apply(relay);
-        } catch (Refused e) {
-            return error(400, e.getMessage());
-        }
+        return null;
     }
 
     private static Operator operator(SecurityContext security) {

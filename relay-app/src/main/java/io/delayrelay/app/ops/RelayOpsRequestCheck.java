@@ -60,6 +60,20 @@ public class RelayOpsRequestCheck extends OncePerRequestFilter {
         }
     }
 
+    /**
+     * The action of a schedule write ({@code .../relay/schedules/<name>/<action>}), or null for another request.
+     */
+    static String scheduleAction(HttpServletRequest request) {
+        String path = request.getRequestURI();
+        int at = path.indexOf("/relay/" + ScheduleOps.SECTION + "/");
+        if (at < 0) {
+            return null;
+        }
+        String[] rest = path.substring(at + ("/relay/" + ScheduleOps.SECTION + "/").length())
+                .split("/", -1);
+        return rest.length == 2 ? rest[1] : null;
+    }
+
     private static void checkBody(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws IOException, ServletException {
         byte[] body = request.getInputStream().readNBytes(MAX_BODY_BYTES + 1);
@@ -67,12 +81,18 @@ public class RelayOpsRequestCheck extends OncePerRequestFilter {
             refuse(response, 413, "a relay write body is at most " + MAX_BODY_BYTES + " bytes");
             return;
         }
+        String schedule = scheduleAction(request);
+        Set<String> fields = schedule == null
+                ? WRITE_FIELDS
+                : schedule.equals("create") ? Set.copyOf(ScheduleOps.CREATE_FIELDS) : Set.of();
+        String takes = schedule == null
+                ? "a relay write takes member, members, limit, all or by"
+                : schedule.equals("create")
+                        ? "a schedule's create takes " + String.join(", ", ScheduleOps.CREATE_FIELDS)
+                        : "a schedule's " + schedule + " takes no field";
         for (String parameter : request.getParameterMap().keySet()) {
-            if (!WRITE_FIELDS.contains(parameter)) {
-                refuse(
-                        response,
-                        400,
-                        "unknown parameter '" + parameter + "': a relay write takes member, members, limit, all or by");
+            if (!WRITE_FIELDS.contains(parameter) || schedule != null) {
+                refuse(response, 400, "unknown parameter '" + parameter + "': " + takes);
                 return;
             }
         }
@@ -90,14 +110,23 @@ public class RelayOpsRequestCheck extends OncePerRequestFilter {
                     return;
                 }
                 for (String field : json.propertyNames()) {
-                    if (!WRITE_FIELDS.contains(field)) {
-                        refuse(
-                                response,
-                                400,
-                                "unknown field '" + field + "': a relay write takes member, members, limit, all"
-                                        + " or by");
+                    if (!fields.contains(field)) {
+                        refuse(response, 400, "unknown field '" + field + "': " + takes);
                         return;
                     }
+                }
+                for (String field : json.propertyNames()) {
+                    JsonNode value = json.get(field);
+                    if (schedule != null && !field.equals("headers") && (value.isObject() || value.isArray())) {
+                        refuse(response, 400, "\"" + field + "\" is a text, was " + value);
+                        return;
+                    }
+                }
+                JsonNode headers = json.get("headers");
+                if (schedule != null && headers != null && headers.isObject()) {
+                    // actuator binds a body's fields as text: the headers object goes on as its JSON text
+                    ((tools.jackson.databind.node.ObjectNode) json).put("headers", JSON.writeValueAsString(headers));
+                    body = JSON.writeValueAsBytes(json);
                 }
                 JsonNode all = json.get("all");
                 if (all != null && !all.isBoolean()) {

@@ -472,6 +472,100 @@ $('#dead-purge-all').addEventListener('click', () => {
   }, loadDead);
 });
 
+// ---------- schedules ----------
+
+// the state of a schedule: paused by an operator (who), by its configuration, active, or unknown to this instance
+function scheduleStateCell(s) {
+  const td = el('td', {});
+  if (s.state === 'active') td.appendChild(el('span', { class: 'pill ok' }, 'active'));
+  else if (s.state === 'paused') {
+    td.appendChild(el('span', { class: 'pill warn' }, s.pausedBy ? 'paused by ' + s.pausedBy : s.origin === 'runtime' ? 'created paused' : 'paused by configuration'));
+  } else {
+    td.appendChild(el('span', { class: 'pill bad', title: 'declared in another instance\'s configuration, or no more: delete it if so' }, s.state));
+  }
+  return td;
+}
+
+function nextCell(s) {
+  if (!s.next || !s.next.length) return el('td', { class: 'muted' }, s.state === 'paused' ? '— (paused)' : '—');
+  return el('td', { class: 'when next' }, s.next.map((ms, i) => el('div', { class: i === 0 ? '' : 'sub' },
+    i === 0 ? when(ms) : localTime(new Date(ms)))));
+}
+
+function lastCell(s) {
+  if (s.lastSlot === null || s.lastSlot === undefined) return el('td', { class: 'muted' }, '—');
+  const delivery = s.lastDelivery || 'unknown';
+  const cls = delivery === 'relayed' ? 'ok' : delivery === 'dead' ? 'bad' : 'info';
+  return el('td', { class: 'when' }, when(s.lastSlot), el('span', { class: 'pill ' + cls, 'data-field': 'delivery' }, delivery));
+}
+
+function skippedCell(s) {
+  const reasons = Object.entries(s.skipped || {});
+  if (!reasons.length) return el('td', { class: 'zero muted' }, '—');
+  return el('td', { class: 'skipped' }, reasons.map(([reason, n]) => el('div', {}, reason + ': ' + count(n))));
+}
+
+function scheduleButtons(s) {
+  const td = el('td', { class: 'actions' });
+  if (!state.overview || !state.overview.writeEnabled) return td;
+  const buttons = [];
+  if (s.state === 'active') {
+    buttons.push(el('button', { class: 'write', onclick: () => scheduleAct(s.name, 'pause', { question: 'Pause schedule ' + s.name + ' on every relay instance? The slots that pass meanwhile are skipped.' }) }, 'Pause'));
+  } else if (s.state === 'paused' && s.pausedBy) {
+    // Resume lifts only an operator's pause: one paused by configuration stays paused until its config says so
+    buttons.push(el('button', { class: 'write', onclick: () => scheduleAct(s.name, 'resume', { question: 'Resume schedule ' + s.name + ' on every relay instance, from its next slot?' }) }, 'Resume'));
+  }
+  if (s.definition) {
+    buttons.push(el('button', { class: 'write', onclick: () => scheduleAct(s.name, 'trigger', { question: 'Trigger schedule ' + s.name + ' now? One extra message is published to ' + s.business + ', besides its slots.' }) }, 'Trigger now'));
+  }
+  if (s.origin !== 'config' || s.state === 'not-declared-here') {
+    buttons.push(el('button', { class: 'write danger', onclick: () => scheduleAct(s.name, 'delete', { question: 'Delete schedule ' + s.name + ' of ' + s.business + '? It fires no more; its pending slot is withdrawn unless already handed to the relay.', typed: s.name }) }, 'Delete'));
+  }
+  buttons.forEach((b, i) => { if (i) td.appendChild(document.createTextNode(' ')); td.appendChild(b); });
+  return td;
+}
+
+latest.schedules = 0;
+
+async function loadSchedules() {
+  const request = ++latest.schedules;
+  try {
+    const data = await call('GET', '/schedules');
+    if (request !== latest.schedules) return;
+    const rows = data.schedules.map((s) => el('tr', { 'data-schedule': s.name, 'data-state': s.state },
+      el('td', {}, el('strong', {}, s.name), el('div', { class: 'sub' }, s.origin === 'runtime' ? 'created at runtime' : 'relay.schedules')),
+      el('td', {}, s.business),
+      el('td', { class: 'member' }, s.definition || '—', s.catchUp ? el('div', { class: 'sub' }, 'catch-up ' + s.catchUp) : null),
+      scheduleStateCell(s),
+      nextCell(s),
+      lastCell(s),
+      num(s.written),
+      skippedCell(s),
+      scheduleButtons(s)));
+    $('#schedules tbody').replaceChildren(...(rows.length ? rows
+      : [el('tr', {}, el('td', { colspan: 9, class: 'empty' }, 'No schedule.'))]));
+  } catch (e) {
+    if (request !== latest.schedules) return;
+    $('#schedules tbody').replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'empty' }, 'Cannot read schedules: ' + e.message)));
+  }
+}
+
+const SCHEDULE_DONE = { pause: 'paused', resume: 'resumed', trigger: 'triggered', delete: 'deleted' };
+
+// a schedule's write, asked first: DELETE .../schedules/<name>, else POST .../schedules/<name>/<action>
+async function scheduleAct(name, action, question) {
+  if (!(await ask(question))) return;
+  const path = '/schedules/' + encodeURIComponent(name);
+  try {
+    const result = action === 'delete' ? await call('DELETE', path) : await call('POST', path + '/' + action, {});
+    notify('schedule ' + name + ': ' + SCHEDULE_DONE[action] + (result && result.messageId ? ' (message id ' + result.messageId + ')' : ''));
+  } catch (e) {
+    notify('schedule ' + name + ': ' + action + ' failed: ' + e.message, true);
+    if (e.status === 401) { sessionStorage.removeItem(TOKEN_KEY); renderToken(); }
+  }
+  await loadSchedules();
+}
+
 // ---------- writes ----------
 
 const DONE = { replayed: 'replayed', purged: 'purged', cancelled: 'cancelled', dueNow: 'made due now' };
@@ -525,6 +619,7 @@ function showTab(tab) {
 function refreshTab() {
   if (state.tab === 'scheduled') loadScheduled();
   else if (state.tab === 'dead') loadDead();
+  else if (state.tab === 'schedules') loadSchedules();
 }
 
 $$('#tabs button').forEach((b) => b.addEventListener('click', () => showTab(b.dataset.tab)));
@@ -534,4 +629,7 @@ $$('.select-all').forEach((box) => box.addEventListener('change', () => {
 
 renderToken();
 loadOverview().then(refreshTab);
-setInterval(loadOverview, REFRESH_MS);
+setInterval(() => {
+  loadOverview();
+  if (state.tab === 'schedules') loadSchedules();
+}, REFRESH_MS);
