@@ -143,14 +143,11 @@ final class ScheduleOps {
             s.setCatchUp(body.get("catchUp"));
         }
         String paused = body.get("paused");
-        if ("true".equals(paused)) {
-            // ScheduleDefinition.toFields does not store "paused" for a runtime schedule: it would run at once
-            problems.add(ConfigProblem.global(
-                    at + ".paused",
-                    paused,
-                    "is not supported at creation yet (the schedule would run): create it, then pause it"));
-        } else if (paused != null && !paused.equals("false")) {
+        if (paused != null && !paused.equals("false") && !paused.equals("true")) {
             problems.add(ConfigProblem.global(at + ".paused", paused, "is true or false"));
+        } else {
+            // created paused: an operator's pause from the start, lifted by resume
+            s.setPaused("true".equals(paused));
         }
         Object headers = body.get("headers") == null ? null : parse(body.get("headers"));
         if (headers instanceof Map<?, ?> map) {
