@@ -53,7 +53,7 @@ class PrometheusRulesTest {
         assertThat(test.output()).contains("SUCCESS");
 
         String tests = Files.readString(TESTS, StandardCharsets.UTF_8);
-        assertThat(alerts).hasSize(17).allSatisfy(alert -> assertThat(tests)
+        assertThat(alerts).hasSize(18).allSatisfy(alert -> assertThat(tests)
                 .as("a unit test of %s", alert)
                 .contains("alertname: " + alert));
     }
@@ -87,7 +87,7 @@ class PrometheusRulesTest {
         Map<String, Map<String, Object>> rules = rules(Chart.template(values));
         String readme = Files.readString(Chart.DIR.resolve("README.md"), StandardCharsets.UTF_8);
 
-        assertThat(rules).hasSize(17);
+        assertThat(rules).hasSize(18);
         rules.forEach((alert, rule) -> {
             Map<String, Object> annotations = Nodes.map(rule.get("annotations"));
             assertThat(annotations)
