@@ -46,8 +46,11 @@ public class ScheduleStore {
         this.redis = redis;
     }
 
-    /** A schedule claimed for a tend: its state hash, and whether its pending entry is still queued in shard 0. */
-    record Claimed(String name, Map<String, String> state, boolean pendingQueued) {}
+    /**
+     * A schedule claimed for a tend: its state hash, whether its pending entry is still queued in shard 0, and when it
+     * was due to be tended (epoch ms).
+     */
+    record Claimed(String name, Map<String, String> state, boolean pendingQueued, long tickMs) {}
 
     /** What a claim returned: Redis time, the business's next tick after it (-1: no schedule), the claimed ones. */
     record Claim(long nowMs, long nextTickMs, List<Claimed> claimed) {}

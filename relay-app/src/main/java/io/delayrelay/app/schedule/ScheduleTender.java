@@ -53,7 +53,8 @@ final class ScheduleTender {
                     why = "the schedule is paused";
                 } else if (slot > nowMs && !fingerprint.equals(state.get("fp"))) {
                     why = "the schedule's definition changed";
-                } else if (slot < nowMs - SlotPlanner.GRACE_MS) {
+                } else if (slot < nowMs - SlotPlanner.GRACE_MS && nowMs - claimed.tickMs() > SlotPlanner.GRACE_MS) {
+                    // this tend comes late too: no relay ran (a tend on time leaves a late delivery to the relay)
                     why = "no relay handed it over in time (the catch-up policy decides it)";
                 }
                 if (why != null) {
@@ -67,12 +68,12 @@ final class ScheduleTender {
                     }
                 }
             }
-            SlotPlan plan = SlotPlanner.plan(
-                    def,
-                    cursor.isEmpty() ? null : Long.parseLong(cursor),
-                    "1".equals(state.get("held")),
-                    paused,
-                    nowMs);
+            Long from = cursor.isEmpty() ? null : Long.parseLong(cursor);
+            if (from != null && state.containsKey("fp") && !fingerprint.equals(state.get("fp"))) {
+                // a new definition takes effect from its next slot: its slots before now never existed
+                from = Math.max(from, nowMs);
+            }
+            SlotPlan plan = SlotPlanner.plan(def, from, "1".equals(state.get("held")), paused, nowMs);
             Map<String, String> fields = new LinkedHashMap<>();
             fields.put("fp", fingerprint);
             fields.put("held", plan.held() ? "1" : "");
