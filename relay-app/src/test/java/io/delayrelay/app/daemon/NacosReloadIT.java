@@ -208,6 +208,61 @@ class NacosReloadIT {
     }
 
     @Test
+    void aScheduleFromNacosFiresAChangeAppliesFromItsNextSlotAndABadOneIsRejected() throws Exception {
+        String business = kit.business("nacossched");
+        String exchange = kit.exchange("nacossched");
+        BlockingQueue<Received> received = kit.consume(kit.queue(exchange, "due"));
+        dataId = "delay-relay-it-" + business + ".yaml";
+        String name = business + "-tick";
+        nacos.publish(
+                dataId, GROUP, businessYaml(business, exchange, 2) + scheduleYaml(business, name, "1s", "one", "UTC"));
+        Map<String, Object> props = kit.baseProperties();
+        props.put("spring.profiles.active", "nacos");
+        props.put("NACOS_ADDR", System.getenv("NACOS_ADDR"));
+        props.put("NACOS_DATA_ID", dataId);
+        props.put("NACOS_GROUP", GROUP);
+        int management = FreePort.next();
+        RelayProcess relay = start("sched", props, management);
+        awaitStarted(relay, new OpsClient(management, TOKEN));
+        assertThat(RelayTestKit.collect(received, 2, Duration.ofSeconds(15), Duration.ZERO))
+                .extracting(Received::text)
+                .containsExactly("one", "one");
+
+        // a bad zone is rejected whole: WARN, metric, and the schedule keeps firing as it was
+        nacos.publish(
+                dataId,
+                GROUP,
+                businessYaml(business, exchange, 2) + scheduleYaml(business, name, "1s", "bad", "Nowhere/Land"));
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> relay.output().contains("reloaded relay.schedules rejected, the running schedules stay"));
+        received.clear();
+        assertThat(RelayTestKit.collect(received, 2, Duration.ofSeconds(10), Duration.ZERO))
+                .extracting(Received::text)
+                .containsExactly("one", "one");
+
+        // a new period and payload apply from the next slot, without a double fire
+        nacos.publish(
+                dataId, GROUP, businessYaml(business, exchange, 2) + scheduleYaml(business, name, "2s", "two", "UTC"));
+        List<Received> after = new ArrayList<>();
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            received.drainTo(after);
+            return after.stream().filter(r -> r.text().equals("two")).count() >= 2;
+        });
+        List<Long> two = after.stream()
+                .filter(r -> r.text().equals("two"))
+                .map(r -> r.header(RelayHeaders.SLOT))
+                .toList();
+        assertThat(two.get(1) - two.get(0)).isEqualTo(2_000);
+        assertThat(after.stream().map(Received::messageId)).doesNotHaveDuplicates();
+        System.out.printf("FIGURE nacos reload: schedule every 1s -> 2s, new slots %s%n", two);
+    }
+
+    private static String scheduleYaml(String business, String name, String every, String payload, String zone) {
+        return "  schedules:\n    " + name + ":\n      business: " + business + "\n      every: " + every
+                + "\n      payload: " + payload + "\n      zone: " + zone + "\n";
+    }
+
+    @Test
     void keepsTheLastConfigurationWhileNacosIsAwayWarnsOnceAndCatchesUpWhenItIsBack() throws Exception {
         String business = kit.business("nacos-away");
         String exchange = kit.exchange("nacos-away");

@@ -29,8 +29,8 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * Recurring schedules against the real Redis and RabbitMQ, relays in-process: one message per slot across instances,
- * with its headers and stable id; catch-up after all instances stopped; a redefinition from the next slot; bad
- * settings refused at start naming schedule, property and value.
+ * with its headers and stable id; a redefinition from the next slot; a reload; a paused business; bad settings
+ * refused at start naming schedule, property and value. Catch-up after all instances stopped: RecurringScheduleIT.
  */
 class RecurringScheduleTest {
 
@@ -89,62 +89,6 @@ class RecurringScheduleTest {
         Map<String, String> state = stateOf(business, name);
         assertThat(Long.parseLong(state.get("written"))).isGreaterThanOrEqualTo(all.size());
         assertThat(state).doesNotContainKeys("skipped.catch-up", "skipped.paused");
-    }
-
-    @Test
-    void afterAllInstancesStoppedCatchUpAllFiresEachMissedSlotLastTheLatestNoneNone() throws Exception {
-        String business = kit.business("catchup");
-        String exchange = kit.exchange("catchup");
-        BlockingQueue<Received> got = kit.consume(kit.queue(exchange, "rk"));
-        Map<String, Object> p = relay(business, exchange);
-        for (String policy : List.of("all", "last", "none")) {
-            p.put("relay.schedules." + business + "-" + policy + ".business", business);
-            p.put("relay.schedules." + business + "-" + policy + ".every", "1s");
-            p.put("relay.schedules." + business + "-" + policy + ".catch-up", policy);
-            p.put("relay.schedules." + business + "-" + policy + ".payload", policy);
-        }
-        ConfigurableApplicationContext first = kit.startRelay(p);
-        List<Received> all = new ArrayList<>(RelayTestKit.collect(got, 6, Duration.ofSeconds(10), Duration.ZERO));
-        first.close();
-        long stoppedAt = kit.redisNowMs();
-        // every instance is down for 7 s
-        await().atMost(Duration.ofSeconds(10)).until(() -> kit.redisNowMs() >= stoppedAt + 7_000);
-        all.addAll(drain(got));
-        long restartedAt = kit.redisNowMs();
-        kit.startRelay(p);
-        List<Received> after = RelayTestKit.collect(got, 12, Duration.ofSeconds(10), Duration.ofSeconds(1));
-
-        all.addAll(after);
-        assertThat(all.stream().map(Received::messageId)).doesNotHaveDuplicates();
-        Map<String, List<Long>> slots = new java.util.TreeMap<>();
-        for (Received r : all) {
-            slots.computeIfAbsent(r.text(), k -> new ArrayList<>()).add(r.header(RelayHeaders.SLOT));
-        }
-        assertThat(restartedAt).isGreaterThan(stoppedAt);
-        // every slot fired once or was counted as skipped: all fired each one, oldest first
-        assertThat(gaps(slots.get("all"))).isEmpty();
-        assertThat(stateOf(business, business + "-all")).doesNotContainKey("skipped.catch-up");
-        // last: one gap, all of it counted but the latest missed slot, which fired
-        long skippedLast = Long.parseLong(stateOf(business, business + "-last").get("skipped.catch-up"));
-        assertThat(skippedLast).isGreaterThanOrEqualTo(4);
-        assertThat(gaps(slots.get("last"))).as("slots %s", slots).containsExactly(skippedLast);
-        // none: one gap, all of it counted: one slot more than last skipped
-        long skippedNone = Long.parseLong(stateOf(business, business + "-none").get("skipped.catch-up"));
-        assertThat(gaps(slots.get("none"))).containsExactly(skippedNone);
-        assertThat(skippedNone).isEqualTo(skippedLast + 1);
-    }
-
-    /** The slots missing between consecutive fired slots (1 s apart), one count per gap. */
-    private static List<Long> gaps(List<Long> slots) {
-        assertThat(slots).isSorted().doesNotHaveDuplicates();
-        List<Long> gaps = new ArrayList<>();
-        for (int i = 1; i < slots.size(); i++) {
-            long missing = (slots.get(i) - slots.get(i - 1)) / 1000 - 1;
-            if (missing > 0) {
-                gaps.add(missing);
-            }
-        }
-        return gaps;
     }
 
     @Test
@@ -241,12 +185,13 @@ class RecurringScheduleTest {
                 .hasSize(1);
         pause.pause(relay, "test", null);
         long pausedAt = kit.redisNowMs();
-        await().atMost(Duration.ofSeconds(30)).until(() -> kit.redisNowMs() > pausedAt + 18_000);
+        // one slot at least falls in the pause
+        await().atMost(Duration.ofSeconds(20)).until(() -> kit.redisNowMs() > pausedAt + 9_000);
         pause.resume(relay, "test", null);
-        List<Received> held = RelayTestKit.collect(got, 2, Duration.ofSeconds(10), Duration.ofSeconds(1));
+        List<Received> held = RelayTestKit.collect(got, 1, Duration.ofSeconds(10), Duration.ofSeconds(1));
         List<Long> slots = held.stream().map(r -> r.header(RelayHeaders.SLOT)).toList();
-        // the two slots that fell during the pause fire on resume: not missed, so not skipped
-        assertThat(slots).as("slots %s", slots).hasSizeGreaterThanOrEqualTo(2).allMatch(slot -> slot > pausedAt);
+        // the slot that fell during the pause fires on resume: not missed, so not skipped
+        assertThat(slots).as("slots %s", slots).isNotEmpty().allMatch(slot -> slot > pausedAt);
         assertThat(stateOf(business, name)).doesNotContainKey("skipped.catch-up");
     }
 
@@ -298,11 +243,5 @@ class RecurringScheduleTest {
                     .stream()
                     .collect(Collectors.toMap(e -> new String(e.getKey()), e -> new String(e.getValue())));
         }
-    }
-
-    private static List<Received> drain(BlockingQueue<Received> queue) {
-        List<Received> all = new ArrayList<>();
-        queue.drainTo(all);
-        return all;
     }
 }
