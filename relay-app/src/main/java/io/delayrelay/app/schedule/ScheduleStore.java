@@ -60,9 +60,12 @@ public class ScheduleStore {
         List<?> reply =
                 redis.execute(CLAIM, List.of(bytes(keys.schedules()), bytes(keys.shard(0))), num(leaseMs), num(limit));
         List<Claimed> claimed = new ArrayList<>();
-        for (int i = 2; i + 2 < reply.size(); i += 3) {
-            claimed.add(
-                    new Claimed(text(reply.get(i)), hash((List<?>) reply.get(i + 1)), asLong(reply.get(i + 2)) == 1));
+        for (int i = 2; i + 3 < reply.size(); i += 4) {
+            claimed.add(new Claimed(
+                    text(reply.get(i)),
+                    hash((List<?>) reply.get(i + 1)),
+                    asLong(reply.get(i + 2)) == 1,
+                    asLong(reply.get(i + 3))));
         }
         return new Claim(asLong(reply.get(0)), asLong(reply.get(1)), claimed);
     }
