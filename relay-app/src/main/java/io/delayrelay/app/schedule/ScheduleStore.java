@@ -46,26 +46,18 @@ public class ScheduleStore {
         this.redis = redis;
     }
 
-    /**
-     * A schedule claimed for a tend: its state hash, whether its pending entry is still queued in shard 0, and when it
-     * was due to be tended (epoch ms).
-     */
-    record Claimed(String name, Map<String, String> state, boolean pendingQueued, long tickMs) {}
+    /** A schedule claimed for a tend: its state hash, and when it was due to be tended (epoch ms). */
+    record Claimed(String name, Map<String, String> state, long tickMs) {}
 
     /** What a claim returned: Redis time, the business's next tick after it (-1: no schedule), the claimed ones. */
     record Claim(long nowMs, long nextTickMs, List<Claimed> claimed) {}
 
     /** Claims up to {@code limit} schedules of the business due to be tended, for {@code leaseMs}. */
     Claim claim(DelayQueueKeys keys, long leaseMs, int limit) {
-        List<?> reply =
-                redis.execute(CLAIM, List.of(bytes(keys.schedules()), bytes(keys.shard(0))), num(leaseMs), num(limit));
+        List<?> reply = redis.execute(CLAIM, List.of(bytes(keys.schedules())), num(leaseMs), num(limit));
         List<Claimed> claimed = new ArrayList<>();
-        for (int i = 2; i + 3 < reply.size(); i += 4) {
-            claimed.add(new Claimed(
-                    text(reply.get(i)),
-                    hash((List<?>) reply.get(i + 1)),
-                    asLong(reply.get(i + 2)) == 1,
-                    asLong(reply.get(i + 3))));
+        for (int i = 2; i + 2 < reply.size(); i += 3) {
+            claimed.add(new Claimed(text(reply.get(i)), hash((List<?>) reply.get(i + 1)), asLong(reply.get(i + 2))));
         }
         return new Claim(asLong(reply.get(0)), asLong(reply.get(1)), claimed);
     }

@@ -46,7 +46,8 @@ final class ScheduleTender {
                         w.withdrawn() ? ", its pending slot withdrawn" : "");
                 return;
             }
-            if (claimed.pendingQueued() && !pending.isEmpty()) {
+            // the withdrawal script takes the entry back only if the relay has not popped it yet
+            if (!pending.isEmpty()) {
                 long slot = slotOf(pending);
                 String why = null;
                 if (slot > nowMs && paused) {
@@ -74,11 +75,12 @@ final class ScheduleTender {
                 from = Math.max(from, nowMs);
             }
             SlotPlan plan = SlotPlanner.plan(def, from, "1".equals(state.get("held")), paused, nowMs);
+            // only what changed: each field is one more command in the write script
             Map<String, String> fields = new LinkedHashMap<>();
-            fields.put("fp", fingerprint);
-            fields.put("held", plan.held() ? "1" : "");
+            putChanged(fields, state, "fp", fingerprint);
+            putChanged(fields, state, "held", plan.held() ? "1" : "");
             if (!def.runtime()) {
-                fields.put("origin", "config");
+                putChanged(fields, state, "origin", "config");
             }
             if (cursor.isEmpty()) {
                 fields.put("created-at", Long.toString(nowMs));
@@ -124,6 +126,12 @@ final class ScheduleTender {
             });
         } finally {
             MDC.remove("business");
+        }
+    }
+
+    private static void putChanged(Map<String, String> fields, Map<String, String> state, String field, String value) {
+        if (!value.equals(state.getOrDefault(field, ""))) {
+            fields.put(field, value);
         }
     }
 

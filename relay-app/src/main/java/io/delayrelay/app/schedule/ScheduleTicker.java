@@ -33,7 +33,7 @@ public final class ScheduleTicker implements SmartLifecycle {
     /** Polls of a business with schedules: at its next tick, at most this long apart... */
     static final long MAX_POLL_MS = 1_000;
     /** ...and at least this long apart (a busy business's ticks are tended in groups). */
-    static final long MIN_POLL_MS = 100;
+    static final long MIN_POLL_MS = 250;
     /** Polls of a business without a schedule (one may be created at runtime by another instance). */
     static final long IDLE_POLL_MS = 5_000;
 

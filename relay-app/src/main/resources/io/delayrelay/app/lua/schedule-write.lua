@@ -26,33 +26,48 @@ if expected ~= '*' then
 end
 local at = 9
 local fields = tonumber(ARGV[at])
+-- one HSET (with the cursor's fields) and at most one HDEL for all the state's fields: each call counts
+local sets, dels = {}, {}
 for i = 1, fields do
   local field, value = ARGV[at + 2 * i - 1], ARGV[at + 2 * i]
   if value == '' then
-    redis.call('HDEL', KEYS[2], field)
+    dels[#dels + 1] = field
   else
-    redis.call('HSET', KEYS[2], field, value)
+    sets[#sets + 1] = field
+    sets[#sets + 1] = value
   end
 end
-at = at + 2 * fields + 1
-local counters = tonumber(ARGV[at])
-for i = 1, counters do
-  redis.call('HINCRBY', KEYS[2], ARGV[at + 2 * i - 1], ARGV[at + 2 * i])
-end
-at = at + 2 * counters + 1
+local counted = at + 2 * fields + 1
+local counters = tonumber(ARGV[counted])
+local entries = counted + 2 * counters + 1
+-- the slot entries first: a key of the wrong type (another program's) fails the script before the state changes
 local earliest = nil
-for i = at, #ARGV, 3 do
+for i = entries, #ARGV, 3 do
   redis.call('HSET', KEYS[4], ARGV[i + 1], ARGV[i + 2])
   redis.call('ZADD', KEYS[3], ARGV[i], ARGV[i + 1])
   if not earliest then earliest = i end
 end
+if #dels > 0 then
+  redis.call('HDEL', KEYS[2], unpack(dels))
+end
+for i = 1, counters do
+  redis.call('HINCRBY', KEYS[2], ARGV[counted + 2 * i - 1], ARGV[counted + 2 * i])
+end
 if expected ~= '*' then
-  redis.call('HSET', KEYS[2], 'cursor', ARGV[4], 'pending', ARGV[5], 'prev', ARGV[6])
+  sets[#sets + 1] = 'cursor'
+  sets[#sets + 1] = ARGV[4]
+  sets[#sets + 1] = 'pending'
+  sets[#sets + 1] = ARGV[5]
+  sets[#sets + 1] = 'prev'
+  sets[#sets + 1] = ARGV[6]
   redis.call('ZADD', KEYS[1], ARGV[7] == 'inf' and '+inf' or ARGV[7], ARGV[1])
+end
+if #sets > 0 then
+  redis.call('HSET', KEYS[2], unpack(sets))
 end
 if earliest then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  for i = at, #ARGV, 3 do
+  for i = entries, #ARGV, 3 do
     if first[1] == ARGV[i + 1] then
       redis.call('PUBLISH', ARGV[8], '0:' .. ARGV[i])
     end
