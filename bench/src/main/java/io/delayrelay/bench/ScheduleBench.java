@@ -133,7 +133,7 @@ final class ScheduleBench {
             Scenarios.log(
                     "schedules: %d instances, %d schedules every 1 s, %d s", INSTANCES, LAG_SCHEDULES, LAG_SECONDS);
             long startup = startFleet(fleet, p, "sched-lag");
-            long w0 = (System.currentTimeMillis() / 1000 + 3) * 1000;
+            long w0 = (System.currentTimeMillis() / 1000 + 5) * 1000; // the slots from 5 s after all started
             long w1 = w0 + LAG_SECONDS * 1000L;
             Thread.sleep(Math.max(0, w1 - System.currentTimeMillis()) + 3_000);
             Map<String, Integer> copies = new HashMap<>();
@@ -364,7 +364,7 @@ final class ScheduleBench {
         if (l != null) {
             b.append(String.format(
                     Locale.ROOT,
-                    "Fire lag: one business, %d schedules `every: 1s`, the slots of %d s (after the %d instances"
+                    "Fire lag: one business, %d schedules `every: 1s`, the slots of %d s (from 5 s after the %d instances"
                             + " started, in %,d ms). Published = x-delay-relayed-at − x-delay-slot (the pop, in Redis"
                             + " time); received = the harness's receive instant − slot (the broker hop included)."
                             + " Duplicates: a message id `<schedule>@<slot>` seen again; missing: a slot never"
