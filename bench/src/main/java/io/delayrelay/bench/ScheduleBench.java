@@ -18,6 +18,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
 
 /**
@@ -37,6 +38,9 @@ final class ScheduleBench {
     static final int IDLE_BUSINESSES = 10;
     static final int WARM_UP_SECONDS = Integer.getInteger("bench.schedules.warm-up-seconds", 70);
     static final int BASELINE_WARM_UP_SECONDS = 15;
+    /** When the slot entries in shard 0 are counted: this long before the minute boundary in the window. */
+    static final long[] AHEAD_MS = {4_000, 2_000, 100};
+
     static final int MEASURE_SECONDS = Integer.getInteger("bench.schedules.measure-seconds", 60);
 
     /** Fire lag of the schedules every 1 s. */
@@ -64,7 +68,9 @@ final class ScheduleBench {
             long startupMs,
             int slotMessages,
             int expectedSlotMessages,
-            long[] burstPublishMs) {}
+            long[] burstPublishMs,
+            int burstOnTime,
+            long[] writtenAhead) {}
 
     record Result(Lag lag, Idle with, Idle without, String loadAverage) {}
 
@@ -246,7 +252,29 @@ final class ScheduleBench {
             RedisStats s0 = infra.stats();
             long t0 = System.nanoTime();
             long w0 = System.currentTimeMillis();
-            Thread.sleep(MEASURE_SECONDS * 1000L);
+            long end = w0 + MEASURE_SECONDS * 1000L;
+            // where the minute's tends stand: the slot entries in the businesses' shard 0 (ZCARD, nothing else is
+            // there) at 4 s, 2 s and 0.1 s before the minute boundary in the window; the bench's ZCARD calls are
+            // taken out of the counts below
+            long boundary = (w0 / 60_000 + 1) * 60_000;
+            long[] written = {-1, -1, -1};
+            int own = 0;
+            for (int k = 0; k < AHEAD_MS.length && schedules > 0; k++) {
+                long at = boundary - AHEAD_MS[k];
+                if (at <= w0 || at >= end) {
+                    continue;
+                }
+                sleepUntil(at);
+                long sum = 0;
+                for (String business : businesses) {
+                    sum += infra.redis()
+                            .zcard(DelayQueueKeys.bytes(
+                                    DelayQueueKeys.forBusiness(business).shard(0)));
+                }
+                own += businesses.size();
+                written[k] = sum;
+            }
+            sleepUntil(end);
             RedisStats s1 = infra.stats();
             long w1 = System.currentTimeMillis();
             double secs = (System.nanoTime() - t0) / 1e9;
@@ -256,6 +284,7 @@ final class ScheduleBench {
                 }
             }
             RedisStats d = s1.minusCalls(s0);
+            d.calls().merge("zcard", (long) -own, Long::sum);
             Map<String, Double> byName = new LinkedHashMap<>();
             d.calls().entrySet().stream()
                     .filter(e -> !e.getKey().equals("info") && e.getValue() > 0)
@@ -266,22 +295,26 @@ final class ScheduleBench {
             long boundaries = (w1 - 1) / 60_000 - (w0 - 1) / 60_000;
             List<Long> burst = new ArrayList<>();
             int inWindow = 0;
+            int onTime = 0;
             for (long[] m : got) {
                 if (m[0] >= w0 && m[0] < w1) {
                     inWindow++;
                     burst.add(m[1] - m[0]);
+                    onTime += m[1] - m[0] <= 50 ? 1 : 0;
                 }
             }
             Idle idle = new Idle(
                     schedules,
                     secs,
-                    d.totalCalls() / secs,
+                    (d.totalCalls() - own) / secs,
                     d.calls().getOrDefault("evalsha", 0L) / secs,
                     byName,
                     startup,
                     inWindow,
                     (int) (boundaries * schedules),
-                    percentiles(burst));
+                    percentiles(burst),
+                    onTime,
+                    written);
             Scenarios.log(
                     "  %,.1f commands/s (%,.1f EVALSHA/s), %,d slot messages of %,d expected: %s",
                     idle.commandsPerSecond(), idle.evalshaPerSecond(), inWindow, idle.expectedSlotMessages(), byName);
@@ -324,6 +357,13 @@ final class ScheduleBench {
             if (!p.waitFor(40, TimeUnit.SECONDS)) {
                 p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
+        }
+    }
+
+    private static void sleepUntil(long epochMs) throws InterruptedException {
+        long wait = epochMs - System.currentTimeMillis();
+        if (wait > 0) {
+            Thread.sleep(wait);
         }
     }
 
@@ -444,12 +484,22 @@ final class ScheduleBench {
             b.append(String.format(
                     Locale.ROOT,
                     "| slot messages in the window / expected (slot → published p50 / p99 / max of that burst, ms) |"
-                            + " %,d / %,d (%d / %d / %d) | |%n%n",
+                            + " %,d / %,d (%d / %d / %d) | |%n",
                     w.slotMessages(),
                     w.expectedSlotMessages(),
                     w.burstPublishMs()[0],
                     w.burstPublishMs()[1],
                     w.burstPublishMs()[2]));
+            b.append(String.format(
+                    Locale.ROOT, "| of them published ≤ 50 ms after their slot | %,d | |%n", w.burstOnTime()));
+            b.append(String.format(
+                    Locale.ROOT,
+                    "| slot entries written (in shard 0) 4 s / 2 s / 0.1 s before that minute's slot (−1: not"
+                            + " sampled) | %,d / %,d / %,d of %,d | |%n%n",
+                    w.writtenAhead()[0],
+                    w.writtenAhead()[1],
+                    w.writtenAhead()[2],
+                    w.schedules()));
             if (w.slotMessages() > 0) {
                 b.append(String.format(
                         Locale.ROOT,
