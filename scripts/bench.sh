@@ -37,6 +37,11 @@ Runs in one go, on the local Redis and RabbitMQ:
               published with confirms and consumed from deliver-to, against PerfTest publishing and consuming the
               same; lag p50/p99/max at 1,000 msg/s (x-delay 1-5 s) for 30 s; Redis bytes per waiting entry (100 B,
               3 headers). Only with --only intake or --full. About 2 minutes.
+  9. schedules  recurring schedules (issue 42) through the exec jar, 3 instances on the private Redis:
+              fire lag of 20 schedules every 1 s for 60 s (x-delay-relayed-at - x-delay-slot and receive - slot
+              p50/p99/max, early, duplicates, missing slots); idle cost of 10,000 schedules every 1 min over 10
+              businesses (70 s warm-up, Redis commands/s over 60 s from INFO commandstats, by command) against the
+              same fleet with no schedule. Only with --only schedules or --full. About 7 minutes.
 
   (default)       quick mode: N = 50,000; lag 2k and 5k msg/s for 30 s (baselines at 5k); backlog 1,000,000;
                   baselines capped at 8 s of draining; the message shape; the storm of 500,000. About 25 minutes on 2 busy cores. (N is not the issue's
@@ -53,7 +58,7 @@ Runs in one go, on the local Redis and RabbitMQ:
   --cold-entries N   entries of the cold scenario's sizing and moves (default 1,000,000)
   --lag-seconds N    seconds of sending per lag rate, 10-600 (default 30, 60 with --full); the steady-state
                   table reads the phase less its first 5 s
-  --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm,cold,intake (writes <date>-only-<list>.md, ignored by git)
+  --only LIST     comma-separated subset of: drain,idle,lag,backlog,shape,storm,cold,intake,schedules (writes <date>-only-<list>.md, ignored by git)
   --shared-redis  measure on the Redis at REDIS_HOST:REDIS_PORT instead of a private redis-server started
                   for the run (the private one keeps INFO commandstats, CPU and memory free of other clients)
   --skip-build    reuse the last build of the relay and of the bench (PerfTest's classpath is still resolved if missing)
@@ -102,7 +107,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$ONLY" ]; then
   for s in ${ONLY//,/ }; do
-    case "$s" in drain|idle|lag|backlog|shape|storm|cold|intake) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog,shape,storm,cold,intake)" >&2; exit 2 ;; esac
+    case "$s" in drain|idle|lag|backlog|shape|storm|cold|intake|schedules) ;; *) echo "error: unknown scenario '$s' (drain,idle,lag,backlog,shape,storm,cold,intake,schedules)" >&2; exit 2 ;; esac
   done
 fi
 

@@ -17,7 +17,7 @@ import io.delayrelay.app.trigger.BusinessSpec;
  * Bench [--full] [--messages N] [--lag-seconds N] [--redis host:port] [--private-redis] [--rabbit host:port] [--out DIR] [--only s1,s2,...]
  *       [--runs N]   (N consecutive runs, each its own report, then their targets side by side: {@link RunsTable})
  * scenarios: drain, memory (from drain loads), lag, backlog, idle, shape, storm [--storm-entries N],
- * cold [--cold-entries N]
+ * cold [--cold-entries N], intake, schedules
  * </pre>
  */
 public final class Bench {
@@ -159,6 +159,12 @@ public final class Bench {
                     || (config.full() && config.only().isEmpty())) {
                 IntakeBench intake = new IntakeBench(infra, relayJar, logDir, perfTestClasspath);
                 part(report, "intake", IntakeBench.estimateSeconds(), () -> report.intake(intake.run()));
+            }
+            // not in the quick default run (about 7 minutes): --only schedules, or --full
+            if (config.only().contains("schedules")
+                    || (config.full() && config.only().isEmpty())) {
+                ScheduleBench schedules = new ScheduleBench(infra, relayJar, logDir);
+                part(report, "schedules", ScheduleBench.estimateSeconds(), () -> report.schedules(schedules.run()));
             }
         } catch (Exception | Error e) {
             // Whatever broke, the report is still written, with the error in it.

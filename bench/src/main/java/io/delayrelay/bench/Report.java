@@ -41,6 +41,7 @@ final class Report {
     private ColdTierBench.Moves coldMoves;
     private ColdTierBench.Lag coldLag;
     private IntakeBench.Result intake;
+    private ScheduleBench.Result schedules;
     private final List<String[]> targets = new ArrayList<>();
     /** The shape scenario's rounds (see {@link ShapeScenario}), or null. */
     private List<ShapeScenario.Round> shapeRounds;
@@ -218,6 +219,47 @@ final class Report {
         intake = result;
     }
 
+    void schedules(ScheduleBench.Result result) {
+        schedules = result;
+    }
+
+    /** Issue 42's figures as target rows. */
+    private void scheduleTargets() {
+        if (schedules == null) {
+            return;
+        }
+        ScheduleBench.Lag l = schedules.lag();
+        target(
+                "schedules: fire lag p99 (slot → published), every 1 s, 3 instances, ms (early, duplicates, missing)",
+                String.format(
+                        Locale.ROOT,
+                        "%d (%d, %d, %d)",
+                        l.publishMs()[1],
+                        l.earlyPublished() + l.earlyReceived(),
+                        l.duplicates(),
+                        l.missing()),
+                "<= 50, early 0, exactly once",
+                l.publishMs()[1] >= 0
+                        && l.publishMs()[1] <= 50
+                        && l.earlyPublished() + l.earlyReceived() == 0
+                        && l.duplicates() == 0
+                        && l.missing() == 0);
+        double added = ScheduleBench.added(schedules);
+        target(
+                "schedules: Redis commands/s 10,000 idle schedules of 1 min add, fleet of 3 (fleet total)",
+                String.format(
+                        Locale.ROOT, "%,.0f (%,.0f)", added, schedules.with().commandsPerSecond()),
+                "<= 200",
+                added <= 200);
+        double perSchedule =
+                schedules.with().commandsPerSecond() / schedules.with().schedules();
+        target(
+                "schedules: Redis commands/s per idle schedule (fleet total / 10,000)",
+                String.format(Locale.ROOT, "%.3f", perSchedule),
+                "<= 1",
+                perSchedule <= 1);
+    }
+
     /** Issue 41's figures as target rows. */
     private void intakeTargets() {
         if (intake == null) {
@@ -321,6 +363,8 @@ final class Report {
         coldTargets();
         IntakeBench.render(b, intake);
         intakeTargets();
+        ScheduleBench.render(b, schedules);
+        scheduleTargets();
         if (!targets.isEmpty()) {
             b.append("## Targets (issues 6 and 12; shown, not asserted)\n\n");
             b.append("| figure | measured | target | |\n|---|---:|---:|---|\n");
