@@ -62,72 +62,87 @@ public class ScheduleStore {
         return new Claim(asLong(reply.get(0)), asLong(reply.get(1)), claimed);
     }
 
+    /** A slot entry to write: due time, entry id (also its message id), stamped payload. */
+    record Entry(long dueMs, String id, byte[] payload) {}
+
     /**
-     * Writes a tend's plan if the cursor is still {@code expected} ('' for a schedule not tended before).
+     * One schedule's part of a batch write: applied only if its cursor is still {@code expected} ('' for a schedule not
+     * tended before; '*' for an extra message, which leaves cursor, pending and tick alone).
      *
      * @param runtime  the schedule must still be a runtime-created one (not deleted meanwhile)
+     * @param plan     cursor, pending, prev and next tick to set
      * @param fields   state fields to set ('' deletes)
      * @param counters state counters to add
-     * @param payloads the stamped payload of each of the plan's slots
-     * @return whether it was written (false: another instance tended it meanwhile, or it was deleted)
+     * @param entries  the slot entries to write
      */
-    boolean write(
-            DelayQueueKeys keys,
+    record Tend(
             String name,
             String expected,
             boolean runtime,
             SlotPlan plan,
             Map<String, String> fields,
             Map<String, Long> counters,
-            List<byte[]> payloads) {
+            List<Entry> entries) {}
+
+    /**
+     * Writes the tends of a batch of the business's schedules in one script call.
+     *
+     * @return per tend, whether it was written (false: another instance tended it meanwhile, or it was deleted)
+     */
+    boolean[] write(DelayQueueKeys keys, List<Tend> tends) {
         List<byte[]> args = new ArrayList<>();
-        args.add(bytes(name));
-        args.add(bytes(expected));
-        args.add(bytes(runtime ? "runtime" : ""));
-        args.add(num(plan.cursor()));
-        args.add(bytes(plan.pendingId()));
-        args.add(bytes(plan.prev()));
-        args.add(bytes(plan.nextTickMs() == SlotPlan.NEVER ? "inf" : Long.toString(plan.nextTickMs())));
         args.add(bytes(keys.wake()));
-        args.add(num(fields.size()));
-        fields.forEach((k, v) -> {
-            args.add(bytes(k));
-            args.add(bytes(v));
-        });
-        args.add(num(counters.size()));
-        counters.forEach((k, v) -> {
-            args.add(bytes(k));
-            args.add(num(v));
-        });
-        for (int i = 0; i < plan.slots().size(); i++) {
-            long slot = plan.slots().get(i);
-            args.add(num(slot));
-            args.add(bytes(SlotPlan.idOf(name, slot)));
-            args.add(payloads.get(i));
+        args.add(num(tends.size()));
+        for (Tend t : tends) {
+            SlotPlan plan = t.plan();
+            args.add(bytes(t.name()));
+            args.add(bytes(t.expected()));
+            args.add(bytes(t.runtime() ? "runtime" : ""));
+            args.add(num(plan.cursor()));
+            args.add(bytes(plan.pendingId()));
+            args.add(bytes(plan.prev()));
+            args.add(bytes(plan.nextTickMs() == SlotPlan.NEVER ? "inf" : Long.toString(plan.nextTickMs())));
+            args.add(num(t.fields().size()));
+            t.fields().forEach((k, v) -> {
+                args.add(bytes(k));
+                args.add(bytes(v));
+            });
+            args.add(num(t.counters().size()));
+            t.counters().forEach((k, v) -> {
+                args.add(bytes(k));
+                args.add(num(v));
+            });
+            args.add(num(t.entries().size()));
+            for (Entry e : t.entries()) {
+                args.add(num(e.dueMs()));
+                args.add(bytes(e.id()));
+                args.add(e.payload());
+            }
         }
-        List<?> reply = redis.execute(WRITE, writeKeys(keys, name), args.toArray(new Object[0]));
-        return asLong(reply.get(0)) == 1;
+        List<?> reply = redis.execute(
+                WRITE,
+                List.of(bytes(keys.schedules()), bytes(keys.shard(0)), bytes(keys.payloads(0))),
+                args.toArray(new Object[0]));
+        boolean[] written = new boolean[tends.size()];
+        for (int i = 0; i < written.length; i++) {
+            written[i] = asLong(reply.get(i)) == 1;
+        }
+        return written;
     }
 
     /** Writes one extra slot entry (trigger now): no cursor check, the cursor stays. */
     void writeExtra(DelayQueueKeys keys, String name, long dueMs, String id, byte[] payload) {
-        List<byte[]> args = List.of(
-                bytes(name),
-                bytes("*"),
-                bytes(""),
-                num(0),
-                bytes(""),
-                bytes(""),
-                bytes("inf"),
-                bytes(keys.wake()),
-                num(0),
-                num(1),
-                bytes("extra"),
-                num(1),
-                num(dueMs),
-                bytes(id),
-                payload);
-        redis.execute(WRITE, writeKeys(keys, name), args.toArray(new Object[0]));
+        SlotPlan none = new SlotPlan(0, "", "", List.of(), Map.of(), SlotPlan.NEVER, false);
+        write(
+                keys,
+                List.of(new Tend(
+                        name,
+                        "*",
+                        false,
+                        none,
+                        Map.of(),
+                        Map.of("extra", 1L),
+                        List.of(new Entry(dueMs, id, payload)))));
     }
 
     /**

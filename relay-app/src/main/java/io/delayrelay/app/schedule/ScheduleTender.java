@@ -29,8 +29,16 @@ final class ScheduleTender {
         this.metrics = metrics;
     }
 
-    /** Tends schedule {@code def} (claimed with state {@code claimed}) at Redis time {@code nowMs}. */
-    void tend(DelayQueueKeys keys, ScheduleDefinition def, ScheduleStore.Claimed claimed, long nowMs) {
+    /** A tend planned, to be written with the batch's others, then {@linkplain #finish finished}. */
+    record Prepared(ScheduleDefinition def, SlotPlan plan, ScheduleStore.Tend tend) {}
+
+    /**
+     * Plans the tend of schedule {@code def} (claimed with state {@code claimed}) at Redis time {@code nowMs}. A
+     * withdrawal or a requested delete is done now (a script call of its own, rare).
+     *
+     * @return the tend to write, or null when there is nothing to write (deleted, or tended meanwhile)
+     */
+    Prepared prepare(DelayQueueKeys keys, ScheduleDefinition def, ScheduleStore.Claimed claimed, long nowMs) {
         Map<String, String> state = claimed.state();
         String cursor = state.getOrDefault("cursor", "");
         String pending = state.getOrDefault("pending", "");
@@ -44,7 +52,7 @@ final class ScheduleTender {
                         "schedule {}: deleted as requested{}",
                         def.name(),
                         w.withdrawn() ? ", its pending slot withdrawn" : "");
-                return;
+                return null;
             }
             // the withdrawal script takes the entry back only if the relay has not popped it yet
             if (!pending.isEmpty()) {
@@ -61,7 +69,7 @@ final class ScheduleTender {
                 if (why != null) {
                     ScheduleStore.Withdrawal w = store.withdraw(keys, def.name(), cursor, nowMs);
                     if (!w.applied()) {
-                        return;
+                        return null;
                     }
                     if (w.withdrawn()) {
                         log.info("schedule {}: withdrew slot entry {} before delivery: {}", def.name(), pending, why);
@@ -97,14 +105,29 @@ final class ScheduleTender {
                 counters.put("written", (long) plan.slots().size());
             }
             plan.skipped().forEach((reason, s) -> counters.put("skipped." + reason, s.count()));
-            List<byte[]> payloads = new ArrayList<>(plan.slots().size());
+            List<ScheduleStore.Entry> entries = new ArrayList<>(plan.slots().size());
             for (long slot : plan.slots()) {
-                payloads.add(payload(def, slot));
+                entries.add(new ScheduleStore.Entry(slot, SlotPlan.idOf(def.name(), slot), payload(def, slot)));
             }
-            if (!store.write(keys, def.name(), cursor, def.runtime(), plan, fields, counters, payloads)) {
-                log.debug("schedule {}: tended meanwhile by another instance", def.name());
-                return;
-            }
+            return new Prepared(
+                    def,
+                    plan,
+                    new ScheduleStore.Tend(def.name(), cursor, def.runtime(), plan, fields, counters, entries));
+        } finally {
+            MDC.remove("business");
+        }
+    }
+
+    /** Counts and logs a tend after its batch was written ({@code written}: its cursor check passed). */
+    void finish(Prepared prepared, boolean written) {
+        ScheduleDefinition def = prepared.def();
+        SlotPlan plan = prepared.plan();
+        if (!written) {
+            log.debug("schedule {}: tended meanwhile by another instance", def.name());
+            return;
+        }
+        MDC.put("business", def.business());
+        try {
             if (!plan.slots().isEmpty()) {
                 metrics.written(def.name(), plan.slots().size());
             }

@@ -1,7 +1,9 @@
 package io.delayrelay.app.schedule;
 
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -152,11 +154,15 @@ public final class ScheduleTicker implements SmartLifecycle {
         DelayQueueKeys keys = spec.keys();
         ScheduleStore.Claim claim = store.claim(keys, CLAIM_LEASE_MS, CLAIM_LIMIT);
         Map<String, ScheduleDefinition> declared = configured.getOrDefault(spec.name(), Map.of());
+        List<ScheduleTender.Prepared> batch = new ArrayList<>(claim.claimed().size());
         for (ScheduleStore.Claimed claimed : claim.claimed()) {
             ScheduleDefinition def = definitionOf(spec, declared, claimed);
             if (def != null) {
                 try {
-                    tender.tend(keys, def, claimed, claim.nowMs());
+                    ScheduleTender.Prepared prepared = tender.prepare(keys, def, claimed, claim.nowMs());
+                    if (prepared != null) {
+                        batch.add(prepared);
+                    }
                 } catch (RuntimeException e) {
                     log.warn(
                             "business={}: schedule {} not tended, tried again within {} ms: {}",
@@ -165,6 +171,14 @@ public final class ScheduleTicker implements SmartLifecycle {
                             CLAIM_LEASE_MS,
                             e.toString());
                 }
+            }
+        }
+        if (!batch.isEmpty()) {
+            // one script call writes the batch: a tend costs a few commands, not a round trip
+            boolean[] written = store.write(
+                    keys, batch.stream().map(ScheduleTender.Prepared::tend).toList());
+            for (int i = 0; i < written.length; i++) {
+                tender.finish(batch.get(i), written[i]);
             }
         }
         long delayMs;

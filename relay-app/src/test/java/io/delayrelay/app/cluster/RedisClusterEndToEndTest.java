@@ -148,9 +148,12 @@ class RedisClusterEndToEndTest {
     /** A call of a local function naming a key, e.g. {@code key(g, 1)}: checked to return {@code KEYS[...]}. */
     private static final Pattern ACCESSOR = Pattern.compile("([a-zA-Z]+)\\(");
 
-    /** How the cold tier's scripts name its keys: from the prefix of a declared key, or a local built from it. */
+    /**
+     * How the cold tier's and the schedules' scripts name their keys: from the prefix of a declared key, or a local
+     * built from it.
+     */
     private static final Pattern COLD_KEYS =
-            Pattern.compile("prefix \\.\\.|coldIx\\b|ixKey\\b|ix\\b|ix\\(|coldIndexOf\\(|part\\(");
+            Pattern.compile("prefix \\.\\.|coldIx\\b|ixKey\\b|ix\\b|ix\\(|coldIndexOf\\(|part\\(|stateKey\\b");
 
     @Test
     void luaScriptsOnlyTouchKeysPassedInKeys() throws IOException {
