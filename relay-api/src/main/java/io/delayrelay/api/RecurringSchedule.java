@@ -46,36 +46,69 @@ public final class RecurringSchedule {
         this.catchUp = catchUp;
     }
 
+    /** What is wrong with a cron expression (six fields, seconds first), or null when nothing. */
+    public static String cronProblem(String expression) {
+        try {
+            CronExpression.parse(expression == null ? "" : expression);
+            return null;
+        } catch (IllegalArgumentException e) {
+            return "is not a cron expression of six fields, seconds first (" + e.getMessage() + ")";
+        }
+    }
+
+    /** What is wrong with a period, or null when nothing. */
+    public static String periodProblem(Duration period) {
+        if (period == null || period.compareTo(Duration.ofSeconds(1)) < 0) {
+            return "must be at least 1s";
+        }
+        return period.toMillis() * 1_000_000 != period.toNanos() ? "must be whole milliseconds" : null;
+    }
+
+    /** What is wrong with a time zone id, or null when nothing. */
+    public static String zoneProblem(String zoneId) {
+        try {
+            ZoneId.of(zoneId == null ? "" : zoneId);
+            return null;
+        } catch (DateTimeException e) {
+            return "is not a time zone (an IANA name such as Asia/Shanghai, or UTC)";
+        }
+    }
+
+    /** What is wrong with a catch-up policy, or null when nothing. */
+    public static String catchUpProblem(String policy) {
+        return policy != null && CATCH_UPS.contains(policy.toLowerCase(Locale.ROOT))
+                ? null
+                : "must be one of all, last, none";
+    }
+
+    /** What is wrong with a header name, or null when nothing. */
+    public static String headerProblem(String name) {
+        return name == null || name.isEmpty() || name.toLowerCase(Locale.ROOT).startsWith("x-delay-")
+                ? "is refused: empty, or an x-delay-* header the relay sets itself"
+                : null;
+    }
+
+    private static void check(String what, Object value, String problem) {
+        if (problem != null) {
+            throw new IllegalArgumentException(what + " '" + value + "' " + problem);
+        }
+    }
+
     /** Slots at the times of a cron expression: six fields, seconds first (Spring's {@code CronExpression}). */
     public static RecurringSchedule cron(String expression) {
-        try {
-            CronExpression.parse(Objects.requireNonNull(expression, "cron"));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("cron '" + expression
-                    + "' is not a cron expression of six fields, seconds first: " + e.getMessage());
-        }
+        check("cron", expression, cronProblem(expression));
         return new RecurringSchedule(expression.trim(), null, "UTC", "", Map.of(), "last");
     }
 
     /** Slots every {@code period} (at least 1 s, whole milliseconds), at multiples of it since the epoch. */
     public static RecurringSchedule every(Duration period) {
-        if (period == null || period.compareTo(Duration.ofSeconds(1)) < 0) {
-            throw new IllegalArgumentException("every " + period + " must be at least 1s");
-        }
-        if (period.toMillis() * 1_000_000 != period.toNanos()) {
-            throw new IllegalArgumentException("every " + period + " must be whole milliseconds");
-        }
+        check("every", period, periodProblem(period));
         return new RecurringSchedule(null, period, "UTC", "", Map.of(), "last");
     }
 
     /** The time zone of the cron expression (an IANA name such as Asia/Shanghai); default UTC. */
     public RecurringSchedule zone(String zoneId) {
-        try {
-            ZoneId.of(Objects.requireNonNull(zoneId, "zone"));
-        } catch (DateTimeException e) {
-            throw new IllegalArgumentException(
-                    "zone '" + zoneId + "' is not a time zone (an IANA name such as" + " Asia/Shanghai, or UTC)");
-        }
+        check("zone", zoneId, zoneProblem(zoneId));
         return new RecurringSchedule(cron, every, zoneId, payload, headers, catchUp);
     }
 
@@ -86,10 +119,7 @@ public final class RecurringSchedule {
 
     /** An AMQP header published with each message; names starting with {@code x-delay-} are refused. */
     public RecurringSchedule header(String name, String value) {
-        if (name == null || name.isEmpty() || name.toLowerCase(Locale.ROOT).startsWith("x-delay-")) {
-            throw new IllegalArgumentException(
-                    "header '" + name + "' is refused: empty, or an x-delay-* header the relay sets itself");
-        }
+        check("header", name, headerProblem(name));
         Map<String, String> copy = new LinkedHashMap<>(headers);
         copy.put(name, Objects.requireNonNull(value, () -> "value of header " + name));
         return new RecurringSchedule(cron, every, zone, payload, Collections.unmodifiableMap(copy), catchUp);
@@ -97,11 +127,8 @@ public final class RecurringSchedule {
 
     /** What fires of the slots missed while no relay ran: {@code all}, {@code last} (default) or {@code none}. */
     public RecurringSchedule catchUp(String policy) {
-        String p = policy == null ? "" : policy.toLowerCase(Locale.ROOT);
-        if (!CATCH_UPS.contains(p)) {
-            throw new IllegalArgumentException("catch-up '" + policy + "' must be one of all, last, none");
-        }
-        return new RecurringSchedule(cron, every, zone, payload, headers, p);
+        check("catch-up", policy, catchUpProblem(policy));
+        return new RecurringSchedule(cron, every, zone, payload, headers, policy.toLowerCase(Locale.ROOT));
     }
 
     /** The cron expression, or null for a period. */

@@ -1,16 +1,13 @@
 package io.delayrelay.app.config;
 
-import java.time.DateTimeException;
 import java.time.Duration;
-import java.time.ZoneId;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
+import io.delayrelay.api.RecurringSchedule;
 import io.delayrelay.app.trigger.ConfigProblem;
-import org.springframework.scheduling.support.CronExpression;
 
 /**
  * {@code relay.schedules.<name>.*}: a recurring schedule. At each slot of its {@code cron} or {@code every} the relay
@@ -18,12 +15,6 @@ import org.springframework.scheduling.support.CronExpression;
  * (docs/schedules.md).
  */
 public class ScheduleSettings {
-
-    /** The shortest period {@code every} accepts. */
-    public static final Duration MIN_PERIOD = Duration.ofSeconds(1);
-
-    /** The catch-up policies: what fires of the slots missed while no relay ran. */
-    public static final Set<String> CATCH_UPS = Set.of("all", "last", "none");
 
     /** Business whose exchange, routing key, shape and policies the schedule's messages get. Required. */
     private String business;
@@ -144,39 +135,25 @@ public class ScheduleSettings {
             problems.add(ConfigProblem.global(
                     at + ".cron", s.cron, "give exactly one of cron and every (every=" + s.every + ")"));
         } else if (hasCron) {
-            try {
-                CronExpression.parse(s.cron);
-            } catch (IllegalArgumentException e) {
-                problems.add(ConfigProblem.global(
-                        at + ".cron",
-                        s.cron,
-                        "is not a cron expression of six fields," + " seconds first (" + e.getMessage() + ")"));
-            }
-        } else if (s.every.compareTo(MIN_PERIOD) < 0) {
-            problems.add(ConfigProblem.global(at + ".every", s.every, "must be at least 1s"));
-        } else if (s.every.toMillis() * 1_000_000 != s.every.toNanos()) {
-            problems.add(ConfigProblem.global(at + ".every", s.every, "must be whole milliseconds"));
+            add(problems, at + ".cron", s.cron, RecurringSchedule.cronProblem(s.cron));
+        } else {
+            add(problems, at + ".every", s.every, RecurringSchedule.periodProblem(s.every));
         }
-        try {
-            ZoneId.of(s.zone == null ? "" : s.zone);
-        } catch (DateTimeException e) {
-            problems.add(ConfigProblem.global(
-                    at + ".zone", s.zone, "is not a time zone (an IANA name such as" + " Asia/Shanghai, or UTC)"));
-        }
-        if (s.catchUp == null || !CATCH_UPS.contains(s.catchUp.toLowerCase(Locale.ROOT))) {
-            problems.add(ConfigProblem.global(at + ".catch-up", s.catchUp, "must be one of all, last, none"));
-        }
+        add(problems, at + ".zone", s.zone, RecurringSchedule.zoneProblem(s.zone));
+        add(problems, at + ".catch-up", s.catchUp, RecurringSchedule.catchUpProblem(s.catchUp));
         if (s.payload == null) {
             problems.add(
                     ConfigProblem.global(at + ".payload", null, "must not be null (leave it out for an empty body)"));
         }
         if (s.headers != null) {
-            s.headers.forEach((header, value) -> {
-                if (header.isEmpty() || header.toLowerCase(Locale.ROOT).startsWith("x-delay-")) {
-                    problems.add(ConfigProblem.global(
-                            at + ".headers." + header, value, "is refused: the relay sets x-delay-* headers itself"));
-                }
-            });
+            s.headers.forEach((header, value) ->
+                    add(problems, at + ".headers." + header, value, RecurringSchedule.headerProblem(header)));
+        }
+    }
+
+    private static void add(List<ConfigProblem> problems, String property, Object value, String problem) {
+        if (problem != null) {
+            problems.add(ConfigProblem.global(property, value, problem));
         }
     }
 

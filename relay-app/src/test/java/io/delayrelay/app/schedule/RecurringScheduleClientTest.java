@@ -97,7 +97,7 @@ class RecurringScheduleClientTest {
     void badDefinitionsAreRefusedNamingTheValue() {
         assertThatThrownBy(() -> RecurringSchedule.cron("0 0 25 * * *")).hasMessageContaining("cron '0 0 25 * * *'");
         assertThatThrownBy(() -> RecurringSchedule.every(Duration.ofMillis(500)))
-                .hasMessageContaining("PT0.5S must be at least 1s");
+                .hasMessageContaining("every 'PT0.5S' must be at least 1s");
         assertThatThrownBy(() -> RecurringSchedule.every(Duration.ofSeconds(1)).zone("Mars/Olympus"))
                 .hasMessageContaining("zone 'Mars/Olympus'");
         assertThatThrownBy(() -> RecurringSchedule.every(Duration.ofSeconds(1)).catchUp("some"))
