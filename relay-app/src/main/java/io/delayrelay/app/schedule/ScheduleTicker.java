@@ -44,6 +44,7 @@ public final class ScheduleTicker implements SmartLifecycle {
     private final Supplier<Collection<BusinessSpec>> businesses;
     private final Map<String, Long> nextPollNanos = new ConcurrentHashMap<>();
     private final Set<String> warned = ConcurrentHashMap.newKeySet();
+    private final Set<String> failing = ConcurrentHashMap.newKeySet();
     private volatile Map<String, Map<String, ScheduleDefinition>> configured;
     private volatile Thread thread;
     private volatile boolean running;
@@ -131,11 +132,17 @@ public final class ScheduleTicker implements SmartLifecycle {
                 if (due - now <= 0) {
                     try {
                         due = poll(spec, now);
+                        if (failing.remove(spec.name())) {
+                            log.info("business={}: recurring schedules are tended again", spec.name());
+                        }
                     } catch (RuntimeException e) {
-                        log.warn(
-                                "business={}: recurring schedules not tended, trying again in 1 s: {}",
-                                spec.name(),
-                                e.toString());
+                        // said once per outage, not every second
+                        if (failing.add(spec.name())) {
+                            log.warn(
+                                    "business={}: recurring schedules not tended (trying again every second): {}",
+                                    spec.name(),
+                                    e.toString());
+                        }
                         due = now + TimeUnit.MILLISECONDS.toNanos(MAX_POLL_MS);
                         nextPollNanos.put(spec.name(), due);
                     }
