@@ -27,8 +27,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *   {K:i}:cold-meta  hash   fan (member index fan-out), seq (last block id)
  *   {K:i}:cold-ix:n  hash   member -> block id[:rescheduled due]
  *   {K:0}:schedules  zset   recurring schedules of the business: name -> when a relay next tends it (relay-owned)
- *   {K:0}:schedule:<name> hash a recurring schedule's state: its cursor, pending slot, counts, and its definition
- *                            when created at runtime (relay-owned; docs/schedules.md)
+ *   {K:0}:schedule-state hash the business's recurring schedules' state, field "<name>:<field>": cursor, pending
+ *                            slot, counts, and a runtime schedule's definition (relay-owned; docs/schedules.md)
  *   K:wake           channel "shard:due" published when a new earliest entry is added; "meta" when K:meta's
  *                            operator pause changed
  * </pre>
@@ -190,11 +190,13 @@ public final class DelayQueueKeys {
     }
 
     /**
-     * {@code {K:0}:schedule:<name>}: a recurring schedule's state (hash, relay-owned), in shard 0's slot: its cursor
-     * (every slot up to it is decided), its pending slot entry, its counts, and its definition when created at runtime.
+     * {@code {K:0}:schedule-state}: the state of the business's recurring schedules (hash, relay-owned), in shard 0's
+     * slot, one field {@code <name>:<field>} per schedule and field: its cursor (every slot up to it is decided), its
+     * pending slot entry, its counts, and its definition when created at runtime. One hash for all schedules, so a
+     * batch of tends reads and writes them with one command each.
      */
-    public String schedule(String name) {
-        return tagged(0, "schedule:" + validateName("schedule name", name));
+    public String scheduleState() {
+        return tagged(0, "schedule-state");
     }
 
     /** {@code K:wake}: pub/sub channel. */

@@ -1,5 +1,8 @@
 package io.delayrelay.api;
 
+import java.net.URLDecoder;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.ZoneId;
@@ -26,6 +29,13 @@ public final class RecurringSchedule {
 
     /** The prefix of the state hash fields that hold a runtime schedule's definition (the key contract). */
     public static final String DEF = "def.";
+
+    /**
+     * Every field a definition may have in the state hash (the key contract): replacing a definition clears them all
+     * first. The headers are one field, {@code name=value} pairs joined by {@code &}, each part URL-encoded (UTF-8).
+     */
+    public static final java.util.List<String> DEF_FIELDS = java.util.List.of(
+            DEF + "cron", DEF + "zone", DEF + "every", DEF + "payload", DEF + "catch-up", DEF + "headers");
 
     private static final Set<String> CATCH_UPS = Set.of("all", "last", "none");
 
@@ -168,7 +178,14 @@ public final class RecurringSchedule {
         }
         fields.put(DEF + "payload", payload);
         fields.put(DEF + "catch-up", catchUp);
-        headers.forEach((k, v) -> fields.put(DEF + "header." + k, v));
+        if (!headers.isEmpty()) {
+            StringBuilder encoded = new StringBuilder();
+            headers.forEach((k, v) -> encoded.append(encoded.isEmpty() ? "" : "&")
+                    .append(URLEncoder.encode(k, StandardCharsets.UTF_8))
+                    .append('=')
+                    .append(URLEncoder.encode(v, StandardCharsets.UTF_8)));
+            fields.put(DEF + "headers", encoded.toString());
+        }
         return fields;
     }
 
@@ -188,10 +205,15 @@ public final class RecurringSchedule {
             throw new IllegalArgumentException("neither def.cron nor def.every is set");
         }
         s = s.payload(state.getOrDefault(DEF + "payload", "")).catchUp(state.getOrDefault(DEF + "catch-up", "last"));
-        for (Map.Entry<String, String> e : state.entrySet()) {
-            if (e.getKey().startsWith(DEF + "header.")) {
-                s = s.header(e.getKey().substring((DEF + "header.").length()), e.getValue());
+        String headers = state.getOrDefault(DEF + "headers", "");
+        for (String pair : headers.isEmpty() ? new String[0] : headers.split("&")) {
+            int eq = pair.indexOf('=');
+            if (eq < 0) {
+                throw new IllegalArgumentException("def.headers part '" + pair + "' is not name=value");
             }
+            s = s.header(
+                    URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
+                    URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
         }
         return s;
     }

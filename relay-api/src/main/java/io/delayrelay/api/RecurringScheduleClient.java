@@ -14,7 +14,7 @@ import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
  * Creates and manages runtime recurring schedules from an application (docs/schedules.md): the definition goes to
- * the schedule's state hash in Redis, where every relay instance running the business sees it. Pause, resume and
+ * the business's schedule state hash in Redis, where every relay instance running the business sees it. Pause, resume and
  * delete are requests the relay carries out at its next tend (within about a second while a relay runs).
  * Schedules declared in the relay's configuration ({@code relay.schedules}) cannot be replaced or deleted here.
  *
@@ -59,13 +59,15 @@ public class RecurringScheduleClient {
         DelayQueueKeys k = keysOf(business, name);
         List<byte[]> args = new ArrayList<>();
         args.add(bytes(name));
+        args.add(bytes(Integer.toString(RecurringSchedule.DEF_FIELDS.size())));
+        RecurringSchedule.DEF_FIELDS.forEach(f -> args.add(bytes(f)));
         schedule.fields().forEach((field, value) -> {
             args.add(bytes(field));
             args.add(bytes(value));
         });
         args.add(bytes("created-by"));
         args.add(bytes(createdBy == null ? "relay-api" : createdBy));
-        Long done = redis.execute(DEFINE, List.of(bytes(k.schedules()), bytes(k.schedule(name))), args.toArray());
+        Long done = redis.execute(DEFINE, List.of(bytes(k.schedules()), bytes(k.scheduleState())), args.toArray());
         if (done == null || done != 1) {
             throw new IllegalStateException(
                     "schedule " + name + " of business " + business + " is declared in the relay's configuration");
@@ -96,7 +98,7 @@ public class RecurringScheduleClient {
         DelayQueueKeys k = keysOf(business, name);
         Long done = redis.execute(
                 REQUEST,
-                List.of(bytes(k.schedules()), bytes(k.schedule(name))),
+                List.of(bytes(k.schedules()), bytes(k.scheduleState())),
                 bytes(name),
                 bytes(field),
                 bytes(value),

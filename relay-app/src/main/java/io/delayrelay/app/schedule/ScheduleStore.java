@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.api.DelayQueueKeys;
+import io.delayrelay.api.RecurringSchedule;
 import io.delayrelay.api.internal.LuaScripts;
 import org.springframework.data.redis.connection.RedisZSetCommands;
 import org.springframework.data.redis.core.RedisCallback;
@@ -16,9 +17,10 @@ import org.springframework.data.redis.core.script.RedisScript;
 import static io.delayrelay.api.DelayQueueKeys.bytes;
 
 /**
- * The Redis side of recurring schedules: {@code {K:0}:schedules} (name to next tick) and {@code {K:0}:schedule:<name>}
- * (state), both in shard 0's Redis Cluster slot, where the slot entries go. Every write that decides a slot is one
- * script, conditional on the schedule's cursor.
+ * The Redis side of recurring schedules: {@code {K:0}:schedules} (name to next tick) and {@code {K:0}:schedule-state}
+ * (every schedule's state, field {@code <name>:<field>}), both in shard 0's Redis Cluster slot, where the slot entries
+ * go. Every write that decides a slot is one script, conditional on the schedule's cursor. All schedules' state in one
+ * hash lets a claim or a batch of tends read and write it with one command, whatever the batch's size.
  */
 public class ScheduleStore {
 
@@ -40,6 +42,39 @@ public class ScheduleStore {
     private static final RedisScript<Long> REQUEST =
             LuaScripts.load("io/delayrelay/api/internal/schedule-request.lua", Long.class);
 
+    /** The counts the write script adds to (the rest of the state is set). */
+    static final String SKIPPED = "skipped.";
+
+    /**
+     * Every field a schedule's state may have (docs/redis-contract.md): what a claim and a view read, and what a delete
+     * removes. The relay's fields, the operator's requests, and a runtime schedule's definition.
+     */
+    static final List<String> FIELDS;
+
+    static {
+        List<String> fields = new ArrayList<>(List.of(
+                "cursor",
+                "pending",
+                "prev",
+                "last",
+                "before-last",
+                "written",
+                "extra",
+                "fp",
+                "held",
+                "origin",
+                "created-at",
+                "created-by",
+                "paused-by",
+                "delete-requested"));
+        for (String reason :
+                List.of(SlotPlanner.PAUSED, SlotPlanner.CATCH_UP, SlotPlanner.CATCH_UP_LIMIT, SlotPlanner.DST_GAP)) {
+            fields.add(SKIPPED + reason);
+        }
+        fields.addAll(RecurringSchedule.DEF_FIELDS);
+        FIELDS = List.copyOf(fields);
+    }
+
     private final RedisTemplate<byte[], byte[]> redis;
 
     public ScheduleStore(RedisTemplate<byte[], byte[]> redis) {
@@ -54,10 +89,14 @@ public class ScheduleStore {
 
     /** Claims up to {@code limit} schedules of the business due to be tended, for {@code leaseMs}. */
     Claim claim(DelayQueueKeys keys, long leaseMs, int limit) {
-        List<?> reply = redis.execute(CLAIM, List.of(bytes(keys.schedules())), num(leaseMs), num(limit));
+        List<byte[]> args = new ArrayList<>();
+        args.add(num(leaseMs));
+        args.add(num(limit));
+        FIELDS.forEach(f -> args.add(bytes(f)));
+        List<?> reply = redis.execute(CLAIM, stateKeys(keys), args.toArray(new Object[0]));
         List<Claimed> claimed = new ArrayList<>();
         for (int i = 2; i + 2 < reply.size(); i += 3) {
-            claimed.add(new Claimed(text(reply.get(i)), hash((List<?>) reply.get(i + 1)), asLong(reply.get(i + 2))));
+            claimed.add(new Claimed(text(reply.get(i)), state((List<?>) reply.get(i + 1)), asLong(reply.get(i + 2))));
         }
         return new Claim(asLong(reply.get(0)), asLong(reply.get(1)), claimed);
     }
@@ -121,7 +160,11 @@ public class ScheduleStore {
         }
         List<?> reply = redis.execute(
                 WRITE,
-                List.of(bytes(keys.schedules()), bytes(keys.shard(0)), bytes(keys.payloads(0))),
+                List.of(
+                        bytes(keys.schedules()),
+                        bytes(keys.scheduleState()),
+                        bytes(keys.shard(0)),
+                        bytes(keys.payloads(0))),
                 args.toArray(new Object[0]));
         boolean[] written = new boolean[tends.size()];
         for (int i = 0; i < written.length; i++) {
@@ -165,9 +208,17 @@ public class ScheduleStore {
     }
 
     private Withdrawal withdrawal(DelayQueueKeys keys, String name, String expected, String mode, long tickMs) {
-        List<byte[]> withdrawKeys = new ArrayList<>(writeKeys(keys, name));
-        withdrawKeys.add(bytes(keys.attempts(0)));
-        List<?> reply = redis.execute(WITHDRAW, withdrawKeys, bytes(name), bytes(expected), bytes(mode), num(tickMs));
+        List<byte[]> withdrawKeys = List.of(
+                bytes(keys.schedules()),
+                bytes(keys.scheduleState()),
+                bytes(keys.shard(0)),
+                bytes(keys.payloads(0)),
+                bytes(keys.attempts(0)));
+        List<byte[]> args = new ArrayList<>(List.of(bytes(name), bytes(expected), bytes(mode), num(tickMs)));
+        if (mode.equals("delete")) {
+            FIELDS.forEach(f -> args.add(bytes(f)));
+        }
+        List<?> reply = redis.execute(WITHDRAW, withdrawKeys, args.toArray(new Object[0]));
         if (asLong(reply.get(0)) != 1) {
             return new Withdrawal(false, false, text(reply.get(1)));
         }
@@ -187,13 +238,7 @@ public class ScheduleStore {
      * and brings its tick forward. False when there is no such schedule.
      */
     boolean request(DelayQueueKeys keys, String name, String field, String value) {
-        Long done = redis.execute(
-                REQUEST,
-                List.of(bytes(keys.schedules()), bytes(keys.schedule(name))),
-                bytes(name),
-                bytes(field),
-                bytes(value),
-                bytes(""));
+        Long done = redis.execute(REQUEST, stateKeys(keys), bytes(name), bytes(field), bytes(value), bytes(""));
         return done != null && done == 1;
     }
 
@@ -201,12 +246,13 @@ public class ScheduleStore {
     boolean define(DelayQueueKeys keys, String name, Map<String, String> defFields) {
         List<byte[]> args = new ArrayList<>();
         args.add(bytes(name));
+        args.add(num(RecurringSchedule.DEF_FIELDS.size()));
+        RecurringSchedule.DEF_FIELDS.forEach(f -> args.add(bytes(f)));
         defFields.forEach((k, v) -> {
             args.add(bytes(k));
             args.add(bytes(v));
         });
-        Long done = redis.execute(
-                DEFINE, List.of(bytes(keys.schedules()), bytes(keys.schedule(name))), args.toArray(new Object[0]));
+        Long done = redis.execute(DEFINE, stateKeys(keys), args.toArray(new Object[0]));
         return done != null && done == 1;
     }
 
@@ -224,16 +270,13 @@ public class ScheduleStore {
         return ticks;
     }
 
-    /** A schedule's state hash (empty when none). */
+    /** A schedule's state: its fields that are set (empty when none). */
     Map<String, String> state(DelayQueueKeys keys, String name) {
-        byte[] key = bytes(keys.schedule(name));
-        Map<byte[], byte[]> raw = redis.execute(
-                (RedisCallback<Map<byte[], byte[]>>) c -> c.hashCommands().hGetAll(key));
-        Map<String, String> state = new LinkedHashMap<>();
-        if (raw != null) {
-            raw.forEach((k, v) -> state.put(text(k), text(v)));
-        }
-        return state;
+        byte[] key = bytes(keys.scheduleState());
+        byte[][] fields = FIELDS.stream().map(f -> bytes(name + ":" + f)).toArray(byte[][]::new);
+        List<byte[]> raw = redis.execute(
+                (RedisCallback<List<byte[]>>) c -> c.hashCommands().hMGet(key, fields));
+        return state(raw == null ? List.of() : raw);
     }
 
     /** Whether the entry is still queued in shard 0 (not popped), and where it is otherwise. */
@@ -251,15 +294,18 @@ public class ScheduleStore {
         return "relayed";
     }
 
-    private static List<byte[]> writeKeys(DelayQueueKeys keys, String name) {
-        return List.of(
-                bytes(keys.schedules()), bytes(keys.schedule(name)), bytes(keys.shard(0)), bytes(keys.payloads(0)));
+    private static List<byte[]> stateKeys(DelayQueueKeys keys) {
+        return List.of(bytes(keys.schedules()), bytes(keys.scheduleState()));
     }
 
-    private static Map<String, String> hash(List<?> flat) {
+    /** A state from its values in {@link #FIELDS}' order: the fields set ('' or null is not set). */
+    private static Map<String, String> state(List<?> values) {
         Map<String, String> map = new LinkedHashMap<>();
-        for (int i = 0; i + 1 < flat.size(); i += 2) {
-            map.put(text(flat.get(i)), text(flat.get(i + 1)));
+        for (int i = 0; i < values.size() && i < FIELDS.size(); i++) {
+            String value = text(values.get(i));
+            if (!value.isEmpty()) {
+                map.put(FIELDS.get(i), value);
+            }
         }
         return map;
     }

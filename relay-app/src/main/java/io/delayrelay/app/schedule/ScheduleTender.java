@@ -100,11 +100,13 @@ final class ScheduleTender {
                 fields.put(
                         "before-last", n > 1 ? Long.toString(plan.slots().get(n - 2)) : state.getOrDefault("last", ""));
             }
-            Map<String, Long> counters = new LinkedHashMap<>();
             if (!plan.slots().isEmpty()) {
-                counters.put("written", (long) plan.slots().size());
+                // set, not added: the write is conditional on the cursor this count was read with
+                long before = Long.parseLong(state.getOrDefault("written", "0"));
+                fields.put("written", Long.toString(before + plan.slots().size()));
             }
-            plan.skipped().forEach((reason, s) -> counters.put("skipped." + reason, s.count()));
+            Map<String, Long> counters = new LinkedHashMap<>();
+            plan.skipped().forEach((reason, s) -> counters.put(ScheduleStore.SKIPPED + reason, s.count()));
             List<ScheduleStore.Entry> entries = new ArrayList<>(plan.slots().size());
             for (long slot : plan.slots()) {
                 entries.add(new ScheduleStore.Entry(slot, SlotPlan.idOf(def.name(), slot), payload(def, slot)));

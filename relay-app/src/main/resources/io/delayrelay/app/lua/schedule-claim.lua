@@ -1,26 +1,45 @@
 -- Recurring schedules (docs/schedules.md): a relay instance claims the business's schedules that are due to be tended.
 -- A claimed schedule's tick moves ARGV[1] ms ahead, so the other instances leave it alone meanwhile; the tend that
 -- follows sets its real next tick. A claim that is not followed by a tend (the instance died) lapses after ARGV[1] ms.
--- Touches one Redis Cluster slot, shard 0's: {K:0}:schedules and {K:0}:schedule:<name> (built from KEYS[1]'s prefix).
--- KEYS[1] {K:0}:schedules (zset: name -> when next tended)
--- ARGV[1] claim lease ms   ARGV[2] most schedules claimed at once
--- Returns {now, next tick after the claim or -1 when the business has no schedule, name 1, state 1, tick 1, name 2,
--- ...}: each state is the schedule's hash as HGETALL returns it; "tick" is when it was due to be tended (ms), so a tend
--- knows how late it comes. Per schedule claimed: one HGETALL; one ZADD for all the leases.
+-- Touches one Redis Cluster slot, shard 0's.
+-- KEYS[1] {K:0}:schedules (zset: name -> when next tended)   KEYS[2] {K:0}:schedule-state (fields '<name>:<field>')
+-- ARGV[1] claim lease ms   ARGV[2] most schedules claimed at once   ARGV[3..] the state fields read per schedule
+-- Returns {now, next tick after the claim or -1 when the business has no schedule, name 1, values 1, tick 1, name 2,
+-- ...}: each values is one value per field of ARGV[3..], in that order ('' when absent); "tick" is when it was due to
+-- be tended (ms), so a tend knows how late it comes. A claim costs the same few commands whatever it claims: one
+-- ZRANGEBYSCORE, one ZADD for all the leases, one HMGET for all the states, one ZRANGE.
 -- Clock: the script reads the time in exactly one call of Redis TIME.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local prefix = string.sub(KEYS[1], 1, -10)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {now, -1}
 local lapse = now + tonumber(ARGV[1])
-local leases = {}
+local nfields = #ARGV - 2
+local leases, lookups = {}, {}
 for i = 1, #due, 2 do
-  local name = due[i]
   leases[#leases + 1] = lapse
-  leases[#leases + 1] = name
-  out[#out + 1] = name
-  out[#out + 1] = redis.call('HGETALL', prefix .. 'schedule:' .. name)
+  leases[#leases + 1] = due[i]
+  for f = 3, #ARGV do
+    lookups[#lookups + 1] = due[i] .. ':' .. ARGV[f]
+  end
+end
+local values = {}
+-- unpack is bounded by Lua's stack: read in parts of at most 4,000 fields
+for i = 1, #lookups, 4000 do
+  local part = redis.call('HMGET', KEYS[2], unpack(lookups, i, math.min(i + 3999, #lookups)))
+  for _, v in ipairs(part) do
+    -- an absent field is false here
+    values[#values + 1] = v or ''
+  end
+end
+for i = 1, #due, 2 do
+  local s = (i - 1) / 2
+  local mine = {}
+  for f = 1, nfields do
+    mine[f] = values[s * nfields + f]
+  end
+  out[#out + 1] = due[i]
+  out[#out + 1] = mine
   out[#out + 1] = math.floor(tonumber(due[i + 1]))
 end
 if #leases > 0 then

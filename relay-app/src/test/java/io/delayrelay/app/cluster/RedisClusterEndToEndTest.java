@@ -149,11 +149,11 @@ class RedisClusterEndToEndTest {
     private static final Pattern ACCESSOR = Pattern.compile("([a-zA-Z]+)\\(");
 
     /**
-     * How the cold tier's and the schedules' scripts name their keys: from the prefix of a declared key, or a local
+     * How the cold tier's scripts name their keys: from the prefix of a declared key, or a local
      * built from it.
      */
     private static final Pattern COLD_KEYS =
-            Pattern.compile("prefix \\.\\.|coldIx\\b|ixKey\\b|ix\\b|ix\\(|coldIndexOf\\(|part\\(|stateKey\\b");
+            Pattern.compile("prefix \\.\\.|coldIx\\b|ixKey\\b|ix\\b|ix\\(|coldIndexOf\\(|part\\(");
 
     @Test
     void luaScriptsOnlyTouchKeysPassedInKeys() throws IOException {
@@ -304,7 +304,7 @@ class RedisClusterEndToEndTest {
             Integer slot = c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.shard(0)));
             assertThat(c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.schedules())))
                     .isEqualTo(slot);
-            assertThat(c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.schedule(sched))))
+            assertThat(c.clusterGetSlotForKey(DelayQueueKeys.bytes(keys.scheduleState())))
                     .isEqualTo(slot);
         }
         List<Received> got = RelayTestKit.collect(schedReceived, 4, Duration.ofSeconds(15), Duration.ofMillis(1500));

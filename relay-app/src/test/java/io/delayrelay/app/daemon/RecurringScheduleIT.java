@@ -162,9 +162,9 @@ class RecurringScheduleIT {
     }
 
     private long skipped(String business, String policy) {
-        byte[] key = DelayQueueKeys.bytes(DelayQueueKeys.forBusiness(business).schedule(business + "-" + policy));
+        byte[] key = DelayQueueKeys.bytes(DelayQueueKeys.forBusiness(business).scheduleState());
         try (RedisConnection c = kit.redis()) {
-            byte[] v = c.hashCommands().hGet(key, DelayQueueKeys.bytes("skipped.catch-up"));
+            byte[] v = c.hashCommands().hGet(key, DelayQueueKeys.bytes(business + "-" + policy + ":skipped.catch-up"));
             return v == null ? 0 : Long.parseLong(new String(v, StandardCharsets.UTF_8));
         }
     }

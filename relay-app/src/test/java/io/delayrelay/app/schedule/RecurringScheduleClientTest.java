@@ -1,5 +1,6 @@
 package io.delayrelay.app.schedule;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -114,11 +115,14 @@ class RecurringScheduleClientTest {
         assertThat(RecurringSchedule.fromFields(r.fields()).fields()).isEqualTo(r.fields());
     }
 
+    /** Whether any state field of the schedule is left in the business's schedule state hash. */
     private boolean exists(String business, String name) {
         try (RedisConnection c = kit.redis()) {
-            return Boolean.TRUE.equals(c.keyCommands()
-                    .exists(DelayQueueKeys.bytes(
-                            DelayQueueKeys.forBusiness(business).schedule(name))));
+            var fields = c.hashCommands()
+                    .hKeys(DelayQueueKeys.bytes(
+                            DelayQueueKeys.forBusiness(business).scheduleState()));
+            return fields != null
+                    && fields.stream().anyMatch(f -> new String(f, StandardCharsets.UTF_8).startsWith(name + ":"));
         }
     }
 }

@@ -235,13 +235,16 @@ class RecurringScheduleTest {
 
     private Map<String, String> stateOf(String business, String name) {
         try (var c = kit.redis()) {
+            String prefix = name + ":";
             return c
                     .hashCommands()
                     .hGetAll(DelayQueueKeys.bytes(
-                            DelayQueueKeys.forBusiness(business).schedule(name)))
+                            DelayQueueKeys.forBusiness(business).scheduleState()))
                     .entrySet()
                     .stream()
-                    .collect(Collectors.toMap(e -> new String(e.getKey()), e -> new String(e.getValue())));
+                    .filter(e -> new String(e.getKey()).startsWith(prefix))
+                    .collect(Collectors.toMap(
+                            e -> new String(e.getKey()).substring(prefix.length()), e -> new String(e.getValue())));
         }
     }
 }
