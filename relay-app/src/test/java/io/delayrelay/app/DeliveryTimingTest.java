@@ -17,10 +17,12 @@ import io.delayrelay.api.ShardSelector;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+@Tag("timing")
 class DeliveryTimingTest {
 
     private final RelayTestKit kit = new RelayTestKit();

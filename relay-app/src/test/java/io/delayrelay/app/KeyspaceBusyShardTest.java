@@ -12,11 +12,12 @@ import java.util.concurrent.locks.LockSupport;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.KeyspaceNotifications;
+import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.TestServices;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
@@ -30,8 +31,7 @@ import static org.awaitility.Awaitility.await;
  * is still picked up within milliseconds, and once the writes stop the shard is heard again within the recheck
  * interval (5 s). The {@code delay.relay.shards.polled} gauge reads 1 while it is polled and 0 once it is heard
  * again. max-idle and the safety sweep are 10 minutes, so only a notification or the busy poll can make an
- * entry written after the start-up sweep arrive. The test turns notify-keyspace-events Kz on in the shared Redis for
- * its run and puts back what it found.
+ * entry written after the start-up sweep arrive. Each test runs its own Redis with notify-keyspace-events Kz.
  */
 class KeyspaceBusyShardTest {
 
@@ -39,18 +39,16 @@ class KeyspaceBusyShardTest {
     /** A write due now to a polled shard arrives within this on a loaded 2-core box (the poll is every 10 ms). */
     static final Duration PICK_UP = Duration.ofSeconds(1);
 
-    private final RelayTestKit kit = new RelayTestKit();
-    private final KeyspaceNotifications notifications = new KeyspaceNotifications(kit);
+    /** Its own Redis with the notifications on: a relay of another test never sees the setting change. */
+    private final PrivateRedis redis = PrivateRedis.start("Kz");
 
-    @BeforeEach
-    void keyspaceNotificationsOn() {
-        notifications.on();
-    }
+    private final RelayTestKit kit = new RelayTestKit(new TestServices.Endpoint("127.0.0.1", redis.port()));
+    private final KeyspaceNotifications notifications = new KeyspaceNotifications(kit);
 
     @AfterEach
     void cleanUp() {
-        notifications.restore();
         kit.close();
+        redis.close();
     }
 
     @Test

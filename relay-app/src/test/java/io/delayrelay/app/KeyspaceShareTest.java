@@ -11,10 +11,11 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.support.KeyspaceNotifications;
+import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -24,9 +25,8 @@ import static org.awaitility.Awaitility.await;
 /**
  * Keyspace notifications follow the fleet's division: each instance SUBSCRIBEs the channels of the shards it pops
  * and no others, so every write is decoded by one instance; when one instance stops, the other subscribes the shards
- * it took over and hears plain ZADDs there. The test turns notify-keyspace-events Kz on in the shared Redis for its
- * run and puts back what it found (a fresh machine's Redis has none); max-idle and the safety sweep are 10 minutes,
- * so only a notification can make an entry written after the start-up sweeps arrive.
+ * it took over and hears plain ZADDs there. The test runs its own Redis with notify-keyspace-events Kz; max-idle and
+ * the safety sweep are 10 minutes, so only a notification can make an entry written after the start-up sweeps arrive.
  */
 class KeyspaceShareTest {
 
@@ -35,18 +35,16 @@ class KeyspaceShareTest {
     /** A notified plain ZADD due now arrives within this on a loaded 2-core box (the target is 20 ms at p99). */
     static final Duration PICK_UP = Duration.ofSeconds(2);
 
-    private final RelayTestKit kit = new RelayTestKit();
-    private final KeyspaceNotifications notifications = new KeyspaceNotifications(kit);
+    /** Its own Redis with the notifications on: a relay of another test never sees the setting change. */
+    private final PrivateRedis redis = PrivateRedis.start("Kz");
 
-    @BeforeEach
-    void keyspaceNotificationsOn() {
-        notifications.on();
-    }
+    private final RelayTestKit kit = new RelayTestKit(new TestServices.Endpoint("127.0.0.1", redis.port()));
+    private final KeyspaceNotifications notifications = new KeyspaceNotifications(kit);
 
     @AfterEach
     void cleanUp() {
-        notifications.restore();
         kit.close();
+        redis.close();
     }
 
     @Test

@@ -13,6 +13,7 @@ import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -31,6 +32,7 @@ import static org.awaitility.Awaitility.await;
  * a free port.
  */
 @ExtendWith(OutputCaptureExtension.class)
+@Tag("timing")
 class KeyspaceWakeModeTest {
 
     private static final String STOPPED = "keyspace notifications stopped";

@@ -13,6 +13,7 @@ import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -28,6 +29,7 @@ import static org.awaitility.Awaitility.await;
  * redis-server (the shared one's notify-keyspace-events belong to everybody) on a free port.
  */
 @ExtendWith(OutputCaptureExtension.class)
+@Tag("timing")
 class KeyspaceWakeTest {
 
     private final RelayTestKit kit = new RelayTestKit();

@@ -4,11 +4,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import com.alibaba.cloud.nacos.NacosConfigManager;
 import com.alibaba.cloud.nacos.NacosConfigProperties;
 import io.delayrelay.app.config.nacos.ConfigCenterUnavailableException;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.TestRelayApplication;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -39,6 +41,18 @@ class NacosWiringTest {
     void cleanUp() {
         contexts.forEach(ConfigurableApplicationContext::close);
         kit.close();
+    }
+
+    /**
+     * The Nacos client is a JVM-wide singleton that outlives the contexts and would retry the dead address every
+     * ~450 ms for the rest of the fork (review N16): shut it down. No other test of the fork uses Nacos in-process.
+     */
+    @AfterAll
+    static void shutDownNacosClient() throws Exception {
+        NacosConfigManager manager = NacosConfigManager.getInstance();
+        if (manager != null) {
+            manager.getConfigService().shutDown();
+        }
     }
 
     private Map<String, Object> nacosProfile(String name, String dataId) {

@@ -18,12 +18,14 @@ import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+@Tag("timing")
 class WrongTypeShardTest {
 
     private final RelayTestKit kit = new RelayTestKit();

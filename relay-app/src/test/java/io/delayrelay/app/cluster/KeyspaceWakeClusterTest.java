@@ -17,6 +17,7 @@ import io.delayrelay.app.faults.Shell;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -33,6 +34,7 @@ import static org.awaitility.Awaitility.await;
  * subscribe nodes added later).
  */
 @ExtendWith(OutputCaptureExtension.class)
+@Tag("timing")
 class KeyspaceWakeClusterTest {
 
     private static final int SHARDS = 64;

@@ -4,7 +4,6 @@ import java.io.File;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -13,8 +12,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 
 import io.delayrelay.api.DelayQueueKeys;
-import io.delayrelay.app.faults.Shell;
 import io.delayrelay.app.support.FreePort;
+import io.delayrelay.app.support.OwnRedisServer;
 import org.springframework.data.redis.connection.RedisClusterConfiguration;
 import org.springframework.data.redis.connection.RedisClusterConnection;
 import org.springframework.data.redis.connection.RedisClusterNode;
@@ -52,7 +51,7 @@ final class LocalRedisCluster implements AutoCloseable {
         try {
             run(script, ports, dir, "up");
             for (int port : ports) {
-                checkOwnServer(dir, port);
+                OwnRedisServer.check(port, new File(dir, port + "/redis.pid").toPath());
             }
             cluster = new LocalRedisCluster(script, ports, dir);
             return cluster;
@@ -80,27 +79,6 @@ final class LocalRedisCluster implements AutoCloseable {
             return true;
         } catch (IOException e) {
             return false;
-        }
-    }
-
-    /** The node on {@code port} must be the redis-server whose pid the script's pid file for that port holds. */
-    private static void checkOwnServer(File dir, int port) {
-        try {
-            long pid = Long.parseLong(Files.readString(new File(dir, port + "/redis.pid").toPath())
-                    .trim());
-            String info = Shell.run(10, "redis-cli", "-h", "127.0.0.1", "-p", Integer.toString(port), "info", "server");
-            long answering = info.lines()
-                    .filter(l -> l.startsWith("process_id:"))
-                    .mapToLong(l ->
-                            Long.parseLong(l.substring("process_id:".length()).trim()))
-                    .findFirst()
-                    .orElse(-1);
-            if (answering != pid) {
-                throw new IllegalStateException("127.0.0.1:" + port + " is answered by pid " + answering
-                        + ", not by the cluster node this test started (pid " + pid + ")");
-            }
-        } catch (IOException e) {
-            throw new IllegalStateException("no pid file of the cluster node on port " + port + " in " + dir, e);
         }
     }
 

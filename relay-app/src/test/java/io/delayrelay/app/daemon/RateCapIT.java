@@ -24,6 +24,7 @@ import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.zset.DefaultTuple;
@@ -38,6 +39,7 @@ import static org.awaitility.Awaitility.await;
  * 200 messages/s. The storm arrives at 2,000/s (±10 %) although two instances relay it, and the steady business
  * stays on time meanwhile. Every message arrives once, none early; {@code delay_relay_early_total} reads 0 on both.
  */
+@Tag("timing")
 class RateCapIT {
 
     private static final int STORM = 20_000;

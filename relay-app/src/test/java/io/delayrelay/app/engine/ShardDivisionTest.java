@@ -12,6 +12,7 @@ import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.support.RelayTestKit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 
@@ -23,6 +24,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * drawn in INCR order, one owner per shard, a seat not renewed within its TTL dropped and its shards taken over,
  * a graceful leave, a cursor that went back, foreign data in the seats key, and the fall-back to every shard.
  */
+@Tag("timing")
 class ShardDivisionTest {
 
     private static final int SHARDS = 16;

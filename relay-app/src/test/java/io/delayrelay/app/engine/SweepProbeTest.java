@@ -4,6 +4,7 @@ import java.time.Duration;
 
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -14,6 +15,7 @@ import static org.awaitility.Awaitility.await;
  * shards holds anything: an idle business costs one command per interval and no pop, and an entry nothing announced
  * is still found within one interval.
  */
+@Tag("timing")
 class SweepProbeTest {
 
     private final EngineFixture fx = new EngineFixture();

@@ -39,6 +39,7 @@ import static org.awaitility.Awaitility.await;
  * (seat TTL + a third of it: 4 s at the 3 s TTL chosen here), and nothing is lost or delivered twice.
  */
 @Tag("faults")
+@Tag("timing")
 class FleetDivisionTest {
 
     static final int SHARDS = 12;

@@ -48,6 +48,7 @@ import static org.awaitility.Awaitility.await;
  * appears in leases taken after the kill, the killed relay's is the other one.
  */
 @Tag("faults")
+@Tag("timing")
 class LeadKillNineTest {
 
     static final int MESSAGES = 4_000;

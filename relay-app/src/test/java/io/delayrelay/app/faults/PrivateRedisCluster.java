@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
+import io.delayrelay.app.support.OwnRedisServer;
 import io.lettuce.core.MigrateArgs;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -58,6 +59,9 @@ final class PrivateRedisCluster implements AutoCloseable {
         }
         try {
             cluster.script("up");
+            for (int port : cluster.ports) {
+                OwnRedisServer.check(port, dir.resolve("cluster").resolve(port + "/redis.pid"));
+            }
         } catch (RuntimeException e) {
             cluster.close();
             throw e;
@@ -193,7 +197,12 @@ final class PrivateRedisCluster implements AutoCloseable {
                 nodeDir.resolve("redis.log").toString());
         added.add(port);
         int p = port;
-        await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> "PONG".equals(node(p).ping()));
+        Path pidFile = nodeDir.resolve("redis.pid");
+        // our server, not another test's that took the port first (its shutdown at close would hit that one)
+        await("redis-server of " + nodeDir + " answering on " + port)
+                .atMost(Duration.ofSeconds(10))
+                .ignoreExceptions()
+                .until(() -> OwnRedisServer.answers(p, pidFile));
         return port;
     }
 
@@ -272,6 +281,10 @@ final class PrivateRedisCluster implements AutoCloseable {
         } finally {
             for (int port : added) {
                 try {
+                    if (!OwnRedisServer.answers(
+                            port, dir.resolve("node-" + port).resolve("redis.pid"))) {
+                        continue;
+                    }
                     Shell.run(10, "redis-cli", "-p", Integer.toString(port), "shutdown", "nosave");
                 } catch (RuntimeException ignored) {
                     // already gone

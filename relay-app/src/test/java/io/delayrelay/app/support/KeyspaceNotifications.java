@@ -15,33 +15,16 @@ import org.springframework.data.redis.connection.RedisConnection;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Keyspace notifications on the shared Redis for one test: {@link #on()} sets {@code notify-keyspace-events Kz} and
- * remembers what it found (a fresh machine's Redis has none), {@link #restore()} puts that back. Also what such
- * tests write and read: a plain {@code ZADD} due now (Redis time), the subscribers of shards' keyspace channels, and
- * the pick-up bound of what arrived.
+ * What tests of keyspace notifications write and read, on the kit's Redis (a {@link PrivateRedis} started with
+ * {@code notify-keyspace-events Kz}, so that no relay of another test sees the setting change): a plain {@code ZADD}
+ * due now (Redis time), the subscribers of shards' keyspace channels, and the pick-up bound of what arrived.
  */
 public final class KeyspaceNotifications {
 
     private final RelayTestKit kit;
-    private String before;
 
     public KeyspaceNotifications(RelayTestKit kit) {
         this.kit = kit;
-    }
-
-    public void on() {
-        try (RedisConnection c = kit.redis()) {
-            before = c.serverCommands().getConfig("notify-keyspace-events").getProperty("notify-keyspace-events", "");
-            c.serverCommands().setConfig("notify-keyspace-events", "Kz");
-        }
-    }
-
-    public void restore() {
-        if (before != null) {
-            try (RedisConnection c = kit.redis()) {
-                c.serverCommands().setConfig("notify-keyspace-events", before);
-            }
-        }
     }
 
     /** Writes a plain ZADD (no relay-api wake-up) due now by Redis time; returns its text. */
@@ -56,7 +39,7 @@ public final class KeyspaceNotifications {
         return text;
     }
 
-    /** PUBSUB NUMSUB of the keyspace channel of each shard below {@code shards} (db 0, the shared Redis). */
+    /** PUBSUB NUMSUB of the keyspace channel of each shard below {@code shards} (db 0 of the kit's Redis). */
     public Map<Integer, Long> subscribers(DelayQueueKeys keys, int shards) {
         String[] channels = new String[shards];
         for (int shard = 0; shard < shards; shard++) {

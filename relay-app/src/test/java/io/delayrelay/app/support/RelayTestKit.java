@@ -61,8 +61,21 @@ public final class RelayTestKit implements AutoCloseable {
     private final Connection amqp;
     private final Channel channel;
 
+    /** The Redis the kit and the relays it starts use: the shared one, or a private one of the test. */
+    private final TestServices.Endpoint redisEndpoint;
+
+    /** A kit on the shared Redis and RabbitMQ. */
     public RelayTestKit() {
-        TestServices.Endpoint r = TestServices.redis();
+        this(TestServices.redis());
+    }
+
+    /**
+     * A kit whose relays and Redis connections use {@code redis} (e.g. a {@link PrivateRedis} with settings of the
+     * test's own), and the shared RabbitMQ.
+     */
+    public RelayTestKit(TestServices.Endpoint redis) {
+        redisEndpoint = redis;
+        TestServices.Endpoint r = redis;
         redisFactory = new LettuceConnectionFactory(new RedisStandaloneConfiguration(r.host(), r.port()));
         redisFactory.afterPropertiesSet();
         redisFactory.start();
@@ -179,8 +192,8 @@ public final class RelayTestKit implements AutoCloseable {
     /** Base properties pointing a relay context at the test services. */
     public Map<String, Object> baseProperties() {
         Map<String, Object> p = new LinkedHashMap<>();
-        p.put("spring.data.redis.host", TestServices.redis().host());
-        p.put("spring.data.redis.port", TestServices.redis().port());
+        p.put("spring.data.redis.host", redisEndpoint.host());
+        p.put("spring.data.redis.port", redisEndpoint.port());
         p.put("spring.rabbitmq.host", TestServices.rabbit().host());
         p.put("spring.rabbitmq.port", TestServices.rabbit().port());
         p.put("spring.main.banner-mode", "off");

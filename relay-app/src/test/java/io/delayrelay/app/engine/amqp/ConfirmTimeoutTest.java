@@ -16,6 +16,7 @@ import io.delayrelay.app.support.TcpProxy;
 import io.delayrelay.app.support.TestServices;
 import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
 
@@ -26,6 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * gets CONFIRM_TIMEOUT for every message at its own publish timeout, on the real broker: no earlier, and at most the
  * timeout sweep's period plus a margin later; a batch published meanwhile times out at its own deadline.
  */
+@Tag("timing")
 class ConfirmTimeoutTest {
 
     private static final Duration TIMEOUT = Duration.ofMillis(600);
