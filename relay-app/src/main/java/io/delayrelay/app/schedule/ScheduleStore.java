@@ -81,7 +81,7 @@ public class ScheduleStore {
         this.redis = redis;
     }
 
-    /** A schedule claimed for a tend: its state hash, and when it was due to be tended (epoch ms). */
+    /** A schedule claimed for a tend: its state (the fields set), and when it was due to be tended (epoch ms). */
     record Claimed(String name, Map<String, String> state, long tickMs) {}
 
     /** What a claim returned: Redis time, the business's next tick after it (-1: no schedule), the claimed ones. */
