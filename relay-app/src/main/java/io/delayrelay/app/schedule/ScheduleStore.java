@@ -256,6 +256,14 @@ public class ScheduleStore {
         return done != null && done == 1;
     }
 
+    /** Whether the business has any schedule listed for tending (one EXISTS). */
+    boolean hasSchedules(DelayQueueKeys keys) {
+        byte[] key = bytes(keys.schedules());
+        Boolean exists =
+                redis.execute((RedisCallback<Boolean>) c -> c.keyCommands().exists(key));
+        return Boolean.TRUE.equals(exists);
+    }
+
     /** The business's schedules with their next tick (ms; {@link SlotPlan#NEVER} for none), in name order. */
     Map<String, Long> ticks(DelayQueueKeys keys) {
         Map<String, Long> ticks = new java.util.TreeMap<>();

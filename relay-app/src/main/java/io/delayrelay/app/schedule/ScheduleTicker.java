@@ -45,6 +45,9 @@ public final class ScheduleTicker implements SmartLifecycle {
     private final Map<String, Long> nextPollNanos = new ConcurrentHashMap<>();
     private final Set<String> warned = ConcurrentHashMap.newKeySet();
     private final Set<String> failing = ConcurrentHashMap.newKeySet();
+    /** Businesses whose last claim found no schedule: polled with one EXISTS until one appears. */
+    private final Set<String> withoutSchedules = ConcurrentHashMap.newKeySet();
+
     private volatile Map<String, Map<String, ScheduleDefinition>> configured;
     private volatile Thread thread;
     private volatile boolean running;
@@ -88,6 +91,7 @@ public final class ScheduleTicker implements SmartLifecycle {
 
     /** Tends the business's schedules soon (a schedule was created, paused or resumed here). */
     public void wake(String business) {
+        withoutSchedules.remove(business);
         nextPollNanos.put(business, 0L);
         wake();
     }
@@ -159,7 +163,18 @@ public final class ScheduleTicker implements SmartLifecycle {
     /** Claims and tends the business's due schedules; returns when to poll it next (nanoTime). */
     private long poll(BusinessSpec spec, long nowNanos) {
         DelayQueueKeys keys = spec.keys();
+        if (withoutSchedules.contains(spec.name()) && !store.hasSchedules(keys)) {
+            // a business without schedules costs one EXISTS a poll, not a claim script (four commands)
+            long next = nowNanos + TimeUnit.MILLISECONDS.toNanos(IDLE_POLL_MS);
+            nextPollNanos.put(spec.name(), next);
+            return next;
+        }
         ScheduleStore.Claim claim = store.claim(keys, CLAIM_LEASE_MS, CLAIM_LIMIT);
+        if (claim.nextTickMs() < 0) {
+            withoutSchedules.add(spec.name());
+        } else {
+            withoutSchedules.remove(spec.name());
+        }
         Map<String, ScheduleDefinition> declared = configured.getOrDefault(spec.name(), Map.of());
         List<ScheduleTender.Prepared> batch = new ArrayList<>(claim.claimed().size());
         for (ScheduleStore.Claimed claimed : claim.claimed()) {
