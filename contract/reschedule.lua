@@ -14,7 +14,7 @@
 --   ARGV[5] shard index i, sent on the wake channel as "<i>:<due>"
 -- Returns the new due time, epoch ms, or -1 when the member was not scheduled in this shard. A cold entry (moved by
 -- the relay to a cold block, docs/cold-tier.md) is scheduled too: its new due time is written into the cold member
--- index and its block is brought back by then.
+-- index (or a cold-moved request, for a member indexed by digest) and its block is brought back by then.
 -- Refuses (error reply "EXPIRY delay-relay reschedule.lua: ...", nothing written) a due time after the entry's own
 -- expiry (schedule.lua's ARGV[7]). Not for a cold entry: its payload, and so its expiry, is inside a compressed
 -- block the script cannot read; it is moved as asked.
@@ -39,25 +39,56 @@ end
 -- Cold tier (docs/cold-tier.md): the relay may have moved a far-future entry out of K:i into a cold block of this
 -- shard; it is then listed in the member index {K:i}:cold-ix:<n> (n from the member's SHA-1 and the fan-out in
 -- {K:i}:cold-meta), keys built from KEYS[2]'s prefix, so the same slot. Without {K:i}:cold-meta nothing is cold.
-local function coldIndexOf(m)
+-- The index field of a member is the member itself, or, when cold-meta's fan reads "2:<fan-out>" (index rule 2) and
+-- the member is longer than 32 bytes (or starts with byte 0xFF), byte 0xFF and bytes 4-11 of its SHA-1 (a digest). A digest cannot tell which
+-- member it stands for, so a change to such an entry is written as a request keyed by the whole member
+-- ({K:i}:cold-drop: cancelled or scheduled again; {K:i}:cold-moved: rescheduled to a due time) that the relay applies
+-- when it brings the block back, after checking the member against the block: nothing else is ever changed.
+local function coldOf(m)
   local prefix = string.sub(KEYS[2], 1, -9)
-  local fan = redis.call('HMGET', prefix .. 'cold-meta', 'fan')[1]
-  if not fan then return nil, prefix end
-  return prefix .. 'cold-ix:' .. (tonumber(string.sub(redis.sha1hex(m), 1, 6), 16) % tonumber(fan)), prefix
+  local recorded = redis.call('HMGET', prefix .. 'cold-meta', 'fan')[1]
+  if not recorded then return nil end
+  local rule, fan = string.match(recorded, '^(%d+):(%d+)$')
+  local h = redis.sha1hex(m)
+  local part = tonumber(string.sub(h, 1, 6), 16) % tonumber(fan or recorded)
+  local c = {prefix = prefix, field = m, ix = prefix .. 'cold-ix:' .. part}
+  if rule == '2' and (#m > 32 or string.byte(m, 1) == 255) then
+    local b = {}
+    for k = 7, 21, 2 do b[#b + 1] = tonumber(string.sub(h, k, k + 1), 16) end
+    c.field, c.digest = '\255' .. string.char(unpack(b)), true
+  end
+  return c
+end
+-- The block a cold entry of member m lives in per the index, or nil (reads only: the index part, and for a digest
+-- field the two request hashes, so that in a Redis Cluster slot in migration the script fails before any write).
+local function coldBlockOf(c, m)
+  local at = redis.call('HMGET', c.ix, c.field)[1]
+  if c.digest then
+    local dropped = redis.call('HMGET', c.prefix .. 'cold-drop', m)[1]
+    local moved = redis.call('HMGET', c.prefix .. 'cold-moved', m)[1]
+    if dropped then return nil end
+    return at, moved
+  end
+  return at
 end
 if not redis.call('ZSCORE', KEYS[1], member) then
-  local coldIx, prefix = coldIndexOf(member)
-  local at = coldIx and redis.call('HMGET', coldIx, member)[1]
+  local cold = coldOf(member)
+  local at = cold and coldBlockOf(cold, member)
   if not at then
     return -1
   end
-  -- "<block>:<due>": the relay brings the entry back at this time; the block comes back no later than it needs
+  -- the relay brings the entry back at this time ("<block>:<due>" in the index, or a cold-moved request); the block
+  -- comes back no later than it needs
   local block = string.match(at, '^(%d+)')
   local coldDue = string.format('%d', due)
   -- Redis Cluster, the slot in migration: read the block zset before the first write (see cancel.lua)
-  redis.call('ZSCORE', prefix .. 'cold', block)
-  redis.call('HSET', coldIx, member, block .. ':' .. coldDue)
-  redis.call('ZADD', prefix .. 'cold', 'XX', 'LT', coldDue, block)
+  redis.call('ZSCORE', cold.prefix .. 'cold', block)
+  if cold.digest then
+    redis.call('HSET', cold.prefix .. 'cold-moved', member, coldDue)
+  else
+    redis.call('HSET', cold.ix, member, block .. ':' .. coldDue)
+  end
+  redis.call('ZADD', cold.prefix .. 'cold', 'XX', 'LT', coldDue, block)
   return due
 end
 -- reads first: a key of the wrong type fails the script before anything is written

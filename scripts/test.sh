@@ -17,7 +17,7 @@ Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/
      a 3-node RabbitMQ cluster on free ports), never the shared ones; figures in relay-app/target/faults/;
   3. the *IT tests (failsafe), which start the exec jar just built (~5.5 min on 2 cores).
 Each step runs its tests in two JVM forks at once, then its tests tagged "timing" one at a time
-(-Drelay.test.forks=1: everything one at a time). The whole run took 20 min on 2 cores (fresh clone, 2026-11-29);
+(-Dtest.forks=1: everything one at a time). The whole run took 20 min on 2 cores (fresh clone, 2026-11-29);
 docs/contributing/test-suite.md has the per-class times and what was cut; scripts/test-times.sh prints the slow
 classes of the last run. -DskipFaults=true leaves step 2 out (a quick local
 run; CI never sets it); scripts/faults.sh runs step 2 alone. Nothing is skipped silently: a missing server or tool

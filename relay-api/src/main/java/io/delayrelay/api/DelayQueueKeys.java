@@ -24,8 +24,10 @@ import java.util.concurrent.ConcurrentHashMap;
  *   K:backlog        string backlog figures one relay instance sampled for the fleet (expires)
  *   {K:i}:cold       zset   cold tier: block id -> earliest due of its entries (docs/cold-tier.md)
  *   {K:i}:cold-blocks hash  block id -> compressed block
- *   {K:i}:cold-meta  hash   fan (member index fan-out), seq (last block id)
- *   {K:i}:cold-ix:n  hash   member -> block id[:rescheduled due]
+ *   {K:i}:cold-meta  hash   fan ("2:<member index fan-out>": index rule 2), seq (last block id)
+ *   {K:i}:cold-ix:n  hash   member (or its digest) -> block id[:rescheduled due]
+ *   {K:i}:cold-drop  hash   member indexed by digest -> 1: cancelled or scheduled again while cold
+ *   {K:i}:cold-moved hash   member indexed by digest -> due ms: rescheduled while cold
  *   {K:0}:schedules  zset   recurring schedules of the business: name -> when a relay next tends it (relay-owned)
  *   {K:0}:schedule-state hash the business's recurring schedules' state, field "<name>:<field>": cursor, pending
  *                            slot, counts, and a runtime schedule's definition (relay-owned; docs/schedules.md)
@@ -123,8 +125,9 @@ public final class DelayQueueKeys {
     }
 
     /**
-     * {@code {K:i}:cold-meta}: {@code fan} = the member index's fan-out, {@code seq} = the last block id (hash,
-     * relay-owned). The contract scripts read {@code fan}: without it nothing of the shard is cold.
+     * {@code {K:i}:cold-meta}: {@code fan} = {@code 2:<n>}, the index rule and the member index's fan-out n (a tier
+     * started by an older relay has just {@code <n>}), {@code seq} = the last block id (hash, relay-owned). The contract
+     * scripts read {@code fan}: without it nothing of the shard is cold.
      */
     public String coldMeta(int shard) {
         return tagged(shard, "cold-meta");
@@ -137,6 +140,22 @@ public final class DelayQueueKeys {
      */
     public String coldIndex(int shard, int part) {
         return tagged(shard, "cold-ix:" + part);
+    }
+
+    /**
+     * {@code {K:i}:cold-drop}: members indexed by digest (over 32 bytes) cancelled or scheduled again while cold (hash
+     * member to {@code 1}); the relay drops their cold copy when it brings the block back.
+     */
+    public String coldDrop(int shard) {
+        return tagged(shard, "cold-drop");
+    }
+
+    /**
+     * {@code {K:i}:cold-moved}: members indexed by digest rescheduled while cold (hash member to due ms); the relay
+     * brings their cold copy back at that time.
+     */
+    public String coldMoved(int shard) {
+        return tagged(shard, "cold-moved");
     }
 
     /** {@code K:meta}. */

@@ -10,7 +10,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now + tonumber(ARGV[1])), 'LIMIT', 0,
     tonumber(ARGV[2]))
-local out = {string.format('%d', now), tonumber(redis.call('HMGET', KEYS[3], 'fan')[1]) or 0}
+-- fan: "<fan-out>" (index rule 1) or "2:<fan-out>" (rule 2)
+local recorded = redis.call('HMGET', KEYS[3], 'fan')[1]
+local out = {string.format('%d', now), tonumber(string.match(recorded or '', '(%d+)$')) or 0}
 for _, id in ipairs(ids) do
   local block = redis.call('HMGET', KEYS[2], id)[1]
   if block then

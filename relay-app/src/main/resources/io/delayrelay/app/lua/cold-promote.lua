@@ -10,7 +10,12 @@
 -- skips the entries already back (the index no longer points at the block) and brings the others.
 -- KEYS (all of shard i, one Redis Cluster slot):
 --   KEYS[1] K:i   KEYS[2] {K:i}:payloads   KEYS[3] {K:i}:cold   KEYS[4] {K:i}:cold-blocks   KEYS[5] {K:i}:cold-meta
---   The member index {K:i}:cold-ix:<n> is built from KEYS[5]'s prefix: the same slot.
+--   The member index {K:i}:cold-ix:<n> and the requests {K:i}:cold-drop and {K:i}:cold-moved are built from
+--   KEYS[5]'s prefix: the same slot.
+-- Under index rule 2 (cold-demote.lua) a member over 32 bytes has a digest field: it is live when the digest
+-- points at this block, and then its requests, keyed by the whole member, apply: a drop request skips it, a moved one
+-- brings it back at that due time; both are deleted with the index field. The last slice of the shard's last block
+-- clears the recorded fan-out and rule (cold-meta keeps seq) and any request left (a collision's): the next demotion starts the tier anew, under rule 2.
 -- ARGV:
 --   ARGV[1] block id   ARGV[2] wake channel K:wake   ARGV[3] shard index i
 --   ARGV[4] index fan-out the relay computed the parts with (cold-due.lua returns the recorded one); a different
@@ -19,24 +24,36 @@
 --   ARGV[6] parts: 4 bytes per index part, in the order of the members: part n (2 bytes, big-endian), members (2)
 --   ARGV[7] flags: one byte per entry, '1' it has a payload, '0' none
 --   ARGV[8 .. 7+n] members of the block (the relay decoded it), grouped by part as ARGV[6] says; ARGV[8+n .. 7+2n]
---   their due ms; ARGV[8+2n .. 7+3n] their payloads ('' when none); n = #ARGV[7]
+--   their due ms; ARGV[8+2n .. 7+3n] their payloads ('' when none); ARGV[8+3n .. 7+4n] their digest fields ('' for
+--   a member indexed by itself; used under rule 2 only); n = #ARGV[7]
 -- Returns {entries brought back, entries skipped}, {-1, 0} when the block was gone, or {-2, recorded fan} when
 -- ARGV[4] is not the recorded fan-out (the relay computes the parts again).
 -- Clock: none.
 -- Cost: one HMGET and one HDEL per index part, and one ZMSCORE, ZADD and HSET for all the slice's entries; no
 -- hashing in Lua (the relay computed the parts).
+-- include: lib/hmget.lua
 local id = ARGV[1]
 if redis.call('HEXISTS', KEYS[4], id) == 0 then
   redis.call('ZREM', KEYS[3], id)
   return {-1, 0}
 end
-local fan = redis.call('HMGET', KEYS[5], 'fan')[1]
+-- fan: "2:<fan-out>" (index rule 2) or "<fan-out>" (rule 1)
+local recorded = redis.call('HMGET', KEYS[5], 'fan')[1]
+local rule, fan = string.match(recorded or '', '^(%d+):(%d+)$')
+fan = fan or recorded
 if fan ~= ARGV[4] then
   return {-2, tonumber(fan) or 0}
 end
+local rule2 = rule == '2'
 local flags, parts = ARGV[7], ARGV[6]
 local n = #flags
-local m0, d0, p0 = 7, 7 + n, 7 + 2 * n
+local m0, d0, p0, f0 = 7, 7 + n, 7 + 2 * n, 7 + 3 * n
+-- each entry's index field, and whether it is a digest
+local function field(k)
+  local f = rule2 and ARGV[f0 + k] or ''
+  if f ~= '' then return f, true end
+  return ARGV[m0 + k], false
+end
 local byte, one = string.byte, 49 -- '1'
 local prefix = string.sub(KEYS[5], 1, -10) .. 'cold-ix:'
 -- one command for a table of arguments, in slices that stay within Lua's stack
@@ -67,6 +84,11 @@ for q = 1, #parts, 4 do
   local a, b = byte(parts, q, q + 1)
   touched[#touched + 1] = prefix .. (a * 256 + b)
 end
+local dropKey, movedKey = string.sub(KEYS[5], 1, -10) .. 'cold-drop', string.sub(KEYS[5], 1, -10) .. 'cold-moved'
+if rule2 then
+  touched[#touched + 1] = dropKey
+  touched[#touched + 1] = movedKey
+end
 many('EXISTS', KEYS[1], touched)
 -- where the index points each member: its block id, or "<block id>:<due ms>" after a reschedule
 local at, keyOf, lastOf = {}, {}, {}
@@ -75,13 +97,30 @@ for q = 1, #parts, 4 do
   local a, b, c, d = byte(parts, q, q + 3)
   local last = j + c * 256 + d - 1
   local key = prefix .. (a * 256 + b)
-  local reply = range('HMGET', key, m0 + j, m0 + last)
+  local fields = {}
+  for k = j, last do fields[#fields + 1] = (field(k)) end
+  local reply = hmget(key, fields, false)
   for k = j, last do at[k] = reply[k - j + 1] end
   keyOf[#keyOf + 1] = key
   lastOf[#lastOf + 1] = last
   j = last + 1
 end
 local hot = n > 0 and range('ZMSCORE', KEYS[1], m0 + 1, m0 + n) or {}
+-- the requests of the live entries indexed by digest (rule 2), keyed by the whole member
+local asked, askedAt, dropped, movedTo = {}, {}, {}, {}
+if rule2 and redis.call('EXISTS', dropKey, movedKey) > 0 then
+  for k = 1, n do
+    if at[k] and ARGV[f0 + k] ~= '' and string.match(at[k], '^(%d+)') == id then
+      asked[#asked + 1] = ARGV[m0 + k]
+      askedAt[#asked] = k
+    end
+  end
+  local d, mv = hmget(dropKey, asked, false), hmget(movedKey, asked, false)
+  for q = 1, #asked do
+    dropped[askedAt[q]] = d[q]
+    movedTo[askedAt[q]] = mv[q]
+  end
+end
 local zadd, hset = {}, {}
 local live, back, skipped, earliest, first = {}, 0, 0, nil, nil
 for k = 1, n do
@@ -92,6 +131,13 @@ for k = 1, n do
   elseif pointer then
     local blockOf, moved = string.match(pointer, '^(%d+):?(%d*)$')
     if blockOf == id then due = moved ~= '' and moved or ARGV[d0 + k] end
+  end
+  if due and dropped[k] then
+    -- cancelled or scheduled again while cold (a drop request keyed by this very member)
+    live[k] = true
+    due = nil
+  elseif due and movedTo[k] then
+    due = movedTo[k]
   end
   if due then
     live[k] = true
@@ -118,16 +164,26 @@ j = 1
 for q, key in ipairs(keyOf) do
   local last, fields = lastOf[q], {}
   for k = j, last do
-    if live[k] then fields[#fields + 1] = ARGV[m0 + k] end
+    if live[k] then fields[#fields + 1] = (field(k)) end
   end
   if #fields > 0 then many('HDEL', key, fields) end
   j = last + 1
+end
+if #asked > 0 then
+  many('HDEL', dropKey, asked)
+  many('HDEL', movedKey, asked)
 end
 if #zadd > 0 then many('ZADD', KEYS[1], zadd) end
 if #hset > 0 then many('HSET', KEYS[2], hset) end
 if ARGV[5] == '1' then
   redis.call('HDEL', KEYS[4], id)
   redis.call('ZREM', KEYS[3], id)
+  if redis.call('HLEN', KEYS[4]) == 0 then
+    -- the shard's last block: nothing of it is cold any more; the next demotion records a fan-out for the shard's
+    -- size then, and rule 2. The block ids go on from seq.
+    redis.call('HDEL', KEYS[5], 'fan')
+    if rule2 then redis.call('DEL', dropKey, movedKey) end
+  end
 end
 if first then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0)

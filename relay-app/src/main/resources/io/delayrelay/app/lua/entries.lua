@@ -9,7 +9,9 @@
 -- A cold entry (moved by the relay into a cold block, docs/cold-tier.md; listed in the member index
 -- {K:i}:cold-ix:<n>, keys built from KEYS[2]'s prefix, so the same slot) is scheduled too: 'cancel' removes it from
 -- the index (it never comes back); 'now' writes "<block>:<now>" into the index and lowers the block's score in
--- {K:i}:cold to now (as contract/reschedule.lua does), so the mover brings it back within one of its periods.
+-- {K:i}:cold to now (as contract/reschedule.lua does), so the mover brings it back within one of its periods. For a
+-- member indexed by digest, both are requests keyed by the member ({K:i}:cold-drop, {K:i}:cold-moved), as in the
+-- contract scripts.
 -- Returns how many members were acted on.
 -- Clock: the script reads the time in exactly one call of Redis TIME (Redis time, never the caller's). The contract's
 -- model test (ContractModelTest) runs a copy with that one call replaced by a read of a clock the test sets.
@@ -17,10 +19,8 @@ local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 local done = 0
 local prefix = string.sub(KEYS[2], 1, -9)
-local fan = tonumber(redis.call('HMGET', prefix .. 'cold-meta', 'fan')[1])
-local function coldIndexOf(m)
-  return fan and prefix .. 'cold-ix:' .. (tonumber(string.sub(redis.sha1hex(m), 1, 6), 16) % fan)
-end
+-- include: lib/cold-index.lua
+local cold = coldIndex(prefix)
 for i = 4, #ARGV do
   local m = ARGV[i]
   if ARGV[1] == 'cancel' then
@@ -34,17 +34,30 @@ for i = 4, #ARGV do
         end
       end
       done = done + 1
-    elseif fan and redis.call('HDEL', coldIndexOf(m), m) == 1 then
-      done = done + 1
+    elseif cold then
+      local at, c = cold.at(m)
+      if at then
+        if c.digest then
+          redis.call('HSET', cold.drop, m, '1')
+          redis.call('HDEL', cold.moved, m)
+        else
+          redis.call('HDEL', c.ix, m)
+        end
+        done = done + 1
+      end
     end
   elseif redis.call('ZSCORE', KEYS[1], m) then
     redis.call('ZADD', KEYS[1], 'XX', now, m)
     done = done + 1
-  elseif fan then
-    local ix = coldIndexOf(m)
-    local block = string.match(redis.call('HMGET', ix, m)[1] or '', '^(%d+)')
+  elseif cold then
+    local at, c = cold.at(m)
+    local block = string.match(at or '', '^(%d+)')
     if block then
-      redis.call('HSET', ix, m, block .. ':' .. now)
+      if c.digest then
+        redis.call('HSET', cold.moved, m, now)
+      else
+        redis.call('HSET', c.ix, m, block .. ':' .. now)
+      end
       redis.call('ZADD', prefix .. 'cold', 'XX', 'LT', now, block)
       done = done + 1
     end

@@ -23,15 +23,8 @@ for i = 1, #due, 2 do
     lookups[#lookups + 1] = due[i] .. ':' .. ARGV[f]
   end
 end
-local values = {}
--- unpack is bounded by Lua's stack: read in parts of at most 4,000 fields
-for i = 1, #lookups, 4000 do
-  local part = redis.call('HMGET', KEYS[2], unpack(lookups, i, math.min(i + 3999, #lookups)))
-  for _, v in ipairs(part) do
-    -- an absent field is false here
-    values[#values + 1] = v or ''
-  end
-end
+-- include: lib/hmget.lua
+local values = hmget(KEYS[2], lookups, '')
 for i = 1, #due, 2 do
   local s = (i - 1) / 2
   local mine = {}

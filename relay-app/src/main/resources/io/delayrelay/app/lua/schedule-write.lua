@@ -36,13 +36,8 @@ for s = 1, tonumber(ARGV[2]) do
   end
   tends[s] = t
 end
-local found = {}
-for i = 1, #lookups, 4000 do
-  local part = redis.call('HMGET', KEYS[2], unpack(lookups, i, math.min(i + 3999, #lookups)))
-  for _, v in ipairs(part) do
-    found[#found + 1] = v or ''
-  end
-end
+-- include: lib/hmget.lua
+local found = hmget(KEYS[2], lookups, '')
 local written = {}
 local sets, dels, payloads, entries, ticks = {}, {}, {}, {}, {}
 for s, t in ipairs(tends) do

@@ -153,7 +153,8 @@ class RedisClusterEndToEndTest {
      * built from it.
      */
     private static final Pattern COLD_KEYS =
-            Pattern.compile("prefix \\.\\.|coldIx\\b|ixKey\\b|ix\\b|ix\\(|coldIndexOf\\(|part\\(");
+            Pattern.compile("prefix \\.\\.|coldIx\\b|ixKey\\b|ix\\b|ix\\(|coldIndexOf\\(|part\\("
+                    + "|(?:cold|c)\\.(?:prefix \\.\\.|ix\\b|drop\\b|moved\\b)|dropKey\\b|movedKey\\b|touched\\[");
 
     @Test
     void luaScriptsOnlyTouchKeysPassedInKeys() throws IOException {

@@ -176,7 +176,8 @@ final class ColdMovers {
 
     /**
      * Every cold key of the business equals the model: per shard the block zset (ids, scores), the blocks' contents
-     * (decoded), the member index (each field in the part its SHA-1 names) and cold-meta's fan and seq.
+     * (decoded), the member index (each field in the part its SHA-1 names) and cold-meta's fan ("2:<fan-out>") and
+     * seq.
      */
     void check(String after) {
         try (RedisConnection c = world.shared.raw().getConnection()) {
@@ -207,7 +208,14 @@ final class ColdMovers {
                     same(where + keys.coldMeta(s), Map.of(), meta);
                 } else {
                     same(where + keys.coldMeta(s) + " seq", Long.toString(shard.seq), meta.get("seq"));
-                    int fan = Integer.parseInt(meta.get("fan"));
+                    same(where + keys.coldMeta(s) + " fan recorded", shard.coldTier, meta.containsKey("fan"));
+                    same(
+                            where + keys.coldMeta(s) + " index rule",
+                            shard.coldTier ? "2" : "none",
+                            meta.containsKey("fan") ? meta.get("fan").split(":")[0] : "none");
+                }
+                if (shard.coldTier) {
+                    int fan = Integer.parseInt(meta.get("fan").split(":")[1]);
                     Set<byte[]> parts = c.keyCommands().keys(bytes(indexPattern(s)));
                     for (byte[] part : parts) {
                         String name = text(part);
@@ -217,12 +225,25 @@ final class ColdMovers {
                             index.put(text(m), text(at));
                         });
                     }
+                } else {
+                    same(
+                            where + "index parts without a cold tier",
+                            Set.of(),
+                            textSet(c.keyCommands().keys(bytes(indexPattern(s)))));
                 }
                 Map<String, String> expectedIndex = new TreeMap<>();
                 shard.cold.forEach((m, cold) -> expectedIndex.put(m, cold.pointer()));
                 same(where + "cold member index", expectedIndex, index);
             }
         }
+    }
+
+    private static Set<String> textSet(Set<byte[]> names) {
+        Set<String> out = new java.util.TreeSet<>();
+        if (names != null) {
+            names.forEach(n -> out.add(text(n)));
+        }
+        return out;
     }
 
     /** The names of every part of the shard's member index: {@code {K:i}:cold-ix:*}. */

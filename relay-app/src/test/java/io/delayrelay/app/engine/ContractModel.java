@@ -137,6 +137,11 @@ final class ContractModel {
         final Map<Long, Block> blocks = new TreeMap<>();
         /** The last block id ({@code cold-meta}'s seq), 0 before the first demotion (no cold-meta then). */
         long seq;
+        /**
+         * Whether {@code cold-meta} records a fan-out and the index rule: from a demotion that wrote a block until the
+         * promotion that deleted the shard's last block.
+         */
+        boolean coldTier;
 
         /** What a pop of the shard can hand out or take back (the cold tier is invisible to pop.lua). */
         boolean holdsDeliveries() {
@@ -777,6 +782,7 @@ final class ContractModel {
             return new long[] {0, 0};
         }
         shard.seq = id;
+        shard.coldTier = true;
         shard.blocks.put(id, new Block(earliest, List.copyOf(listed)));
         return new long[] {moved, id};
     }
@@ -822,6 +828,11 @@ final class ContractModel {
                 shard.payloads.put(e.member(), e.payload());
             }
             back++;
+        }
+        if (shard.blocks.isEmpty()) {
+            // the shard's last block: the fan-out and rule are cleared, the next demotion records them anew
+            shard.coldTier = false;
+            ContractWorld.covered("cold tiers emptied (cold-meta keeps only seq)");
         }
         return new int[] {back, skipped};
     }

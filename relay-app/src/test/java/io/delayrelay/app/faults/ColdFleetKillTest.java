@@ -189,7 +189,7 @@ class ColdFleetKillTest {
     private static final byte[] BOTH =
             """
             local out = {}
-            local fan = tonumber(redis.call('HGET', KEYS[3], 'fan') or '0')
+            local fan = tonumber(string.match(redis.call('HGET', KEYS[3], 'fan') or '0', '(%d+)$'))
             local prefix = string.sub(KEYS[3], 1, -10)
             for i = 0, fan - 1 do
               for _, m in ipairs(redis.call('HKEYS', prefix .. 'cold-ix:' .. i)) do

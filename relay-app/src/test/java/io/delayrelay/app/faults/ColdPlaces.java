@@ -130,7 +130,7 @@ final class ColdPlaces {
             local hot = redis.call('ZRANGE', KEYS[1], 0, -1)
             local flight = redis.call('ZRANGE', KEYS[2], 0, -1)
             local cold, orphans = {}, {}
-            local fan = tonumber(redis.call('HGET', KEYS[3], 'fan') or '0')
+            local fan = tonumber(string.match(redis.call('HGET', KEYS[3], 'fan') or '0', '(%d+)$'))
             local prefix = string.sub(KEYS[3], 1, -10)
             for i = 0, fan - 1 do
               local fields = redis.call('HGETALL', prefix .. 'cold-ix:' .. i)

@@ -9,6 +9,7 @@ import java.util.Map;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
+import io.delayrelay.api.ShardSelector;
 import io.delayrelay.api.internal.ByteRedisTemplates;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.ops.WebRelay.Answer;
@@ -216,6 +217,58 @@ class ColdVisibilityTest {
             assertThat(found.get(0).get("payload").asString()).isEqualTo("{\"n\":9}");
         });
         assertThat(producer.count(business)).isEqualTo(45);
+    }
+
+    /**
+     * Members over 32 bytes (a plain ZADD's JSON message) are indexed by digest: found by their exact value, never by
+     * a prefix (the search says partial), and the operator's cancel and deliver-now reach them.
+     */
+    @Test
+    void longColdMembersAreFoundExactlyAndReachedByTheOperatorsActions() {
+        String first = "{\"orderId\":9000001,\"action\":\"cancel-unpaid\",\"currency\":\"EUR\"}";
+        String second = "{\"orderId\":9000002,\"action\":\"cancel-unpaid\",\"currency\":\"EUR\"}";
+        producer.schedule(business, first, Instant.ofEpochMilli(now + 5 * HOUR));
+        producer.schedule(business, second, Instant.ofEpochMilli(now + 5 * HOUR + 1));
+        await().atMost(Duration.ofSeconds(20)).until(() -> cold() == 44);
+        BusinessSpec spec =
+                relay.context.getBean(RelayEngine.class).relays().get(business).spec();
+        ColdEntries cold = new ColdEntries(ByteRedisTemplates.create(kit.redisFactory()));
+
+        ShardMerge.Found<ColdEntries.Cold> exact = cold.search(spec, spec.shards(), first, 10, new ListingBudget());
+        assertThat(exact.items()).extracting(c -> c.entry().member()).containsExactly(first);
+        assertThat(exact.items().get(0).entry().dueAtMs()).isEqualTo(now + 5 * HOUR);
+        ShardMerge.Found<ColdEntries.Cold> byPrefix =
+                cold.search(spec, spec.shards(), "{\"orderId\":900000", 10, new ListingBudget());
+        assertThat(byPrefix.partial()).as("digests cannot match a prefix").isTrue();
+
+        Answer cancelled = relay.post(
+                "/actuator/relay/" + business + "/cancel",
+                TOKEN,
+                "{\"members\": \"" + first.replace("\"", "\\\"") + "\"}");
+        assertThat(cancelled.json().get("cancelled").asLong()).isEqualTo(1);
+        assertThat(cold()).isEqualTo(43);
+        assertThat(cold.search(spec, spec.shards(), first, 10, new ListingBudget())
+                        .items())
+                .isEmpty();
+
+        long before = kit.redisNowMs();
+        Answer due = relay.post(
+                "/actuator/relay/" + business + "/deliver-now",
+                TOKEN,
+                "{\"member\": \"" + second.replace("\"", "\\\"") + "\"}");
+        assertThat(due.json().get("dueNow").asLong()).isEqualTo(1);
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            Double score;
+            try (RedisConnection c = kit.redis()) {
+                score = c.zSetCommands()
+                        .zScore(
+                                bytes(spec.keys().shard(ShardSelector.shardOf(bytes(second), spec.shards()))),
+                                bytes(second));
+            }
+            assertThat(score).as("back hot, due now").isNotNull();
+            assertThat(score.longValue()).isBetween(before, kit.redisNowMs());
+        });
+        assertThat(producer.count(business)).isEqualTo(47 + 1);
     }
 
     private static byte[] bytes(String s) {

@@ -110,13 +110,15 @@ public class ColdStore {
     public record Demoted(int moved, long blockId) {}
 
     /**
-     * The fan-out of the shard's member index: the recorded one, or (before the first demotion) one for its size now:
+     * The fan-out of the shard's member index: the recorded one, or (before the tier starts) one for its size now:
      * a power of two near size / {@link #PER_PART}, between {@link #MIN_FAN} and {@link #MAX_FAN}.
      */
     public int fanOut(DelayQueueKeys keys, int shard) {
         Object recorded = redis.opsForHash().get(bytes(keys.coldMeta(shard)), bytes("fan"));
         if (recorded instanceof byte[] b) {
-            return Integer.parseInt(new String(b));
+            // "2:<fan-out>" (index rule 2), or "<fan-out>" for a tier started under rule 1
+            String text = new String(b, java.nio.charset.StandardCharsets.US_ASCII);
+            return Integer.parseInt(text.substring(text.indexOf(':') + 1));
         }
         Long size = redis.opsForZSet().zCard(bytes(keys.shard(shard)));
         long wanted = (size == null ? 0 : size) / PER_PART;
@@ -150,7 +152,8 @@ public class ColdStore {
      */
     public Demoted demote(DelayQueueKeys keys, int shard, List<ColdBlock.Entry> entries, int fan, int calls) {
         int left = calls;
-        byte[] block = ColdBlock.encode(entries);
+        List<ColdBlock.Entry> distinct = ColdSlice.distinctDigests(entries);
+        byte[] block = ColdBlock.encode(distinct);
         List<byte[]> keyList = keys(
                 keys.shard(shard),
                 keys.payloads(shard),
@@ -162,7 +165,7 @@ public class ColdStore {
         int fanNow = fan;
         long blockId = 0;
         int moved = 0;
-        List<ColdBlock.Entry> pending = entries;
+        List<ColdBlock.Entry> pending = distinct;
         int attempts = 0;
         while (!pending.isEmpty()) {
             ColdSlice grouped = ColdSlice.of(pending, fanNow);

@@ -124,8 +124,12 @@ class ColdTierModelTest {
         }
 
         void apply(Step s) {
-            String id = "id" + s.member();
-            String message = "msg" + s.member();
+            // odd members are over 32 bytes: indexed by digest, their cold changes are requests (docs/cold-tier.md)
+            boolean longer = s.member() % 2 == 1;
+            String id = longer ? "an-order-id-longer-than-32-bytes-" + s.member() : "id" + s.member();
+            String message = longer
+                    ? "{\"orderId\":" + s.member() + ",\"action\":\"cancel-unpaid\",\"sku\":\"SKU-1\"}"
+                    : "msg" + s.member();
             long due = base + s.halfHours() * HOUR / 2;
             switch (s.what()) {
                 case "scheduleById" -> {
@@ -204,6 +208,7 @@ class ColdTierModelTest {
                 byte[] fan = c.hashCommands().hGet(bytes(keys.coldMeta(0)), bytes("fan"));
                 Map<byte[], byte[]> blocks = c.hashCommands().hGetAll(bytes(keys.coldBlocks(0)));
                 long live = 0;
+                long dropped = 0;
                 for (Map.Entry<byte[], byte[]> block : blocks.entrySet()) {
                     String blockId = text(block.getKey());
                     assertThat(c.zSetCommands().zScore(bytes(keys.cold(0)), block.getKey()))
@@ -211,14 +216,31 @@ class ColdTierModelTest {
                             .isNotNull();
                     for (ColdBlock.Entry e : ColdBlock.decode(block.getValue())) {
                         String member = text(e.member());
-                        int part = part(member, Integer.parseInt(text(fan)));
-                        byte[] at = c.hashCommands().hGet(bytes(keys.coldIndex(0, part)), e.member());
+                        int part = part(
+                                member,
+                                Integer.parseInt(text(fan).substring(text(fan).indexOf(':') + 1)));
+                        boolean digested = ColdSlice.digested(e.member());
+                        byte[] field = digested ? ColdSlice.digest(e.member()) : e.member();
+                        byte[] at = c.hashCommands().hGet(bytes(keys.coldIndex(0, part)), field);
                         String[] pointer = at == null ? new String[] {""} : text(at).split(":");
                         if (!pointer[0].equals(blockId)) {
                             continue;
                         }
+                        byte[] moved = null;
+                        if (digested) {
+                            assertThat(pointer)
+                                    .as("after %s: a digest field holds a block id", after)
+                                    .hasSize(1);
+                            if (c.hashCommands().hGet(bytes(keys.coldDrop(0)), e.member()) != null) {
+                                dropped++;
+                                continue;
+                            }
+                            moved = c.hashCommands().hGet(bytes(keys.coldMoved(0)), e.member());
+                        }
                         live++;
-                        long due = pointer.length > 1 ? Long.parseLong(pointer[1]) : e.dueMs();
+                        long due = moved != null
+                                ? Long.parseLong(text(moved))
+                                : pointer.length > 1 ? Long.parseLong(pointer[1]) : e.dueMs();
                         assertThat(where.put(member, "cold " + blockId))
                                 .as("after %s: %s has one live copy", after, member)
                                 .isNull();
@@ -232,6 +254,18 @@ class ColdTierModelTest {
                 assertThat(store.count(keys, 0).entries())
                         .as("after %s: cold count", after)
                         .isEqualTo(live);
+                // every request names a member whose digest points at a block holding it: none is left behind
+                assertThat(c.hashCommands().hLen(bytes(keys.coldDrop(0))))
+                        .as("after %s: drop requests", after)
+                        .isEqualTo(dropped);
+                if (fan == null) {
+                    assertThat(blocks)
+                            .as("after %s: blocks without a fan-out", after)
+                            .isEmpty();
+                    assertThat(c.keyCommands().exists(bytes(keys.coldMoved(0))))
+                            .as("after %s: moved requests without a cold tier", after)
+                            .isFalse();
+                }
             }
             assertThat(describe(seen))
                     .as("after %s: hot + live cold entries", after)

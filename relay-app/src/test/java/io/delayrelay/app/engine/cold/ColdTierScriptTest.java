@@ -260,6 +260,104 @@ class ColdTierScriptTest {
         assertThat(store.count(keys, 0).entries()).isZero();
     }
 
+    /**
+     * Members over 32 bytes (a plain ZADD's JSON message, a long id) are indexed by a 9-byte digest, not by themselves:
+     * the relay's digest is the one the contract scripts compute, and cancel, reschedule and schedule again still act
+     * on exactly their member (requests the promotion applies after matching the whole member).
+     */
+    @Test
+    void longMembersAreIndexedByADigestAndEveryContractCallStillActsOnExactlyThem() {
+        long now = kit.redisNowMs();
+        Map<String, Long> dues = new TreeMap<>();
+        List<String> members = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            String member = "{\"orderId\":" + (100_000 + i) + ",\"userId\":" + (7_000 + i)
+                    + ",\"action\":\"cancel-unpaid\",\"currency\":\"EUR\"}";
+            members.add(member);
+            producer.schedule(business, bytes(member), Instant.ofEpochMilli(now + 3 * HOUR + i));
+            dues.put(member, now + 3 * HOUR + i);
+        }
+        String longId = "order-2026-11-29-0000000000000000000000000001";
+        producer.scheduleById(business, longId, bytes("by-id-v1"), Instant.ofEpochMilli(now + 4 * HOUR));
+        producer.scheduleById(business, "short-id", bytes("short-v1"), Instant.ofEpochMilli(now + 4 * HOUR));
+
+        assertThat(store.demote(keys, 0, store.pick(keys, 0, HOUR, 1_000).entries())
+                        .moved())
+                .isEqualTo(42);
+        assertThat(zset(keys.shard(0))).isEmpty();
+        assertThat(hashAll(keys.coldMeta(0))).containsEntry("fan", "2:64");
+        for (String member : members) {
+            byte[] digest = ColdSlice.digest(bytes(member));
+            assertThat(digest).hasSize(9).startsWith((byte) 0xFF);
+            int part = ColdSlice.part(bytes(member), 64);
+            assertThat(hget(keys.coldIndex(0, part), digest)).as(member).isEqualTo(bytes("1"));
+            assertThat(hget(keys.coldIndex(0, part), bytes(member))).isNull();
+        }
+        assertThat(hget(keys.coldIndex(0, ColdSlice.part(bytes("short-id"), 64)), bytes("short-id")))
+                .as("a short id is its own field")
+                .isEqualTo(bytes("1"));
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(42, 1));
+
+        // the Lua digest finds them: cancel, reschedule, schedule again, each on exactly its member
+        assertThat(producer.cancel(business, bytes(members.get(0)))).isTrue();
+        assertThat(producer.cancel(business, bytes(members.get(0)))).as("once").isFalse();
+        assertThat(producer.reschedule(business, bytes(members.get(0)), Instant.ofEpochMilli(now)))
+                .as("a cancelled cold entry is not rescheduled")
+                .isFalse();
+        long sooner = now + 20_000;
+        assertThat(producer.reschedule(business, bytes(members.get(1)), Instant.ofEpochMilli(sooner)))
+                .isTrue();
+        producer.schedule(business, bytes(members.get(2)), Instant.ofEpochMilli(now + 5 * HOUR));
+        assertThat(producer.cancelById(business, longId)).isTrue();
+        assertThat(producer.cancel(business, bytes(members.get(3) + " ")))
+                .as("another member")
+                .isFalse();
+        dues.remove(members.get(0));
+        dues.put(members.get(1), sooner);
+        dues.put(members.get(2), now + 5 * HOUR);
+        dues.put("short-id", now + 4 * HOUR);
+        assertThat(zset(keys.shard(0))).containsOnlyKeys(members.get(2));
+        assertThat(hashFields(keys.coldDrop(0)))
+                .as("drop requests: cancelled, scheduled again")
+                .containsExactlyInAnyOrder(members.get(0), members.get(2), longId);
+        assertThat(hashAll(keys.coldMoved(0))).isEqualTo(Map.of(members.get(1), Long.toString(sooner)));
+        assertThat(store.count(keys, 0).entries()).as("42 less three dropped").isEqualTo(39);
+
+        List<ColdStore.DueBlock> due = store.due(keys, 0, 30_000, 10);
+        assertThat(due).as("the block comes back for the rescheduled entry").hasSize(1);
+        assertThat(store.promote(keys, 0, due.get(0))).isEqualTo(new ColdStore.Promoted(39, 3, false));
+        assertThat(zset(keys.shard(0))).isEqualTo(dues);
+        assertThat(hget(keys.payloads(0), bytes("short-id"))).isEqualTo(bytes("short-v1"));
+        assertThat(hget(keys.payloads(0), bytes(longId))).isNull();
+        assertThat(hashFields(keys.coldDrop(0))).isEmpty();
+        assertThat(hashFields(keys.coldMoved(0))).isEmpty();
+        assertThat(hashAll(keys.coldMeta(0)))
+                .as("the shard's last block is back: the tier starts anew at its next demotion")
+                .isEqualTo(Map.of("seq", "1"));
+        assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(0, 0));
+    }
+
+    /** A digest already in the index (another cold member's, as a collision would be) keeps the entry hot. */
+    @Test
+    void aDigestAlreadyIndexedKeepsTheEntryHot() {
+        long now = kit.redisNowMs();
+        String taken = "{\"orderId\":1,\"note\":\"its digest is already in the index\"}";
+        String free = "{\"orderId\":2,\"note\":\"its digest is free, so it goes cold\"}";
+        producer.schedule(business, bytes(taken), Instant.ofEpochMilli(now + 3 * HOUR));
+        producer.schedule(business, bytes(free), Instant.ofEpochMilli(now + 3 * HOUR + 1));
+        byte[] digest = ColdSlice.digest(bytes(taken));
+        try (RedisConnection c = kit.redis()) {
+            c.hashCommands().hSet(bytes(keys.coldIndex(0, ColdSlice.part(bytes(taken), 64))), digest, bytes("77"));
+            c.hashCommands().hSet(bytes(keys.coldMeta(0)), bytes("fan"), bytes("2:64"));
+        }
+        assertThat(store.demote(keys, 0, store.pick(keys, 0, HOUR, 1_000).entries()))
+                .isEqualTo(new ColdStore.Demoted(1, 1));
+        assertThat(zset(keys.shard(0))).containsOnlyKeys(taken);
+        assertThat(hget(keys.coldIndex(0, ColdSlice.part(bytes(taken), 64)), digest))
+                .as("the other entry's field is left as it was")
+                .isEqualTo(bytes("77"));
+    }
+
     @Test
     void aMoveCutBetweenSlicesLosesNothingAndLeavesOneCopy() {
         ColdStore sliced = new ColdStore(ByteRedisTemplates.create(kit.redisFactory()), 10);
@@ -353,9 +451,24 @@ class ColdTierScriptTest {
     }
 
     private byte[] hget(String key, String field) {
+        return hget(key, bytes(field));
+    }
+
+    private byte[] hget(String key, byte[] field) {
         try (RedisConnection c = kit.redis()) {
-            return c.hashCommands().hGet(bytes(key), bytes(field));
+            return c.hashCommands().hGet(bytes(key), field);
         }
+    }
+
+    private Map<String, String> hashAll(String key) {
+        Map<String, String> out = new TreeMap<>();
+        try (RedisConnection c = kit.redis()) {
+            c.hashCommands()
+                    .hGetAll(bytes(key))
+                    .forEach((k, v) ->
+                            out.put(new String(k, StandardCharsets.UTF_8), new String(v, StandardCharsets.UTF_8)));
+        }
+        return out;
     }
 
     private static byte[] message(int i, String version) {
