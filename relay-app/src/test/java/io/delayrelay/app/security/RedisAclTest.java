@@ -192,12 +192,28 @@ class RedisAclTest {
                     producer.scheduleById(business, "cold-" + i, body, Instant.ofEpochMilli(now + 16_000 + i));
                     bodies.add(body);
                 }
+                // members over 32 bytes: indexed by digest, their cancel and reschedule are requests
+                // (docs/cold-tier.md)
+                List<String> longer = new ArrayList<>();
+                for (int i = 0; i < 4; i++) {
+                    String body = "{\"cold\":" + i + ",\"plain\":\"a message over thirty-two bytes\"}";
+                    producer.schedule(business, body, Instant.ofEpochMilli(now + 16_000 + i));
+                    longer.add(body);
+                }
                 DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
                 await().atMost(Duration.ofSeconds(5)).until(() -> zcard(producerRedis, keys.shard(0)) == 0);
+                byte[] cancelled = longer.get(0).getBytes(StandardCharsets.UTF_8);
+                assertThat(producer.cancel(business, cancelled)).isTrue();
+                assertThat(producer.reschedule(
+                                business,
+                                longer.get(1).getBytes(StandardCharsets.UTF_8),
+                                Instant.ofEpochMilli(now + 17_000)))
+                        .isTrue();
+                bodies.addAll(longer.subList(1, 4));
                 assertThat(admin("zcard", keys.cold(0)).trim())
                         .as("demoted into one block")
                         .isEqualTo("1");
-                assertThat(producer.count(business)).as("hot + cold").isEqualTo(20);
+                assertThat(producer.count(business)).as("hot + cold").isEqualTo(23);
                 Deliveries.expect(bodies).check(received, Duration.ofSeconds(30));
                 assertThat(admin("zcard", keys.cold(0)).trim()).as("promoted").isEqualTo("0");
             } finally {
