@@ -151,6 +151,14 @@ public final class Bench {
                 ColdTierBench cold = new ColdTierBench(infra, relayJar, logDir, coldEntries);
                 part(report, "cold", ColdTierBench.estimateSeconds(coldEntries), () -> {
                     report.coldMoves(cold.moves());
+                    // the plain-ZADD members' bytes: a failure of theirs is reported and the lag run still goes
+                    try {
+                        report.coldPlain(cold.plain());
+                    } catch (Exception e) {
+                        System.err.printf("[bench] == cold (plain-ZADD members): FAILED: %s%n", e);
+                        e.printStackTrace();
+                        report.error("cold (plain-ZADD members)", e);
+                    }
                     report.coldLag(cold.lag());
                 });
             }

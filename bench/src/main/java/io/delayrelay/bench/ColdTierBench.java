@@ -30,6 +30,7 @@ import com.rabbitmq.client.Envelope;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.api.ShardSelector;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -46,6 +47,11 @@ import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactor
  *       again without cold-after it brings every block back (docs/cold-tier.md); both read off its documented
  *       {@code delay.relay.cold.moves} counter, entries/s and the CPU Redis and this JVM spent per entry; cancel and
  *       reschedule of cold entries through relay-api (the contract scripts), p50/p99.
+ *   <li><b>Sizing of plain-ZADD members</b>: then the same n messages (the same generator and seed) scheduled the way
+ *       the design's main producer path does, {@code ZADD K:i due message} with the message as the member (no payload
+ *       hash entry; shard = relay-api's {@link ShardSelector} rule on the member's bytes), in a business of its own
+ *       once the by-id entries are deleted and freed; Redis bytes per entry hot and once the relay (cold-after 1 d)
+ *       has demoted them, measured as above.
  *   <li><b>Lag of promoted entries</b>: the relay's exec jar (its own JVM) with {@code cold-after: 20s}; entries
  *       written {@link #LAG_AHEAD_MS} ahead, due evenly at {@link #LAG_RATE}/s for {@link #LAG_SECONDS} s, so the
  *       mover demotes them, then brings them back a lead (10 s) before they are due; a consumer reads each one;
@@ -102,6 +108,23 @@ final class ColdTierBench {
             int ops,
             String loadAverage) {}
 
+    /**
+     * Sizing of n plain-ZADD members (the message is the member, no payload hash entry): byte figures per entry, the
+     * relay's demotion of them as in {@link Moves}.
+     */
+    record Plain(
+            int n,
+            double messageBytes,
+            long loadMs,
+            double hotBytes,
+            double coldBytes,
+            long live,
+            long blocks,
+            long demoted,
+            long demoteMs,
+            double demoteRate,
+            String loadAverage) {}
+
     /** The lag run: entries, the most seen cold at once, arrivals; lag {p50, p99, max} ms. */
     record Lag(int n, long coldPeak, int received, int duplicates, long early, long[] lagMs, String loadAverage) {}
 
@@ -120,9 +143,12 @@ final class ColdTierBench {
         this.entries = entries;
     }
 
-    /** Rough duration: loading (~50k/s), the moves (~10k/s each way on a busy box), the lag run (~2 min). */
+    /**
+     * Rough duration: loading (~50k/s), the moves (~10k/s each way on a busy box), the plain-ZADD members' loading and
+     * demotion (~20k/s, and a relay's start), the lag run (~2 min).
+     */
     static double estimateSeconds(int entries) {
-        return entries / 50_000.0 + 2 * entries / 10_000.0 + 150;
+        return entries / 50_000.0 + 2 * entries / 10_000.0 + 150 + entries / 50_000.0 + entries / 20_000.0 + 20;
     }
 
     Moves moves() throws Exception {
@@ -138,7 +164,7 @@ final class ColdTierBench {
             long base = infra.stats().usedMemory();
             Scenarios.log("cold: loading %,d entries by id due in 7-30 days", entries);
             long t0 = System.nanoTime();
-            long messageBytes = load(keys);
+            long messageBytes = load(keys, true);
             long loadMs = (System.nanoTime() - t0) / 1_000_000;
             double hot = (infra.stats().usedMemory() - base) / (double) entries;
             Scenarios.log("  loaded in %,d ms; hot %.1f B/entry", loadMs, hot);
@@ -241,6 +267,84 @@ final class ColdTierBench {
             infra.deleteRunKeys();
             factory.destroy();
         }
+    }
+
+    /**
+     * Sizing of plain-ZADD members, after {@link #moves()} (whose keys are deleted by then): the same n JSON orders
+     * as members of {@code K:i} in a business of its own, no payload hash entry; Redis bytes per entry hot (after
+     * loading) and cold (once the relay, started with cold-after 1 d as for the by-id entries, has demoted them).
+     */
+    Plain plain() throws Exception {
+        String business = infra.name("cold-plain");
+        String[] xq = infra.exchangeAndQueue("cold-plain");
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        LettuceConnectionFactory factory = new LettuceConnectionFactory(
+                new RedisStandaloneConfiguration(infra.config.redisHost(), infra.config.redisPort()));
+        factory.afterPropertiesSet();
+        factory.start();
+        try {
+            RedisDelayedMessageProducer producer = RedisDelayedMessageProducer.withDefaultKeys(factory);
+            // the by-id entries were UNLINKed: their memory is freed by Redis's background thread, not yet maybe
+            awaitLazyFree();
+            long base = infra.stats().usedMemory();
+            Scenarios.log("cold: loading %,d plain-ZADD members (the same JSON orders) due in 7-30 days", entries);
+            long t0 = System.nanoTime();
+            long messageBytes = load(keys, false);
+            long loadMs = (System.nanoTime() - t0) / 1_000_000;
+            double hot = (infra.stats().usedMemory() - base) / (double) entries;
+            Scenarios.log("  loaded in %,d ms; hot %.1f B/entry", loadMs, hot);
+
+            Moved demote;
+            try (ConfigurableApplicationContext relay = startInProcess(business, xq[0], MOVES_COLD_AFTER)) {
+                demote = awaitMoves(relay, business, entries, "demoted");
+            }
+            double cold = (infra.stats().usedMemory() - base) / (double) entries;
+            ColdCount.Count counted = ColdCount.of(producer, factory, business, SHARDS, true);
+            Scenarios.log(
+                    "  plain-ZADD members: demoted %,d in %,d ms: %,.0f/s (Redis %.1f µs, JVM %.1f µs CPU an entry;"
+                            + " %s); cold %.1f B/entry, %,d live in %,d blocks",
+                    demote.total(),
+                    demote.step().wallMs,
+                    demote.rate(),
+                    demote.redisUs(),
+                    demote.jvmUs(),
+                    demote.step().ping(),
+                    cold,
+                    counted.entries(),
+                    counted.blocks());
+            return new Plain(
+                    entries,
+                    messageBytes / (double) entries,
+                    loadMs,
+                    hot,
+                    cold,
+                    counted.entries(),
+                    counted.blocks(),
+                    demote.total(),
+                    demote.step().wallMs,
+                    demote.rate(),
+                    Storm.loadAverage());
+        } finally {
+            infra.deleteRunKeys();
+            factory.destroy();
+        }
+    }
+
+    /** Waits (up to 60 s) until Redis has freed what UNLINK left to its background thread: used_memory is a base. */
+    private void awaitLazyFree() throws InterruptedException {
+        long until = System.currentTimeMillis() + 60_000;
+        while (lazyFreePending() > 0 && System.currentTimeMillis() < until) {
+            Thread.sleep(50);
+        }
+    }
+
+    private long lazyFreePending() {
+        for (String line : infra.redis().info("memory").split("\r?\n")) {
+            if (line.startsWith("lazyfree_pending_objects:")) {
+                return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+            }
+        }
+        return 0;
     }
 
     /**
@@ -622,10 +726,11 @@ final class ColdTierBench {
     }
 
     /**
-     * Loads the entries by id through {@code redis-cli --pipe} (ZADD K:i + HSET {K:i}:payloads, as schedule.lua
-     * leaves them); returns the total message bytes.
+     * Loads the entries through {@code redis-cli --pipe}: by id (ZADD K:i + HSET {K:i}:payloads, as schedule.lua leaves
+     * them), or else as plain-ZADD members (ZADD K:i due message, the shard chosen by relay-api's rule on the message's
+     * bytes, as its producers choose it); the same messages either way. Returns the total message bytes.
      */
-    private long load(DelayQueueKeys keys) throws Exception {
+    private long load(DelayQueueKeys keys, boolean byId) throws Exception {
         Random r = new Random(27);
         long now = System.currentTimeMillis();
         long total = 0;
@@ -640,19 +745,17 @@ final class ColdTierBench {
                 .start();
         try (OutputStream out = new BufferedOutputStream(p.getOutputStream(), 1 << 20)) {
             for (int i = 0; i < entries; i++) {
-                String id = id(i);
                 long due = now + 7L * 86_400_000 + (long) (r.nextDouble() * 23L * 86_400_000);
-                String message = "{\"orderId\":" + (100_000_000L + i * 811L)
-                        + ",\"userId\":" + (1_000_000 + r.nextInt(9_000_000))
-                        + ",\"action\":\"" + ACTIONS[r.nextInt(ACTIONS.length)]
-                        + "\",\"amount\":" + r.nextInt(2000) + "." + (10 + r.nextInt(90))
-                        + ",\"currency\":\"" + CURRENCIES[r.nextInt(CURRENCIES.length)]
-                        + "\",\"sku\":\"SKU-" + (10_000 + r.nextInt(90_000)) + "\"}";
-                byte[] m = message.getBytes(StandardCharsets.UTF_8);
+                byte[] m = order(i, r);
                 total += m.length;
-                int shard = shardOf(id);
-                command(out, "ZADD", keys.shard(shard), Long.toString(due), id);
-                command(out, "HSET", keys.payloads(shard), id, m);
+                if (byId) {
+                    String id = id(i);
+                    int shard = shardOf(id);
+                    command(out, "ZADD", keys.shard(shard), Long.toString(due), id);
+                    command(out, "HSET", keys.payloads(shard), id, m);
+                } else {
+                    command(out, "ZADD", keys.shard(ShardSelector.shardOf(m, SHARDS)), Long.toString(due), m);
+                }
             }
         }
         String reply = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -661,6 +764,17 @@ final class ColdTierBench {
             throw new IllegalStateException("loading the cold entries failed: " + reply);
         }
         return total;
+    }
+
+    /** A realistic ~110 B JSON order message: order i's id, the rest drawn from {@code r}. */
+    private static byte[] order(int i, Random r) {
+        String message = "{\"orderId\":" + (100_000_000L + i * 811L)
+                + ",\"userId\":" + (1_000_000 + r.nextInt(9_000_000))
+                + ",\"action\":\"" + ACTIONS[r.nextInt(ACTIONS.length)]
+                + "\",\"amount\":" + r.nextInt(2000) + "." + (10 + r.nextInt(90))
+                + ",\"currency\":\"" + CURRENCIES[r.nextInt(CURRENCIES.length)]
+                + "\",\"sku\":\"SKU-" + (10_000 + r.nextInt(90_000)) + "\"}";
+        return message.getBytes(StandardCharsets.UTF_8);
     }
 
     private static int shardOf(String id) {
@@ -686,8 +800,8 @@ final class ColdTierBench {
     }
 
     /** Renders the cold section of the report (nothing when the scenario did not run). */
-    static void render(StringBuilder b, Moves m, Lag lag) {
-        if (m == null && lag == null) {
+    static void render(StringBuilder b, Moves m, Plain plain, Lag lag) {
+        if (m == null && plain == null && lag == null) {
             return;
         }
         b.append("## 7. Cold tier (issue 27)\n\n");
@@ -706,6 +820,9 @@ final class ColdTierBench {
                     m.loadMs(),
                     m.ops(),
                     m.loadAverage()));
+            if (plain != null) {
+                b.append(plainMethod(plain));
+            }
             b.append("| figure | measured | target |\n|---|---:|---:|\n");
             row(b, "Redis bytes per entry, hot (zset + payload hash)", fmt("%.1f", m.hotBytes()), "");
             row(
@@ -714,6 +831,9 @@ final class ColdTierBench {
                             Locale.ROOT, "Redis bytes per entry, cold (%,d live in %,d blocks)", m.live(), m.blocks()),
                     fmt("**%.1f**", m.coldBytes()),
                     "≤ 60");
+            if (plain != null) {
+                plainRow(b, plain);
+            }
             row(b, "demotion, entries/s", fmt("**%,.0f**", m.demoteRate()), "≥ 50,000");
             row(
                     b,
@@ -736,6 +856,11 @@ final class ColdTierBench {
                     "reschedule of a cold entry, p50 / p99 ms",
                     fmt("%.2f / **%.2f**", m.rescheduleMs()[0], m.rescheduleMs()[1]),
                     "p99 ≤ 5");
+            b.append('\n');
+        } else if (plain != null) {
+            b.append(plainMethod(plain));
+            b.append("| figure | measured | target |\n|---|---:|---:|\n");
+            plainRow(b, plain);
             b.append('\n');
         }
         if (lag != null) {
@@ -764,6 +889,37 @@ final class ColdTierBench {
                     lag.lagMs()[2],
                     lag.early()));
         }
+    }
+
+    /** The plain-ZADD members' paragraph: what was loaded and how the relay demoted it. */
+    private static String plainMethod(Plain p) {
+        return String.format(
+                Locale.ROOT,
+                "Plain-ZADD members: then the same %,d JSON orders (mean %.1f B) scheduled as the design's main producer"
+                        + " path does, ZADD K:i due message with the message as the member (no payload hash entry, shard"
+                        + " = CRC32 of the member's bytes mod %d as relay-api's ShardSelector), in a business of its own"
+                        + " once the by-id entries were deleted and freed; loaded in %,d ms; demoted by the relay started"
+                        + " the same way (cold-after 1 d): %,d in %,d ms (%,.0f/s), %,d live in %,d blocks. Bytes per"
+                        + " entry as for the by-id entries: used_memory after loading and after the demotion, less"
+                        + " before loading. Load average after: %s.%n%n",
+                p.n(),
+                p.messageBytes(),
+                SHARDS,
+                p.loadMs(),
+                p.demoted(),
+                p.demoteMs(),
+                p.demoteRate(),
+                p.live(),
+                p.blocks(),
+                p.loadAverage());
+    }
+
+    private static void plainRow(StringBuilder b, Plain p) {
+        row(
+                b,
+                "Redis bytes per entry, hot / cold, plain-ZADD member (~110 B JSON)",
+                fmt("%.1f / **%.1f**", p.hotBytes(), p.coldBytes()),
+                "≤ 60 cold");
     }
 
     private static void row(StringBuilder b, String figure, String measured, String target) {

@@ -39,6 +39,7 @@ final class Report {
     private List<Storm.Result> storm = List.of();
     private List<Scenarios.Drain> stormPerfTests = List.of();
     private ColdTierBench.Moves coldMoves;
+    private ColdTierBench.Plain coldPlain;
     private ColdTierBench.Lag coldLag;
     private IntakeBench.Result intake;
     private ScheduleBench.Result schedules;
@@ -211,6 +212,10 @@ final class Report {
         coldMoves = moves;
     }
 
+    void coldPlain(ColdTierBench.Plain plain) {
+        coldPlain = plain;
+    }
+
     void coldLag(ColdTierBench.Lag lag) {
         coldLag = lag;
     }
@@ -285,6 +290,14 @@ final class Report {
         if (coldMoves != null) {
             ColdTierBench.Moves m = coldMoves;
             target("cold tier: Redis bytes per cold entry", f1(m.coldBytes()), "<= 60", m.coldBytes() <= 60);
+            if (coldPlain != null) {
+                ColdTierBench.Plain p = coldPlain;
+                target(
+                        "cold tier: Redis bytes per cold entry, plain-ZADD member (~110 B JSON)",
+                        f1(p.coldBytes()),
+                        "<= 60",
+                        p.coldBytes() <= 60);
+            }
             target(
                     "cold tier: demotion, entries/s",
                     String.format(Locale.ROOT, "%,.0f", m.demoteRate()),
@@ -359,7 +372,7 @@ final class Report {
         renderBacklog(b);
         renderShape(b);
         Storm.render(b, storm, stormPerfTests);
-        ColdTierBench.render(b, coldMoves, coldLag);
+        ColdTierBench.render(b, coldMoves, coldPlain, coldLag);
         coldTargets();
         IntakeBench.render(b, intake);
         intakeTargets();
