@@ -30,9 +30,11 @@ Runs in one go, on the local Redis and RabbitMQ:
               after. About 7 minutes.
   7. cold     the cold tier (docs/cold-tier.md): 1,000,000 entries by id due in 7-30 days (--cold-entries N to
               change): Redis bytes per entry hot and once demoted, demotion and promotion entries/s with the CPU
-              Redis and the relay spend per entry, cancel/reschedule p99 of cold entries; then the relay's exec jar
-              with cold-after 20s and 60,000 entries falling due at 2,000/s for 30 s after a round trip through the
-              cold tier: lag p50/p99/max and early. Only with --only cold or --full. About 5 minutes at 1 M.
+              Redis and the relay spend per entry, cancel/reschedule p99 of cold entries; then as many plain-ZADD
+              members (the ~110 B JSON message is the member): Redis bytes per entry hot and once demoted; then the
+              relay's exec jar with cold-after 20s and 60,000 entries falling due at 2,000/s for 30 s after a round
+              trip through the cold tier: lag p50/p99/max and early. Only with --only cold or --full. About 6 minutes
+              at 1 M.
   8. intake   the AMQP intake (docs/amqp-intake.md) through the exec jar: 50,000 messages of 100 B with x-delay 0
               published with confirms and consumed from deliver-to, against PerfTest publishing and consuming the
               same; lag p50/p99/max at 1,000 msg/s (x-delay 1-5 s) for 30 s; Redis bytes per waiting entry (100 B,
