@@ -31,7 +31,8 @@
 --   ARGV[5] flags: one byte per entry, '1' it has a payload, '0' none (scheduled by message)
 --   ARGV[6 .. 5+n] members, grouped by part as ARGV[4] says; ARGV[6+n .. 5+2n] their due ms (as cold-pick.lua
 --   listed them); ARGV[6+2n .. 5+3n] their payloads ('' when none); ARGV[6+3n .. 5+4n] their digest fields ('' for
---   a member of 32 bytes or less not starting with 0xFF; used under rule 2 only); n = #ARGV[5]
+--   a member of 32 bytes or less not starting with 0xFF; used under rule 2 only), absent when no member of the slice
+--   has one (the common case of ids: the script then does what it did before rule 2); n = #ARGV[5]
 -- Returns {entries moved, block id (0 when none moved)}, or {-1, recorded fan} when ARGV[1] is not the recorded
 -- fan-out (the relay computes the parts again).
 -- Clock: none.
@@ -60,9 +61,11 @@ end
 local m0, d0, p0, f0 = 5, 5 + n, 5 + 2 * n, 5 + 3 * n
 -- the index rule of this shard: 2 when recorded, or for a tier that starts now
 local rule2 = rule == '2' or not meta[1]
+-- whether any entry of the slice has a digest field to use
+local digests = rule2 and #ARGV > f0
 -- each entry's index field
 local function field(j)
-  local f = rule2 and ARGV[f0 + j] or ''
+  local f = digests and ARGV[f0 + j] or ''
   return f ~= '' and f or ARGV[m0 + j]
 end
 -- one command for ARGV[from..to], in slices that stay within Lua's stack
@@ -120,12 +123,12 @@ for q = 1, #ARGV[4], 4 do
   touched[#touched + 1] = prefix .. (a * 256 + b)
 end
 local requests = false
-if rule2 then
+if digests then
   touched[#touched + 1] = string.sub(KEYS[7], 1, -10) .. 'cold-drop'
   touched[#touched + 1] = string.sub(KEYS[7], 1, -10) .. 'cold-moved'
 end
 many('EXISTS', KEYS[1], touched)
-if rule2 then
+if digests then
   requests = redis.call('EXISTS', touched[#touched - 1], touched[#touched]) > 0
   -- a digest field stands for one cold member: one already in the index, or twice in this slice, keeps the entry hot
   local seen, j = {}, 1

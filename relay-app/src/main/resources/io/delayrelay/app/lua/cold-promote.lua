@@ -25,7 +25,7 @@
 --   ARGV[7] flags: one byte per entry, '1' it has a payload, '0' none
 --   ARGV[8 .. 7+n] members of the block (the relay decoded it), grouped by part as ARGV[6] says; ARGV[8+n .. 7+2n]
 --   their due ms; ARGV[8+2n .. 7+3n] their payloads ('' when none); ARGV[8+3n .. 7+4n] their digest fields ('' for
---   a member indexed by itself; used under rule 2 only); n = #ARGV[7]
+--   a member indexed by itself; used under rule 2 only), absent when no member of the slice has one; n = #ARGV[7]
 -- Returns {entries brought back, entries skipped}, {-1, 0} when the block was gone, or {-2, recorded fan} when
 -- ARGV[4] is not the recorded fan-out (the relay computes the parts again).
 -- Clock: none.
@@ -48,11 +48,12 @@ local rule2 = rule == '2'
 local flags, parts = ARGV[7], ARGV[6]
 local n = #flags
 local m0, d0, p0, f0 = 7, 7 + n, 7 + 2 * n, 7 + 3 * n
--- each entry's index field, and whether it is a digest
+-- whether any entry of the slice has a digest field to use
+local digests = rule2 and #ARGV > f0
+-- each entry's index field
 local function field(k)
-  local f = rule2 and ARGV[f0 + k] or ''
-  if f ~= '' then return f, true end
-  return ARGV[m0 + k], false
+  local f = digests and ARGV[f0 + k] or ''
+  return f ~= '' and f or ARGV[m0 + k]
 end
 local byte, one = string.byte, 49 -- '1'
 local prefix = string.sub(KEYS[5], 1, -10) .. 'cold-ix:'
@@ -85,7 +86,7 @@ for q = 1, #parts, 4 do
   touched[#touched + 1] = prefix .. (a * 256 + b)
 end
 local dropKey, movedKey = string.sub(KEYS[5], 1, -10) .. 'cold-drop', string.sub(KEYS[5], 1, -10) .. 'cold-moved'
-if rule2 then
+if digests then
   touched[#touched + 1] = dropKey
   touched[#touched + 1] = movedKey
 end
@@ -97,9 +98,14 @@ for q = 1, #parts, 4 do
   local a, b, c, d = byte(parts, q, q + 3)
   local last = j + c * 256 + d - 1
   local key = prefix .. (a * 256 + b)
-  local fields = {}
-  for k = j, last do fields[#fields + 1] = (field(k)) end
-  local reply = hmget(key, fields, false)
+  local reply
+  if digests then
+    local fields = {}
+    for k = j, last do fields[#fields + 1] = field(k) end
+    reply = hmget(key, fields, false)
+  else
+    reply = range('HMGET', key, m0 + j, m0 + last)
+  end
   for k = j, last do at[k] = reply[k - j + 1] end
   keyOf[#keyOf + 1] = key
   lastOf[#lastOf + 1] = last
@@ -108,7 +114,7 @@ end
 local hot = n > 0 and range('ZMSCORE', KEYS[1], m0 + 1, m0 + n) or {}
 -- the requests of the live entries indexed by digest (rule 2), keyed by the whole member
 local asked, askedAt, dropped, movedTo = {}, {}, {}, {}
-if rule2 and redis.call('EXISTS', dropKey, movedKey) > 0 then
+if digests and redis.call('EXISTS', dropKey, movedKey) > 0 then
   for k = 1, n do
     if at[k] and ARGV[f0 + k] ~= '' and string.match(at[k], '^(%d+)') == id then
       asked[#asked + 1] = ARGV[m0 + k]
@@ -164,7 +170,7 @@ j = 1
 for q, key in ipairs(keyOf) do
   local last, fields = lastOf[q], {}
   for k = j, last do
-    if live[k] then fields[#fields + 1] = (field(k)) end
+    if live[k] then fields[#fields + 1] = field(k) end
   end
   if #fields > 0 then many('HDEL', key, fields) end
   j = last + 1

@@ -134,11 +134,15 @@ final class ColdSlice {
     /**
      * The script's ARGV: {@code head}, then the parts (4 bytes each: part, members in it; big-endian), the flags
      * ('1' has a payload, '0' none), the members, their due times, their payloads ('' when none) and their digest
-     * fields ('' when the member is its own field).
+     * fields ('' when the member is its own field), these only when a member of the slice has one.
      */
     Object[] args(byte[][] head) {
         int n = size();
-        Object[] args = new Object[head.length + 2 + 4 * n];
+        boolean anyDigest = false;
+        for (byte[] d : digests) {
+            anyDigest |= d.length > 0;
+        }
+        Object[] args = new Object[head.length + 2 + (anyDigest ? 4 : 3) * n];
         System.arraycopy(head, 0, args, 0, head.length);
         byte[] flags = new byte[n];
         byte[] runs = new byte[4 * n];
@@ -158,7 +162,9 @@ final class ColdSlice {
             args[base + i] = e.member();
             args[base + n + i] = Long.toString(e.dueMs()).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
             args[base + 2 * n + i] = e.payload() == null ? NONE : e.payload();
-            args[base + 3 * n + i] = digests[i];
+            if (anyDigest) {
+                args[base + 3 * n + i] = digests[i];
+            }
         }
         args[head.length] = Arrays.copyOf(runs, r);
         args[head.length + 1] = flags;
