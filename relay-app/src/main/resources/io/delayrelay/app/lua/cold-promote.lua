@@ -191,11 +191,13 @@ if ARGV[5] == '1' then
     if rule2 then
       -- requests a collision left (normally none: each is deleted with its entry's index field); HDEL, as the
       -- relay's minimal ACL has no DEL
-      for _, key in ipairs({dropKey, movedKey}) do
-        local kv, fields = redis.call('HGETALL', key), {}
+      local function names(kv)
+        local fields = {}
         for i = 1, #kv, 2 do fields[#fields + 1] = kv[i] end
-        if #fields > 0 then many('HDEL', key, fields) end
+        return fields
       end
+      many('HDEL', dropKey, names(redis.call('HGETALL', dropKey)))
+      many('HDEL', movedKey, names(redis.call('HGETALL', movedKey)))
     end
   end
 end
