@@ -11,8 +11,11 @@ import io.delayrelay.app.engine.PublishOutcome;
 import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
+import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.TcpProxy;
+import io.delayrelay.app.support.TestServices;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
@@ -33,10 +36,14 @@ class NacksAndConfirmTimeoutsTest {
 
     private final RelayTestKit kit = new RelayTestKit();
     private String boundedQueue;
+    private TcpProxy proxy;
 
     @AfterEach
     void cleanUp() throws Exception {
         try {
+            if (proxy != null) {
+                proxy.close();
+            }
             if (boundedQueue != null) {
                 kit.channel().queueDelete(boundedQueue);
             }
@@ -99,24 +106,42 @@ class NacksAndConfirmTimeoutsTest {
         String business = kit.business("timeouts");
         String exchange = kit.exchange("timeouts");
         Inbox received = new Inbox(kit.consume(kit.queue(exchange, "due")));
-        kit.startRelay(RelayTestKit.business(
-                kit.baseProperties(),
-                business,
-                exchange,
-                "due",
-                "threads",
-                2,
-                "batch-size",
-                100,
-                "publish-timeout",
-                "2ms",
-                "retry-delay",
-                "50ms",
-                "retry-delay-max",
-                "200ms",
-                "max-attempts",
-                1000));
-        List<String> sent = schedule(business, "timeout-");
+        // The relay reaches the broker through a proxy: a quiet broker confirms within 2 ms, so without a pause of
+        // the link the test would depend on the machine's load to see a timeout at all.
+        TestServices.Endpoint rabbit = TestServices.rabbit();
+        int port = FreePort.next();
+        proxy = new TcpProxy(port, rabbit.host(), rabbit.port());
+        Map<String, Object> properties = kit.baseProperties();
+        properties.put("spring.rabbitmq.host", "127.0.0.1");
+        properties.put("spring.rabbitmq.port", port);
+        MeterRegistry registry = kit.startRelay(RelayTestKit.business(
+                        properties,
+                        business,
+                        exchange,
+                        "due",
+                        "threads",
+                        2,
+                        "batch-size",
+                        100,
+                        "publish-timeout",
+                        "2ms",
+                        "retry-delay",
+                        "50ms",
+                        "retry-delay-max",
+                        "200ms",
+                        "max-attempts",
+                        1000))
+                .getBean(MeterRegistry.class);
+        // a first message opens the relay's connection and channel through the proxy (the relay connects lazily)
+        List<String> sent = new ArrayList<>(schedule(business, "warm-", 1));
+        await("the first message relayed").atMost(Duration.ofSeconds(30)).until(() -> relayed(registry, business) == 1);
+        proxy.freeze();
+        sent.addAll(schedule(business, "timeout-"));
+        // the first batches are published into the frozen link: their confirms cannot come, they time out
+        await("a confirm timeout counted")
+                .atMost(Duration.ofSeconds(30))
+                .until(() -> failures(registry, business, PublishOutcome.Cause.CONFIRM_TIMEOUT) > 0);
+        proxy.thaw();
 
         // A confirm timeout cannot tell a lost publish from a slow confirm: the retry may be a second copy. Each
         // extra copy is a later attempt: the rule is per body (no attempt of a message delivered twice, so its copies
@@ -144,17 +169,32 @@ class NacksAndConfirmTimeoutsTest {
     }
 
     private static double nacks(MeterRegistry registry, String business) {
+        return failures(registry, business, PublishOutcome.Cause.NACK);
+    }
+
+    private static double relayed(MeterRegistry registry, String business) {
+        Counter c = registry.find(RelayMeterNames.RELAYED)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .counter();
+        return c == null ? 0.0 : c.count();
+    }
+
+    private static double failures(MeterRegistry registry, String business, PublishOutcome.Cause cause) {
         Counter c = registry.find(RelayMeterNames.PUBLISH_FAILURES)
                 .tag(RelayMeterNames.TAG_BUSINESS, business)
-                .tag(RelayMeterNames.TAG_CAUSE, PublishOutcome.Cause.NACK.tag())
+                .tag(RelayMeterNames.TAG_CAUSE, cause.tag())
                 .counter();
         return c == null ? 0.0 : c.count();
     }
 
     private List<String> schedule(String business, String prefix) {
+        return schedule(business, prefix, MESSAGES);
+    }
+
+    private List<String> schedule(String business, String prefix, int count) {
         RedisDelayedMessageProducer producer = kit.producer();
-        List<String> sent = new ArrayList<>(MESSAGES);
-        for (int i = 0; i < MESSAGES; i++) {
+        List<String> sent = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
             String body = prefix + i;
             producer.scheduleAfter(business, body, Duration.ZERO);
             sent.add(body);

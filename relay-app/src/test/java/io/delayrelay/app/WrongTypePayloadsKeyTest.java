@@ -1,4 +1,4 @@
-package io.delayrelay.app.faults;
+package io.delayrelay.app;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
