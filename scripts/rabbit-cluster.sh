@@ -24,7 +24,8 @@ Environment:
   RABBIT_CLUSTER_NODE_PREFIX  node name prefix instead of "rc" (e.g. a test's unique prefix: node names are
                         host-wide in epmd, so two clusters at once need different ones)
   RABBIT_CLUSTER_DIR    working directory (default ${TMPDIR:-/tmp}/delay-relay-rabbit-cluster)
-  RABBIT_CLUSTER_ERL_ARGS  extra Erlang VM flags (default "+S 1:1 +A 4": one scheduler, small nodes)
+  RABBIT_CLUSTER_ERL_ARGS  extra Erlang VM flags (default "+S 1:1 +A 4 +sbwt none +sbwtdcpu none +sbwtdio none": one
+                        scheduler that sleeps when idle instead of spinning, small nodes)
   RABBIT_CLUSTER_LOGS_TO   'down' first copies each node's logs to this directory (the fault test sets it)
 
 The relay then needs only configuration:
@@ -35,7 +36,7 @@ USAGE
 PORTS=${RABBIT_CLUSTER_PORTS:-"5681 5682 5683"}
 PREFIX=${RABBIT_CLUSTER_NODE_PREFIX:-rc}
 DIR=${RABBIT_CLUSTER_DIR:-${TMPDIR:-/tmp}/delay-relay-rabbit-cluster}
-ERL_ARGS=${RABBIT_CLUSTER_ERL_ARGS:-"+S 1:1 +A 4"}
+ERL_ARGS=${RABBIT_CLUSTER_ERL_ARGS:-"+S 1:1 +A 4 +sbwt none +sbwtdcpu none +sbwtdio none"}
 HOST=127.0.0.1
 
 # Debian's /usr/sbin/rabbitmq-server is a wrapper that switches to the rabbitmq user and its HOME (and so to the

@@ -50,8 +50,11 @@ class AmqpIntakeIT {
     private static final int AT_ONCE = 20;
     /** x-delay of the Java publisher: 4-5 s, so the kill and the hand-over happen before any is due. */
     private static final long JAVA_DELAY = 4_000;
-    /** x-delay of the first {@link #CANCELLED} Java messages: long enough to cancel them on a loaded machine. */
-    private static final long CANCELLED_DELAY = 10_000;
+    /**
+     * x-delay of the first {@link #CANCELLED} Java messages: long enough to cancel them on a loaded machine (the
+     * publishers, the kill and the take-over took over 10 s with the test pool's other forks busy).
+     */
+    private static final long CANCELLED_DELAY = 20_000;
 
     private final RelayTestKit kit = new RelayTestKit();
     private final List<RelayProcess> processes = new ArrayList<>();

@@ -69,7 +69,7 @@ class ExecJarIT {
     void nacosProfileWithoutItsServerFailsWithOneLineNamingServerAndDataId() throws Exception {
         String dataId = "exec-jar-it-" + ProcessHandle.current().pid() + ".yaml";
         String nowhere = "127.0.0.1:" + FreePort.next();
-        try (RelayProcess relay = RelayProcess.start(
+        try (RelayProcess relay = RelayProcess.startJar(
                 "nacos-no-server",
                 Map.of("spring.profiles.active", "nacos", "NACOS_ADDR", nowhere, "NACOS_DATA_ID", dataId),
                 false,

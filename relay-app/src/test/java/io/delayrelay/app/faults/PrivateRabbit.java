@@ -87,7 +87,10 @@ final class PrivateRabbit implements AutoCloseable {
         Map<String, String> env = builder.environment();
         env.putAll(environment(node, port, dir));
         env.put("RABBITMQ_DIST_PORT", Integer.toString(distPort));
-        env.put("RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "+S 1:1 +A 4 -kernel inet_dist_use_interface {127,0,0,1}");
+        // one scheduler that sleeps when idle instead of spinning: the test machine has two cores for many processes
+        env.put(
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+                "+S 1:1 +A 4 +sbwt none +sbwtdcpu none +sbwtdio none -kernel inet_dist_use_interface {127,0,0,1}");
         PrivateRabbit rabbit = new PrivateRabbit(name, port, dir, bin, builder.start());
         try {
             rabbit.awaitUp();
