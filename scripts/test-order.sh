@@ -22,9 +22,11 @@ import sys, xml.etree.ElementTree as ET
 target, reports = sys.argv[1], sys.argv[2:]
 lines = []
 for report in reports:
-    for case in ET.parse(report).getroot().iter('testcase'):
+    suite = ET.parse(report).getroot()
+    for case in suite.iter('testcase'):
         ms = int(float(case.get('time') or 0) * 1000)
-        lines.append(f"1,{ms},{case.get('classname')},{case.get('name')}")
+        # the suite's name is the class's full name (jqwik reports a test case's class by its simple name)
+        lines.append(f"1,{ms},{suite.get('name')},{case.get('name')}")
 open(target, 'w').write('\n'.join(sorted(lines)) + '\n')
 print(f"{target}: {len(lines)} tests")
 PY

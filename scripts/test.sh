@@ -9,23 +9,23 @@ Usage: scripts/test.sh [--quick] [extra Maven arguments]
 
 Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/services.sh up), then runs
 ./mvnw -B verify, which runs in this order:
-  1. every module's tests except the fault suite (surefire, test phase; ~7 min on 2 cores);
-  2. after packaging, relay-app's fault suite (tests tagged "faults": kill -9 mid-drain, broker and Redis outages,
-     three instances dividing the shards (kill -9 and SIGSTOP hand-over),
-     a RabbitMQ node loss, nacks and confirm timeouts, bad entries, churn, message ids across redeliveries;
-     ~6.5 min on 2 cores). It stops only servers of its own (a private RabbitMQ node, a private redis-server,
-     a 3-node RabbitMQ cluster on free ports), never the shared ones; figures in relay-app/target/faults/;
-  3. the *IT tests (failsafe), which start the exec jar just built (~5.5 min on 2 cores).
-Each step runs its tests in two JVM forks at once, then its tests tagged "timing" one at a time
-(-Dtest.forks=1: everything one at a time). The whole run took 20 min on 2 cores (fresh clone, 2026-11-29);
-docs/contributing/test-suite.md has the per-class times and what was cut; scripts/test-times.sh prints the slow
-classes of the last run. -DskipFaults=true leaves step 2 out (a quick local
-run; CI never sets it); scripts/faults.sh runs step 2 alone. Nothing is skipped silently: a missing server or tool
-fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest (runs the
-producers of examples/producers/) it also installs Python's redis and pika packages (Debian python3-redis, python3-pika, when root) and
-runs `npm ci` in examples/producers. The tests talk to the real
-servers (REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override where); with neither local servers nor Docker they
-fail with a message saying how to start them.
+  1. every module's tests except the fault suite and the *IT tests (surefire, test phase; ~5 min on 2 cores);
+  2. after packaging, relay-app's fault suite (faults/*Test, tagged "faults": kill -9 mid-drain, broker and Redis
+     outages, three instances dividing the shards (kill -9 and SIGSTOP hand-over), a RabbitMQ node loss, nacks and
+     confirm timeouts, bad entries, churn, the cold tier under kills, restarts and reshards) and the *IT tests, which
+     start the exec jar just built, in one pool (failsafe; ~8 min on 2 cores). The fault tests stop only servers of
+     their own (a private RabbitMQ node, a private redis-server, a 3-node RabbitMQ cluster on free ports), never the
+     shared ones; figures in relay-app/target/faults/.
+Each step runs its tests in four JVM forks at once, longest classes first, then its tests tagged "timing" one at a
+time (-Dtest.forks=N / -Dit.forks=N set the forks; 1 and 1: everything one at a time). The whole run took about
+14 min on 2 cores (fresh clone, 2026-11-29); docs/contributing/test-suite.md has the per-class times and what was
+cut; scripts/test-times.sh prints the slow classes of the last run. -DskipFaults=true leaves the fault suite out (a
+quick local run; CI never sets it); scripts/faults.sh runs it alone. Nothing is skipped silently: a missing server
+or tool fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest
+(runs the producers of examples/producers/) it also installs Python's redis and pika packages (Debian python3-redis,
+python3-pika, when root) and runs `npm ci` in examples/producers. The tests talk to the real servers
+(REDIS_HOST/REDIS_PORT, RABBIT_HOST/RABBIT_PORT override where); with neither local servers nor Docker they fail
+with a message saying how to start them.
 --quick runs step 1 alone (./mvnw -B test: unit and server tests, no fault suite, no *IT), a developer's inner
 loop; CI and a check before a merge run the whole suite. Per-class times: docs/contributing/test-suite.md.
 Example: scripts/test.sh -pl relay-app -Dtest=DeliveryTimingTest
