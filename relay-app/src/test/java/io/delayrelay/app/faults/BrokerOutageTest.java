@@ -18,7 +18,6 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.LongString;
 import io.delayrelay.api.RedisDelayedMessageProducer;
-import io.delayrelay.app.config.BusinessSettings;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
 import io.delayrelay.app.support.RelayTestKit;
@@ -43,8 +42,14 @@ class BrokerOutageTest {
     static final int RATE_PER_SECOND = 100;
     static final long LOAD_MS = 50_000;
     static final int THREADS = 2;
-    /** Most entries the relay may hold popped and unsettled: threads x batch-size x InFlightBudget.BATCHES_OF_DATA. */
-    static final int WINDOW = THREADS * BusinessSettings.DEFAULT_BATCH_SIZE * 4;
+    /**
+     * Batch size of the relays under test: small, so that the duplicate bound below stays under the messages sent
+     * (at the default batch of 1,000 the bound allowed every message twice).
+     */
+    static final int BATCH = 50;
+
+    /** Most entries one relay may hold popped and unsettled: threads x batch-size x InFlightBudget.BATCHES_OF_DATA. */
+    static final int WINDOW = THREADS * BATCH * 4;
 
     private final RelayTestKit kit = new RelayTestKit();
     private PrivateRabbit rabbit;
@@ -91,7 +96,18 @@ class BrokerOutageTest {
         props.put("spring.rabbitmq.port", rabbit.port());
         props.put("relay.reaper-interval", "500ms");
         RelayTestKit.business(
-                props, business, exchange, "due", "threads", THREADS, "publish-timeout", "5s", "lease", "15s");
+                props,
+                business,
+                exchange,
+                "due",
+                "threads",
+                THREADS,
+                "batch-size",
+                BATCH,
+                "publish-timeout",
+                "5s",
+                "lease",
+                "15s");
 
         List<String> sent = new CopyOnWriteArrayList<>();
         Map<String, Long> due = new ConcurrentHashMap<>();

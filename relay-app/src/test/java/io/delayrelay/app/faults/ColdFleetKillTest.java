@@ -16,7 +16,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.internal.ByteRedisTemplates;
-import io.delayrelay.app.config.BusinessSettings;
 import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.RelayTestKit;
@@ -47,8 +46,14 @@ class ColdFleetKillTest {
     static final int THREADS = 2;
     static final long PRODUCE_MS = 20_000;
     static final int CANCEL_EVERY = 20;
-    /** Most entries one relay holds popped and unsettled: threads x batch-size x InFlightBudget.BATCHES_OF_DATA. */
-    static final int WINDOW = THREADS * BusinessSettings.DEFAULT_BATCH_SIZE * 4;
+    /**
+     * Batch size of the relays under test: small, so that the duplicate bound below stays under the messages sent
+     * (at the default batch of 1,000 the bound allowed every message twice).
+     */
+    static final int BATCH = 50;
+
+    /** Most entries one relay may hold popped and unsettled: threads x batch-size x InFlightBudget.BATCHES_OF_DATA. */
+    static final int WINDOW = THREADS * BATCH * 4;
 
     private final RelayTestKit kit = new RelayTestKit();
     private final List<RelayProcess> relays = new ArrayList<>();
@@ -211,6 +216,7 @@ class ColdFleetKillTest {
         p.put(b + "routing-key", "due");
         p.put(b + "shards", SHARDS);
         p.put(b + "threads", THREADS);
+        p.put(b + "batch-size", BATCH);
         p.put(b + "cold-after", "10s");
         return p;
     }

@@ -11,7 +11,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
-import io.delayrelay.app.config.BusinessSettings;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
 import io.delayrelay.app.support.PrivateRedis;
@@ -35,8 +34,14 @@ class RedisRestartTest {
 
     static final long DOWN_MS = 3_000;
     static final int THREADS = 2;
-    /** Most entries the relay may hold popped and unsettled: threads x batch-size x InFlightBudget.BATCHES_OF_DATA. */
-    static final int WINDOW = THREADS * BusinessSettings.DEFAULT_BATCH_SIZE * 4;
+    /**
+     * Batch size of the relays under test: small, so that the duplicate bound below stays under the messages sent
+     * (at the default batch of 1,000 the bound allowed every message twice).
+     */
+    static final int BATCH = 50;
+
+    /** Most entries one relay may hold popped and unsettled: threads x batch-size x InFlightBudget.BATCHES_OF_DATA. */
+    static final int WINDOW = THREADS * BATCH * 4;
 
     private final RelayTestKit kit = new RelayTestKit();
     private PrivateRedis redis;
@@ -68,7 +73,18 @@ class RedisRestartTest {
         props.put("spring.rabbitmq.port", TestServices.rabbit().port());
         props.put("relay.reaper-interval", "500ms");
         RelayTestKit.business(
-                props, business, exchange, "due", "threads", THREADS, "lease", "5s", "publish-timeout", "2s");
+                props,
+                business,
+                exchange,
+                "due",
+                "threads",
+                THREADS,
+                "batch-size",
+                BATCH,
+                "lease",
+                "5s",
+                "publish-timeout",
+                "2s");
 
         List<String> sent = new CopyOnWriteArrayList<>();
         Map<String, Long> due = new ConcurrentHashMap<>();

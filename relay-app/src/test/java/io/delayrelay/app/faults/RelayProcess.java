@@ -116,6 +116,25 @@ public final class RelayProcess implements AutoCloseable {
         return Files.exists(log) && Files.readString(log).contains("delay-relay started");
     }
 
+    /**
+     * The relay's threads as {@code jcmd <pid> Thread.print} prints them, written beside its log: what a test saves
+     * before it fails on a relay that stopped making progress.
+     */
+    public Path threadDump() throws IOException, InterruptedException {
+        Path dump = log.resolveSibling(log.getFileName().toString().replace(".log", "") + "-threads.txt");
+        Process jcmd = new ProcessBuilder(
+                        Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                        Long.toString(pid()),
+                        "Thread.print")
+                .redirectErrorStream(true)
+                .redirectOutput(dump.toFile())
+                .start();
+        if (!jcmd.waitFor(30, TimeUnit.SECONDS)) {
+            jcmd.destroyForcibly();
+        }
+        return dump;
+    }
+
     /** SIGKILL: no shutdown hook, no graceful stop; waits until the process is gone. */
     public void kill9() throws InterruptedException {
         process.destroyForcibly();
