@@ -57,7 +57,8 @@ final class FastStart {
                                 execJar.toString(),
                                 "extract",
                                 "--destination",
-                                dir.resolve("app").toString()),
+                                dir.resolve("app").toString(),
+                                "--force"), // over what a build stopped mid-training left
                         dir);
                 Path training = dir.resolve("relay.jsa.tmp");
                 List<String> args = new ArrayList<>(List.of(
