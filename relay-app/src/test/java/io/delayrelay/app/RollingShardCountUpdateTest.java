@@ -38,6 +38,12 @@ class RollingShardCountUpdateTest {
     private static final int NEW_SHARDS = 8;
     private static final int BEFORE = 1_600;
     private static final int AFTER = 400;
+    /**
+     * The first entry written before the rollout falls due this long after the write, the last 10 s later: more than
+     * 500 must still wait when the old instances stop. Three relay starts in a busy fork took long enough that 8 s left
+     * 432.
+     */
+    private static final long FIRST_DUE_MS = 15_000;
 
     private final RelayTestKit kit = new RelayTestKit();
 
@@ -62,8 +68,8 @@ class RollingShardCountUpdateTest {
         Map<String, Long> dueByBody = new HashMap<>();
         for (int i = 0; i < BEFORE; i++) {
             String message = "before-" + i;
-            producer.schedule(business, message, Instant.ofEpochMilli(now + 8_000 + (i % 100) * 100L));
-            dueByBody.put(message, now + 8_000 + (i % 100) * 100L);
+            producer.schedule(business, message, Instant.ofEpochMilli(now + FIRST_DUE_MS + (i % 100) * 100L));
+            dueByBody.put(message, now + FIRST_DUE_MS + (i % 100) * 100L);
             shardsUsed.add(ShardSelector.shardOf(message.getBytes(StandardCharsets.UTF_8), OLD_SHARDS));
         }
         assertThat(shardsUsed).as("entries in every shard").hasSize(OLD_SHARDS);

@@ -16,6 +16,7 @@ import io.delayrelay.app.engine.cold.ColdMover;
 import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.engine.cold.ColdTiming;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.ReturnType;
 
 import static io.delayrelay.app.engine.ContractWorld.bytes;
 import static io.delayrelay.app.engine.ContractWorld.covered;
@@ -180,70 +181,111 @@ final class ColdMovers {
      * seq.
      */
     void check(String after) {
-        try (RedisConnection c = world.shared.raw().getConnection()) {
-            for (int s = 0; s < ContractModel.MAX_SHARDS; s++) {
-                ContractModel.Shard shard = model().shard(s);
-                String where = "shard " + s + " " + after + ": ";
-                Map<String, Long> scores = new TreeMap<>();
-                c.zSetCommands()
-                        .zRangeWithScores(bytes(keys.cold(s)), 0, -1)
-                        .forEach(
-                                t -> scores.put(text(t.getValue()), t.getScore().longValue()));
-                Map<String, Long> expectedScores = new TreeMap<>();
-                shard.blocks.forEach((id, b) -> expectedScores.put(Long.toString(id), b.score));
-                same(where + keys.cold(s), expectedScores, scores);
+        List<Object> read = coldSnapshot();
+        for (int s = 0; s < ContractModel.MAX_SHARDS; s++) {
+            ContractModel.Shard shard = model().shard(s);
+            String where = "shard " + s + " " + after + ": ";
+            List<Object> of = list(read.get(s));
+            Map<String, Long> scores = new TreeMap<>();
+            pairs(of.get(0), (member, score) -> scores.put(text(member), (long) Double.parseDouble(text(score))));
+            Map<String, Long> expectedScores = new TreeMap<>();
+            shard.blocks.forEach((id, b) -> expectedScores.put(Long.toString(id), b.score));
+            same(where + keys.cold(s), expectedScores, scores);
 
-                Map<String, List<ColdEntry>> blocks = new TreeMap<>();
-                c.hashCommands()
-                        .hGetAll(bytes(keys.coldBlocks(s)))
-                        .forEach((id, block) -> blocks.put(text(id), entries(ColdBlock.decode(block))));
-                Map<String, List<ColdEntry>> expectedBlocks = new TreeMap<>();
-                shard.blocks.forEach((id, b) -> expectedBlocks.put(Long.toString(id), sorted(b.entries)));
-                same(where + keys.coldBlocks(s), expectedBlocks, blocks);
+            Map<String, List<ColdEntry>> blocks = new TreeMap<>();
+            pairs(of.get(1), (id, block) -> blocks.put(text(id), entries(ColdBlock.decode(block))));
+            Map<String, List<ColdEntry>> expectedBlocks = new TreeMap<>();
+            shard.blocks.forEach((id, b) -> expectedBlocks.put(Long.toString(id), sorted(b.entries)));
+            same(where + keys.coldBlocks(s), expectedBlocks, blocks);
 
-                Map<String, String> meta = new TreeMap<>();
-                c.hashCommands().hGetAll(bytes(keys.coldMeta(s))).forEach((k, v) -> meta.put(text(k), text(v)));
-                Map<String, String> index = new TreeMap<>();
-                if (shard.seq == 0) {
-                    same(where + keys.coldMeta(s), Map.of(), meta);
-                } else {
-                    same(where + keys.coldMeta(s) + " seq", Long.toString(shard.seq), meta.get("seq"));
-                    same(where + keys.coldMeta(s) + " fan recorded", shard.coldTier, meta.containsKey("fan"));
-                    same(
-                            where + keys.coldMeta(s) + " index rule",
-                            shard.coldTier ? "2" : "none",
-                            meta.containsKey("fan") ? meta.get("fan").split(":")[0] : "none");
-                }
-                if (shard.coldTier) {
-                    int fan = Integer.parseInt(meta.get("fan").split(":")[1]);
-                    Set<byte[]> parts = c.keyCommands().keys(bytes(indexPattern(s)));
-                    for (byte[] part : parts) {
-                        String name = text(part);
-                        int n = Integer.parseInt(name.substring(name.lastIndexOf(':') + 1));
-                        c.hashCommands().hGetAll(part).forEach((m, at) -> {
-                            same(where + text(m) + "'s index part", part(text(m), fan), n);
-                            index.put(text(m), text(at));
-                        });
-                    }
-                } else {
-                    same(
-                            where + "index parts without a cold tier",
-                            Set.of(),
-                            textSet(c.keyCommands().keys(bytes(indexPattern(s)))));
-                }
-                Map<String, String> expectedIndex = new TreeMap<>();
-                shard.cold.forEach((m, cold) -> expectedIndex.put(m, cold.pointer()));
-                same(where + "cold member index", expectedIndex, index);
+            Map<String, String> meta = new TreeMap<>();
+            pairs(of.get(2), (k, v) -> meta.put(text(k), text(v)));
+            Map<String, String> index = new TreeMap<>();
+            if (shard.seq == 0) {
+                same(where + keys.coldMeta(s), Map.of(), meta);
+            } else {
+                same(where + keys.coldMeta(s) + " seq", Long.toString(shard.seq), meta.get("seq"));
+                same(where + keys.coldMeta(s) + " fan recorded", shard.coldTier, meta.containsKey("fan"));
+                same(
+                        where + keys.coldMeta(s) + " index rule",
+                        shard.coldTier ? "2" : "none",
+                        meta.containsKey("fan") ? meta.get("fan").split(":")[0] : "none");
             }
+            List<Object> parts = list(of.get(3));
+            if (shard.coldTier) {
+                int fan = Integer.parseInt(meta.get("fan").split(":")[1]);
+                for (int i = 0; i + 1 < parts.size(); i += 2) {
+                    String name = text((byte[]) parts.get(i));
+                    int n = Integer.parseInt(name.substring(name.lastIndexOf(':') + 1));
+                    pairs(parts.get(i + 1), (m, at) -> {
+                        same(where + text(m) + "'s index part", part(text(m), fan), n);
+                        index.put(text(m), text(at));
+                    });
+                }
+            } else {
+                Set<String> names = new java.util.TreeSet<>();
+                for (int i = 0; i < parts.size(); i += 2) {
+                    names.add(text((byte[]) parts.get(i)));
+                }
+                same(where + "index parts without a cold tier", Set.of(), names);
+            }
+            Map<String, String> expectedIndex = new TreeMap<>();
+            shard.cold.forEach((m, cold) -> expectedIndex.put(m, cold.pointer()));
+            same(where + "cold member index", expectedIndex, index);
         }
     }
 
-    private static Set<String> textSet(Set<byte[]> names) {
-        Set<String> out = new java.util.TreeSet<>();
-        if (names != null) {
-            names.forEach(n -> out.add(text(n)));
+    /**
+     * Every cold key of every shard in one script call (a step's check would otherwise take a score of round trips):
+     * per shard its cold zset with scores, its blocks, its meta, and each part of its member index (found with KEYS
+     * on the model's private server) with its fields.
+     */
+    private List<Object> coldSnapshot() {
+        List<byte[]> args = new ArrayList<>();
+        for (int s = 0; s < ContractModel.MAX_SHARDS; s++) {
+            args.add(bytes(keys.cold(s)));
+            args.add(bytes(keys.coldBlocks(s)));
+            args.add(bytes(keys.coldMeta(s)));
         }
-        return out;
+        for (int s = 0; s < ContractModel.MAX_SHARDS; s++) {
+            args.add(bytes(indexPattern(s)));
+        }
+        try (RedisConnection c = world.shared.raw().getConnection()) {
+            return c.scriptingCommands()
+                    .eval(COLD_SNAPSHOT, ReturnType.MULTI, 3 * ContractModel.MAX_SHARDS, args.toArray(new byte[0][]));
+        }
+    }
+
+    private static final byte[] COLD_SNAPSHOT = bytes(
+            """
+            local out = {}
+            for s = 1, #ARGV do
+              local parts = {}
+              for _, part in ipairs(redis.call('KEYS', ARGV[s])) do
+                parts[#parts + 1] = part
+                parts[#parts + 1] = redis.call('HGETALL', part)
+              end
+              out[s] = {
+                redis.call('ZRANGE', KEYS[3 * s - 2], 0, -1, 'WITHSCORES'),
+                redis.call('HGETALL', KEYS[3 * s - 1]),
+                redis.call('HGETALL', KEYS[3 * s]),
+                parts
+              }
+            end
+            return out
+            """);
+
+    @SuppressWarnings("unchecked")
+    private static List<Object> list(Object reply) {
+        return reply == null ? List.of() : (List<Object>) reply;
+    }
+
+    /** Each pair of a flat reply (field, value; member, score). */
+    private static void pairs(Object reply, java.util.function.BiConsumer<byte[], byte[]> each) {
+        List<Object> flat = list(reply);
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            each.accept((byte[]) flat.get(i), (byte[]) flat.get(i + 1));
+        }
     }
 
     /** The names of every part of the shard's member index: {@code {K:i}:cold-ix:*}. */
