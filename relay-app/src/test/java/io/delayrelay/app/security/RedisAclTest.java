@@ -189,7 +189,7 @@ class RedisAclTest {
                 List<String> bodies = new ArrayList<>();
                 for (int i = 0; i < 20; i++) {
                     String body = "{\"cold\":" + i + "}";
-                    producer.scheduleById(business, "cold-" + i, body, Instant.ofEpochMilli(now + 16_000 + i));
+                    producer.scheduleById(business, "cold-" + i, body, Instant.ofEpochMilli(now + 20_000 + i));
                     bodies.add(body);
                 }
                 // members over 32 bytes: indexed by digest, their cancel and reschedule are requests
@@ -197,22 +197,24 @@ class RedisAclTest {
                 List<String> longer = new ArrayList<>();
                 for (int i = 0; i < 4; i++) {
                     String body = "{\"cold\":" + i + ",\"plain\":\"a message over thirty-two bytes\"}";
-                    producer.schedule(business, body, Instant.ofEpochMilli(now + 16_000 + i));
+                    producer.schedule(business, body, Instant.ofEpochMilli(now + 20_000 + i));
                     longer.add(body);
                 }
+                // due 20 s ahead: demoted (cold-after 10 s) by a pass within 10 s of the writes
                 DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
-                await().atMost(Duration.ofSeconds(5)).until(() -> zcard(producerRedis, keys.shard(0)) == 0);
+                await().atMost(Duration.ofSeconds(15)).until(() -> zcard(producerRedis, keys.shard(0)) == 0);
                 byte[] cancelled = longer.get(0).getBytes(StandardCharsets.UTF_8);
                 assertThat(producer.cancel(business, cancelled)).isTrue();
                 assertThat(producer.reschedule(
                                 business,
                                 longer.get(1).getBytes(StandardCharsets.UTF_8),
-                                Instant.ofEpochMilli(now + 17_000)))
+                                Instant.ofEpochMilli(now + 21_000)))
                         .isTrue();
                 bodies.addAll(longer.subList(1, 4));
-                assertThat(admin("zcard", keys.cold(0)).trim())
-                        .as("demoted into one block")
-                        .isEqualTo("1");
+                // one block, or more when a mover pass came between two of the writes (seen on a busy box)
+                assertThat(Integer.parseInt(admin("zcard", keys.cold(0)).trim()))
+                        .as("demoted into blocks")
+                        .isGreaterThanOrEqualTo(1);
                 assertThat(producer.count(business)).as("hot + cold").isEqualTo(23);
                 Deliveries.expect(bodies).check(received, Duration.ofSeconds(30));
                 assertThat(admin("zcard", keys.cold(0)).trim()).as("promoted").isEqualTo("0");
