@@ -161,7 +161,15 @@ class BrokerOutageTest {
             assertThat(relay.isAlive())
                     .as("relay survived the outage; see %s", relay.log())
                     .isTrue();
-            await().atMost(Duration.ofSeconds(60)).until(() -> received.distinct() > atRestore);
+            try {
+                await().atMost(Duration.ofSeconds(60)).until(() -> received.distinct() > atRestore);
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                // what the relay's workers do when nothing comes after the broker is back
+                throw new AssertionError(
+                        "nothing relayed within 60 s after the broker came back (" + atRestore + " before); threads: "
+                                + relay.threadDump() + ", log: " + relay.log(),
+                        e);
+            }
             long reconnectMs = System.currentTimeMillis() - restored;
             load.join();
             Deliveries.Report drained = Deliveries.expect(sent)

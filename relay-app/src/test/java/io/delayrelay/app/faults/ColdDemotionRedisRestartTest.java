@@ -131,7 +131,12 @@ class ColdDemotionRedisRestartTest {
         // at once: the cancels must come before the first promotion, the checks of the AOF copies below need not
         RedisDelayedMessageProducer producer = new RedisDelayedMessageProducer(
                 redis.factory(), SHARDS, Duration.ofMillis(100), DelayQueueKeys::forBusiness);
-        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> redis.nowMs() > 0);
+        // TIME answers while the restarted server still loads its AOF; a read of a key only once it has loaded
+        await().atMost(Duration.ofSeconds(30)).ignoreExceptions().until(() -> {
+            try (RedisConnection c = redis.connection()) {
+                return c.keyCommands().exists(bytes(keys.meta())) != null;
+            }
+        });
         Set<String> cancelled = new HashSet<>();
         for (int i = 0; i < ENTRIES; i += CANCEL_EVERY) {
             String id = "demote-" + i;
