@@ -21,12 +21,14 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
 
 /**
  * The AMQP intake (docs/amqp-intake.md) through the relay's exec jar, as x-delay publishers use it:
  * throughput from an intake publish to the consumer (100 B persistent messages, confirms on both sides) against
- * PerfTest's plain publish and consume in the same run; lag at a steady 1,000 msg/s; Redis bytes per waiting entry.
+ * PerfTest's plain publish and consume in the same run; lag at a steady 1,000 msg/s; Redis bytes per waiting entry,
+ * hot and once cold (a business with {@code cold-after: 10s}).
  */
 final class IntakeBench {
 
@@ -40,6 +42,8 @@ final class IntakeBench {
     static final int LAG_SECONDS = 30;
     static final int MEMORY_ENTRIES = 20_000;
     static final int BODY_BYTES = 100;
+    /** Shards of the cold measurement's business. */
+    static final int COLD_SHARDS = 16;
 
     /** The figures of one run. */
     record Result(
@@ -51,6 +55,7 @@ final class IntakeBench {
             long[] lagMs,
             long early,
             double bytesPerEntry,
+            double bytesPerColdEntry,
             String loadAverage) {}
 
     private final Infra infra;
@@ -66,7 +71,7 @@ final class IntakeBench {
     }
 
     static double estimateSeconds() {
-        return 30 + 20 + 20 + LAG_SECONDS + 15 + 20;
+        return 30 + 20 + 20 + LAG_SECONDS + 15 + 20 + 30;
     }
 
     Result run() throws Exception {
@@ -76,8 +81,10 @@ final class IntakeBench {
         Files.createDirectories(logs);
         String intake = infra.name("intake");
         String memory = infra.name("intake-mem");
+        String cold = infra.name("intake-cold");
         String in = intake + "-in";
         String memIn = memory + "-in";
+        String coldIn = cold + "-in";
         String out = intake + "-out";
         String queue = intake + "-q";
         Channel admin = infra.channel();
@@ -89,12 +96,18 @@ final class IntakeBench {
         p.put("relay.intakes." + intake + ".deliver-to", out);
         p.put("relay.intakes." + memory + ".exchange", memIn);
         p.put("relay.intakes." + memory + ".deliver-to", out);
+        // the same entries into a business with a cold tier: demoted once due more than 10 s ahead (docs/cold-tier.md)
+        p.put("relay.intakes." + cold + ".exchange", coldIn);
+        p.put("relay.intakes." + cold + ".deliver-to", out);
+        p.put("relay.businesses." + cold + ".shards", COLD_SHARDS);
+        p.put("relay.businesses." + cold + ".cold-after", "10s");
         Path log = logs.resolve("intake-relay.log");
         Process relay = Storm.startRelayJar(infra, relayJar, p, log);
         Connection connection = infra.amqpFactory().newConnection("relay-bench-intake");
         try {
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + memory + "'", 120);
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + intake + "'", 120);
+            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + cold + "'", 120);
             double perfTest = perfTestRate();
             Channel consumer = connection.createChannel();
             consumer.basicQos(500);
@@ -179,31 +192,29 @@ final class IntakeBench {
 
             Scenarios.log("intake memory: %,d entries of %d B with 3 headers, x-delay 1 h", MEMORY_ENTRIES, BODY_BYTES);
             long before = infra.stats().usedMemory();
-            for (int i = 0; i < MEMORY_ENTRIES; i++) {
-                Map<String, Object> headers = new LinkedHashMap<>();
-                headers.put("x-delay", 3_600_000);
-                headers.put("tenant", "acme");
-                headers.put("order", 100_000 + i);
-                headers.put("source", "checkout");
-                publisher.basicPublish(
-                        memIn,
-                        "orders.created",
-                        new AMQP.BasicProperties.Builder()
-                                .messageId(String.format(Locale.ROOT, "order-%08d", i))
-                                .contentType("application/json")
-                                .deliveryMode(2)
-                                .headers(headers)
-                                .build(),
-                        body);
-                if (i % 1_000 == 999) {
-                    publisher.waitForConfirmsOrDie(30_000);
-                }
-            }
-            publisher.waitForConfirmsOrDie(30_000);
+            publishMemoryEntries(publisher, memIn, body);
             String memQueue = "delay-relay.intake." + memory;
             waitFor(() -> depth(memQueue) == 0, 60_000);
             Thread.sleep(1_000);
             double bytes = (infra.stats().usedMemory() - before) / (double) MEMORY_ENTRIES;
+
+            Scenarios.log(
+                    "intake memory once cold: the same %,d entries into a business with cold-after 10 s",
+                    MEMORY_ENTRIES);
+            long beforeCold = infra.stats().usedMemory();
+            publishMemoryEntries(publisher, coldIn, body);
+            String coldQueue = "delay-relay.intake." + cold;
+            waitFor(() -> depth(coldQueue) == 0, 60_000);
+            DelayQueueKeys coldKeys = DelayQueueKeys.forBusiness(cold);
+            long deadline = System.currentTimeMillis() + 90_000;
+            while (hotEntries(coldKeys) > 0 && System.currentTimeMillis() < deadline) {
+                Thread.sleep(200);
+            }
+            Thread.sleep(1_000);
+            double coldBytes = (infra.stats().usedMemory() - beforeCold) / (double) MEMORY_ENTRIES;
+            Scenarios.log(
+                    "intake memory once cold: %.0f B an entry, %,d of %,d still hot",
+                    coldBytes, hotEntries(coldKeys), MEMORY_ENTRIES);
             return new Result(
                     THROUGHPUT_MESSAGES,
                     rate,
@@ -214,18 +225,57 @@ final class IntakeBench {
                     },
                     early.get(),
                     bytes,
+                    coldBytes,
                     Storm.loadAverage());
         } finally {
             connection.close();
             relay.destroy();
             relay.waitFor();
-            for (String q : List.of(queue, "delay-relay.intake." + intake, "delay-relay.intake." + memory)) {
+            for (String q : List.of(
+                    queue,
+                    "delay-relay.intake." + intake,
+                    "delay-relay.intake." + memory,
+                    "delay-relay.intake." + cold)) {
                 admin.queueDelete(q);
             }
-            for (String x : List.of(in, memIn, out)) {
+            for (String x : List.of(in, memIn, coldIn, out)) {
                 admin.exchangeDelete(x);
             }
         }
+    }
+
+    /** The memory scenario's entries: 100 B bodies with three headers and a message id, x-delay 1 h. */
+    private static void publishMemoryEntries(Channel publisher, String exchange, byte[] body) throws Exception {
+        for (int i = 0; i < MEMORY_ENTRIES; i++) {
+            Map<String, Object> headers = new LinkedHashMap<>();
+            headers.put("x-delay", 3_600_000);
+            headers.put("tenant", "acme");
+            headers.put("order", 100_000 + i);
+            headers.put("source", "checkout");
+            publisher.basicPublish(
+                    exchange,
+                    "orders.created",
+                    new AMQP.BasicProperties.Builder()
+                            .messageId(String.format(Locale.ROOT, "order-%08d", i))
+                            .contentType("application/json")
+                            .deliveryMode(2)
+                            .headers(headers)
+                            .build(),
+                    body);
+            if (i % 1_000 == 999) {
+                publisher.waitForConfirmsOrDie(30_000);
+            }
+        }
+        publisher.waitForConfirmsOrDie(30_000);
+    }
+
+    /** Entries still in the business's hot shards (ZCARD of each). */
+    private long hotEntries(DelayQueueKeys keys) {
+        long n = 0;
+        for (int i = 0; i < COLD_SHARDS; i++) {
+            n += infra.redis().zcard(keys.shard(i).getBytes(StandardCharsets.UTF_8));
+        }
+        return n;
     }
 
     /**
@@ -360,7 +410,8 @@ final class IntakeBench {
         b.append("## 8. AMQP intake\n\n");
         b.append(String.format(
                 Locale.ROOT,
-                "The relay's exec jar with two intakes; the harness publishes to the intake exchange with confirms and"
+                "The relay's exec jar with three intakes (one into a business with cold-after 10 s, for the bytes once"
+                        + " cold); the harness publishes to the intake exchange with confirms and"
                         + " consumes deliver-to with manual acks; before the measured messages, unreported warm-up rounds of"
                         + " 20,000 until the relay's JIT compiles less than 300 ms in one (read with jcmd). PerfTest: one"
                         + " producer and one consumer, the same count of persistent %d B messages, confirms. Load average"
@@ -392,8 +443,12 @@ final class IntakeBench {
                 r.early()));
         b.append(String.format(
                 Locale.ROOT,
-                "| Redis bytes per waiting entry (%d B body, 3 headers, message id) | **%.0f** | ≤ 260 |%n%n",
+                "| Redis bytes per waiting entry (%d B body, 3 headers, message id) | **%.0f** | ≤ 260 |%n",
                 BODY_BYTES,
                 r.bytesPerEntry()));
+        b.append(String.format(
+                Locale.ROOT,
+                "| the same once cold (a business with `cold-after: 10s`) | **%.0f** | ≤ 60 |%n%n",
+                r.bytesPerColdEntry()));
     }
 }

@@ -283,6 +283,11 @@ final class Report {
                 "<= 30, early 0, lost 0",
                 r.lagMs()[1] <= 30 && r.early() == 0 && r.lagReceived() == r.lagN());
         target("intake: Redis bytes per waiting entry", f1(r.bytesPerEntry()), "<= 260", r.bytesPerEntry() <= 260);
+        target(
+                "intake: Redis bytes per waiting entry once cold",
+                f1(r.bytesPerColdEntry()),
+                "<= 60",
+                r.bytesPerColdEntry() <= 60);
     }
 
     /** Issue 27's figures as target rows, so that --runs lines the cold runs up too. */
