@@ -109,7 +109,7 @@ class ScheduleConsoleBrowserTest {
                 .containsExactly("Pause", "Trigger now", "Delete"));
         assertThat(buttons(browser, nightly)).as("declared in configuration").containsExactly("Pause", "Trigger now");
         screenshot(browser, "console-schedules.png");
-        button(browser, heartbeat, "Pause").click();
+        click(browser, heartbeat, "Pause");
         WebElement dialog = browser.findElement(By.id("confirm"));
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
         assertThat(browser.findElement(By.id("confirm-question")).getText())
@@ -130,7 +130,7 @@ class ScheduleConsoleBrowserTest {
 
         // Trigger now: one extra message with its own id, named in the notice
         received.clear();
-        button(browser, heartbeat, "Trigger now").click();
+        click(browser, heartbeat, "Trigger now");
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
         browser.findElement(By.id("confirm-ok")).click();
         await().atMost(PAGE_WAIT).until(() -> {
@@ -141,7 +141,7 @@ class ScheduleConsoleBrowserTest {
                 .until(() -> browser.findElement(By.id("notice")).getText().contains(heartbeat + "@manual-"));
 
         // Delete wants the name typed; then the row is gone
-        button(browser, heartbeat, "Delete").click();
+        click(browser, heartbeat, "Delete");
         await().atMost(PAGE_WAIT).until(dialog::isDisplayed);
         WebElement confirm = browser.findElement(By.id("confirm-ok"));
         assertThat(confirm.isEnabled()).as("not before the name is typed").isFalse();
@@ -151,6 +151,19 @@ class ScheduleConsoleBrowserTest {
         await().atMost(PAGE_WAIT).until(() -> cells(browser, heartbeat).isEmpty());
         assertThat(cells(browser, nightly)).isNotEmpty();
         assertThat(relay.get("/actuator/relay/schedules/" + heartbeat).status()).isEqualTo(404);
+    }
+
+    /**
+     * Clicks a row's button; the page re-renders its table while it refreshes, so a button found just before may be
+     * gone by the click (a stale element): then the fresh one is clicked.
+     */
+    private static void click(JavascriptExecutor browser, String schedule, String text) {
+        await().atMost(PAGE_WAIT)
+                .ignoreException(org.openqa.selenium.StaleElementReferenceException.class)
+                .until(() -> {
+                    button(browser, schedule, text).click();
+                    return true;
+                });
     }
 
     private static WebElement button(JavascriptExecutor browser, String schedule, String text) {
