@@ -48,15 +48,20 @@ import static org.awaitility.Awaitility.await;
 
 /**
  * Fault 6: broker-side scale-out. A 3-node RabbitMQ cluster (scripts/rabbit-cluster.sh), a quorum queue bound to
- * the business's exchange, the relay (exec jar, {@code spring.rabbitmq.addresses} = all nodes) relaying 100,000
- * messages falling due over 20 s from just after it started, and the node the relay is connected to (which also leads the queue) stopped a quarter
- * of the way through. Stays long (~45 s): the 3-node cluster takes ~20 s to form, and the drain spans 20 s of due times.
+ * the business's exchange, the relay (exec jar, {@code spring.rabbitmq.addresses} = all nodes) relaying a stream of
+ * messages falling due at 5,000/s from just after it started, and the node the relay is connected to (which also leads
+ * the queue) stopped once 25,000 have been popped. The writer keeps the stream going until the node is down and a
+ * whole in-flight window has been relayed without it, however long the stop takes on a busy machine, so the node is
+ * always lost mid-drain. Stays long (~45 s): the 3-node cluster takes ~20 s to form.
  */
 @Tag("faults")
-@Tag("timing") // runs alone: a busy machine delays rabbitmqctl's stop past the whole drain (seen with 3-4 forks)
 class RabbitNodeLossTest {
 
-    static final int MESSAGES = 100_000;
+    /** Messages popped before the node is stopped. */
+    static final int BEFORE_STOP = 25_000;
+    /** The most messages the writer writes (~100 s of due times): past it the test fails instead of streaming on. */
+    static final int MAX_MESSAGES = 500_000;
+
     static final int SHARDS = 16;
     static final int THREADS = 4;
     static final int BATCH = 100;
@@ -67,8 +72,10 @@ class RabbitNodeLossTest {
     /** Unacked deliveries the consumer may hold; a queue leader change redelivers them (flagged redelivered). */
     static final int PREFETCH = 500;
 
-    /** Messages falling due per ms: 100,000 over 20 s (5,000/s, within what the relay sustains on a loaded machine). */
+    /** Messages falling due per ms: 5,000/s, within what the relay sustains on a loaded machine. */
     static final int RATE_PER_MS = 5;
+    /** How far ahead of their due time the writer writes the messages. */
+    static final long WRITE_AHEAD_MS = 2_000;
 
     static final String ROUTING_KEY = "due";
 
@@ -123,13 +130,14 @@ class RabbitNodeLossTest {
                 assertThat(relay.isAlive())
                         .as("relay started; see %s", relay.log())
                         .isTrue();
-                List<String> sent = seed(business);
+                Writer writer = new Writer(business);
+                writer.start();
                 long started = System.currentTimeMillis();
-                // a quarter popped by the relay (not a quarter received: on a busy machine the consumer lags the
-                // relay, and waiting for its count let the relay publish everything before the stop)
+                // BEFORE_STOP popped by the relay (not received: on a busy machine the consumer lags the relay)
                 await().atMost(Duration.ofMinutes(3))
                         .pollInterval(Duration.ofMillis(50))
-                        .until(() -> kit.scheduled(business) <= MESSAGES * 3L / 4 || !relay.isAlive());
+                        .until(() -> writer.popped() >= BEFORE_STOP || !relay.isAlive() || writer.failed());
+                writer.assertHealthy();
                 assertThat(relay.isAlive())
                         .as("relay alive until the node stops; see %s", relay.log())
                         .isTrue();
@@ -147,21 +155,27 @@ class RabbitNodeLossTest {
                     return System.currentTimeMillis();
                 });
 
-                // Recovered = the relay is back to full batches through another node: a whole in-flight window of
-                // messages published after the stop began has reached the consumer.
+                // Recovered = the node is down and the relay is back to full batches through another node: a whole
+                // in-flight window of messages published after the stop ended has reached the consumer. The writer
+                // streams until then, so there is always something left to relay after the node is gone.
                 try {
                     await().atMost(Duration.ofMinutes(2))
                             .pollInterval(Duration.ofMillis(20))
-                            .until(() -> relayedSince(received.drain(), stopAt) >= WINDOW || !relay.isAlive());
+                            .until(() ->
+                                    (stopping.isDone() && relayedSince(received.drain(), stopping.join()) >= WINDOW)
+                                            || !relay.isAlive()
+                                            || writer.failed());
                 } catch (ConditionTimeoutException e) {
                     throw new AssertionError(
                             String.format(
-                                    "not recovered 2 min after the node stop: %d relayed since the stop (of %d), %d distinct"
-                                            + " received, %d scheduled, %d in flight, consumer channel open %s; relay"
-                                            + " threads in %s, log %s",
+                                    "not recovered 2 min after the node stop (stop %s): %d relayed since the stop began"
+                                            + " (a window is %d), %d distinct received of %d written, %d scheduled, %d"
+                                            + " in flight, consumer channel open %s; relay threads in %s, log %s",
+                                    stopping.isDone() ? "done" : "still running",
                                     relayedSince(received.drain(), stopAt),
                                     WINDOW,
                                     received.distinct(),
+                                    writer.written(),
                                     kit.scheduled(business),
                                     kit.countAll(business, "inflight"),
                                     consumer.isOpen(),
@@ -169,6 +183,7 @@ class RabbitNodeLossTest {
                                     relay.log()),
                             e);
                 }
+                List<String> sent = writer.finish();
                 long recoverMs = System.currentTimeMillis() - stopAt;
                 assertThat(relay.isAlive())
                         .as("relay alive after the node stopped; see %s", relay.log())
@@ -202,7 +217,7 @@ class RabbitNodeLossTest {
                 kit.awaitInflightSettled(business, Duration.ofSeconds(15));
                 List<Received> all = report.all();
                 FaultFigures.of(
-                        "6 RabbitMQ node stopped mid-drain (100k)",
+                        "6 RabbitMQ node stopped mid-drain (" + sent.size() / 1000 + "k)",
                         report,
                         String.format(
                                 "window=%d relayDuplicates=%d brokerRedeliveries=%d deliveredAtStop=%d inFlightAtStop=%d "
@@ -348,38 +363,106 @@ class RabbitNodeLossTest {
     }
 
     /**
-     * Writes the messages straight into the shards (pipelined ZADD), as any producer could, due from now on at
-     * {@link #RATE_PER_MS} per ms: the relay publishes at that pace however fast the machine is, so messages are still
-     * to be published when the node stops (all due at once, a fast relay could publish every one before the stop,
-     * and a slow consumer would make the test stop the node after the relay had finished).
+     * Writes the messages straight into the shards (pipelined ZADD per shard), as any producer could: message i falls due
+     * at the first due time + i / {@link #RATE_PER_MS} ms and is written about {@link #WRITE_AHEAD_MS} before that, so
+     * the relay publishes at that pace however fast the machine is. It writes until {@link #finish()} (or
+     * {@link #MAX_MESSAGES}), and checks every message was added.
      */
-    /** Writes the messages, due from 2 s ahead (after the writes) over 20 s; checks every one was added. */
-    private List<String> seed(String business) {
-        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
-        long due = kit.redisNowMs() + 2_000;
-        List<String> sent = new ArrayList<>(MESSAGES);
-        long added = 0;
-        Map<Integer, Set<Tuple>> byShard = new LinkedHashMap<>();
-        try (RedisConnection c = kit.redis()) {
-            c.openPipeline();
-            for (int i = 0; i < MESSAGES; i++) {
-                String body = "rn-" + i;
-                sent.add(body);
-                byte[] member = body.getBytes(StandardCharsets.UTF_8);
-                byShard.computeIfAbsent(ShardSelector.shardOf(member, SHARDS), s -> new HashSet<>())
-                        .add(new DefaultTuple(member, (double) (due + i / RATE_PER_MS)));
-                if (i % 1000 == 999) {
-                    byShard.forEach(
-                            (shard, tuples) -> c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(shard)), tuples));
-                    byShard.clear();
+    private final class Writer {
+        private final String business;
+        private final DelayQueueKeys keys;
+        private final List<String> sent = new ArrayList<>();
+        private final Thread thread;
+        private volatile boolean stop;
+        private volatile int written;
+        private volatile Throwable failure;
+
+        Writer(String business) {
+            this.business = business;
+            this.keys = DelayQueueKeys.forBusiness(business);
+            this.thread = new Thread(this::run, "rnode-writer");
+            thread.setDaemon(true);
+        }
+
+        void start() {
+            thread.start();
+        }
+
+        private void run() {
+            try {
+                long firstDue = kit.redisNowMs() + WRITE_AHEAD_MS;
+                int chunk = RATE_PER_MS * 100;
+                while (!stop) {
+                    assertThat(written)
+                            .as("messages written before the node was lost and recovered")
+                            .isLessThan(MAX_MESSAGES);
+                    long writeAt = firstDue + written / RATE_PER_MS - WRITE_AHEAD_MS;
+                    long wait = writeAt - kit.redisNowMs();
+                    if (wait > 0) {
+                        Thread.sleep(wait); // the producer's pace, not a wait for a condition
+                        continue;
+                    }
+                    write(firstDue, written, chunk);
+                    written += chunk;
                 }
-            }
-            for (Object result : c.closePipeline()) {
-                added += (Long) result;
+            } catch (Throwable e) {
+                failure = e;
             }
         }
-        assertThat(added).as("members added").isEqualTo(MESSAGES);
-        return sent;
+
+        private void write(long firstDue, int from, int count) {
+            Map<Integer, Set<Tuple>> byShard = new LinkedHashMap<>();
+            List<String> bodies = new ArrayList<>(count);
+            for (int i = from; i < from + count; i++) {
+                String body = "rn-" + i;
+                bodies.add(body);
+                byte[] member = body.getBytes(StandardCharsets.UTF_8);
+                byShard.computeIfAbsent(ShardSelector.shardOf(member, SHARDS), s -> new HashSet<>())
+                        .add(new DefaultTuple(member, (double) (firstDue + i / RATE_PER_MS)));
+            }
+            long added = 0;
+            try (RedisConnection c = kit.redis()) {
+                c.openPipeline();
+                byShard.forEach(
+                        (shard, tuples) -> c.zSetCommands().zAdd(DelayQueueKeys.bytes(keys.shard(shard)), tuples));
+                for (Object result : c.closePipeline()) {
+                    added += (Long) result;
+                }
+            }
+            assertThat(added).as("members added").isEqualTo(count);
+            synchronized (sent) {
+                sent.addAll(bodies);
+            }
+        }
+
+        int written() {
+            return written;
+        }
+
+        /** Messages written and no longer scheduled: popped by the relay. */
+        long popped() {
+            return written - kit.scheduled(business);
+        }
+
+        boolean failed() {
+            return failure != null;
+        }
+
+        void assertHealthy() {
+            if (failure != null) {
+                throw new AssertionError("the writer failed", failure);
+            }
+        }
+
+        /** Stops writing and returns every message written. */
+        List<String> finish() throws InterruptedException {
+            stop = true;
+            thread.join(Duration.ofSeconds(30).toMillis());
+            assertHealthy();
+            synchronized (sent) {
+                return new ArrayList<>(sent);
+            }
+        }
     }
 
     /**
