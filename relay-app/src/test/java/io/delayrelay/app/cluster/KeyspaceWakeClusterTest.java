@@ -83,10 +83,16 @@ class KeyspaceWakeClusterTest {
         cli(added, "config", "set", "notify-keyspace-events", "Kz");
         await().atMost(Duration.ofSeconds(5))
                 .until(() -> output.getAll().contains("keyspace notifications are on again"));
-        await().pollDelay(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(2)).until(() -> true);
 
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         int shard = shardServedBy(added, keys);
+        // the relay hears the added master once it subscribed that shard's keyspace channel there (keyspace events
+        // are published on the node that holds the key only)
+        String channel = "__keyspace@0__:" + keys.shard(shard);
+        await("the relay subscribed " + channel + " on the added master")
+                .atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(50))
+                .until(() -> subscribers(added, channel) > 0);
         long due = Long.parseLong(cli(added, "time").trim().split("\\s+")[0]) * 1000;
         cli(added, "zadd", keys.shard(shard), Long.toString(due), "on the added master");
         List<Received> all = RelayTestKit.collect(received, 1, Duration.ofSeconds(5), Duration.ZERO);
@@ -176,6 +182,12 @@ class KeyspaceWakeClusterTest {
                 "REDIS_CLUSTER_DIR=" + dir.resolve("cluster"),
                 script.getAbsolutePath(),
                 command);
+    }
+
+    /** Clients subscribed to {@code channel} on the node at {@code port} ({@code PUBSUB NUMSUB}). */
+    private static long subscribers(int port, String channel) {
+        String[] lines = cli(port, "pubsub", "numsub", channel).trim().split("\\s+");
+        return Long.parseLong(lines[lines.length - 1]);
     }
 
     private static String cli(int port, String... args) {

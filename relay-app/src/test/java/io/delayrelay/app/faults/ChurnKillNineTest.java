@@ -12,6 +12,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
@@ -65,22 +66,27 @@ class ChurnKillNineTest {
         AtomicInteger scheduled = new AtomicInteger();
         AtomicBoolean churning = new AtomicBoolean(true);
         AtomicLong reschedules = new AtomicLong();
+        AtomicReference<Throwable> churnFailure = new AtomicReference<>();
 
         long started = System.currentTimeMillis();
         RelayProcess relay = RelayProcess.start("churn-1", props);
         Thread churn = new Thread(
                 () -> {
-                    while (churning.get()) {
-                        int known = scheduled.get();
-                        if (known == 0) {
-                            Thread.onSpinWait();
-                            continue;
+                    try {
+                        while (churning.get()) {
+                            int known = scheduled.get();
+                            if (known == 0) {
+                                Thread.onSpinWait();
+                                continue;
+                            }
+                            int id = ThreadLocalRandom.current().nextInt(known);
+                            int version = latest.get(id) + 1;
+                            producer.scheduleByIdAfter(business, "id-" + id, body(id, version), Duration.ZERO);
+                            latest.put(id, version);
+                            reschedules.incrementAndGet();
                         }
-                        int id = ThreadLocalRandom.current().nextInt(known);
-                        int version = latest.get(id) + 1;
-                        producer.scheduleByIdAfter(business, "id-" + id, body(id, version), Duration.ZERO);
-                        latest.put(id, version);
-                        reschedules.incrementAndGet();
+                    } catch (Throwable e) {
+                        churnFailure.set(e);
                     }
                 },
                 "churn");
@@ -113,11 +119,22 @@ class ChurnKillNineTest {
                 relay = RelayProcess.start("churn-" + (kills + 1), props);
             }
             await().atMost(Duration.ofMinutes(2)).until(relay::started);
-            Thread.sleep(2_000); // churn on against the restarted relay for a moment
+            // churn on against the restarted relay: another 1,000 re-schedules while it runs
+            long reschedulesAtRestart = reschedules.get();
+            await().atMost(Duration.ofMinutes(1))
+                    .pollInterval(Duration.ofMillis(50))
+                    .until(() -> reschedules.get() >= reschedulesAtRestart + 1_000 || !churn.isAlive());
+            assertThat(churn.isAlive())
+                    .as("the churn thread re-scheduled until the end (failure: %s)", churnFailure.get())
+                    .isTrue();
         } finally {
             churning.set(false);
             churn.join(10_000);
         }
+        assertThat(churnFailure.get()).as("the churn thread's failure").isNull();
+        // a floor far under what it does (222,427 in the 2026-11-28 review's run): with no churn the scenario would
+        // be two plain kills -9
+        assertThat(reschedules.get()).as("re-schedules during the kills").isGreaterThan(10_000);
         try {
             await().atMost(Duration.ofMinutes(3))
                     .pollInterval(Duration.ofMillis(200))
