@@ -17,7 +17,6 @@ import io.delayrelay.app.faults.Shell;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.system.CapturedOutput;
@@ -31,10 +30,11 @@ import static org.awaitility.Awaitility.await;
  * Finding 4 of the engine review (2026-11-24) on a Redis Cluster of this test's own (free ports): a master added
  * after the relay subscribed, and given slots, has no notification flags; the relay notices (WARN, polling), and
  * once the flags are set there it follows them (INFO) and hears that master's writes (Lettuce alone does not
- * subscribe nodes added later).
+ * subscribe nodes added later). Not a timing test: its bounds are seconds wide (max-idle and the safety sweep are
+ * 10 min, so a pick-up within 5 s can only come from a notification), and it waits for the relay's subscription on
+ * the added master instead of a fixed pause.
  */
 @ExtendWith(OutputCaptureExtension.class)
-@Tag("timing")
 class KeyspaceWakeClusterTest {
 
     private static final int SHARDS = 64;
