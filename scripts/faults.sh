@@ -19,7 +19,7 @@ same suite after packaging. Extra arguments go to Maven (e.g. -Dtest=BadEntriesT
   3 Redis (own redis-server, AOF, free port) kill -9 + restart      (RedisRestartTest)
   4 nacks (x-overflow=reject-publish) and confirm timeouts            (NacksAndConfirmTimeoutsTest)
   5 bad entries written by other programs                            (BadEntriesTest)
-  6 a RabbitMQ cluster node stopped mid-drain of 100,000 messages     (RabbitNodeLossTest)
+  6 a RabbitMQ cluster node stopped mid-drain of a 5,000/s stream    (RabbitNodeLossTest)
     (3 nodes from scripts/rabbit-cluster.sh on free ports, quorum queue; the cluster is stopped afterwards)
   7 20,000 ids by id + re-schedules while the relay JVM is killed -9
     twice and restarted: latest payload of every id, stable ids       (ChurnKillNineTest)
