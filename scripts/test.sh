@@ -13,12 +13,12 @@ Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/
   2. after packaging, relay-app's fault suite (faults/*Test, tagged "faults": kill -9 mid-drain, broker and Redis
      outages, three instances dividing the shards (kill -9 and SIGSTOP hand-over), a RabbitMQ node loss, nacks and
      confirm timeouts, bad entries, churn, the cold tier under kills, restarts and reshards) and the *IT tests, which
-     start the exec jar just built, in one pool (failsafe; ~7 min on 2 cores). The fault tests stop only servers of
+     start the exec jar just built, in one pool (failsafe; ~7.5 min on 2 cores). The fault tests stop only servers of
      their own (a private RabbitMQ node, a private redis-server, a 3-node RabbitMQ cluster on free ports), never the
      shared ones; figures in relay-app/target/faults/.
-Each step runs its tests in four JVM forks at once, longest first, then its tests tagged "timing" one at a time
-(-Dtest.forks=N / -Dit.forks=N set the forks; 1 and 1: everything one at a time). The whole run took 11-12 min on 2
-cores (fresh clones, 2026-11-29; up to 20 when the machine is slow); docs/contributing/test-suite.md has the per-class times and what was
+Each step runs its tests in JVM forks at once (four, then three), longest first, then its tests tagged "timing" one
+at a time (-Dtest.forks=N / -Dit.forks=N set the forks; 1 and 1: everything one at a time). The whole run took about
+12 min on 2 cores (fresh clones, 2026-11-29; up to 20 when the machine is slow); docs/contributing/test-suite.md has the per-class times and what was
 cut; scripts/test-times.sh prints the slow classes of the last run. -DskipFaults=true leaves the fault suite out (a
 quick local run; CI never sets it); scripts/faults.sh runs it alone. Nothing is skipped silently: a missing server
 or tool fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest
