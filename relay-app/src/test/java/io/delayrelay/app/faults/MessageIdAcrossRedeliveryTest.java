@@ -10,15 +10,23 @@ import java.util.Set;
 import java.util.TreeSet;
 
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.app.engine.PublishOutcome;
+import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
+import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
+import io.delayrelay.app.support.TcpProxy;
+import io.delayrelay.app.support.TestServices;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * DESIGN: "message id stable across redeliveries, so consumers can deduplicate". A confirm timeout makes the relay
@@ -29,10 +37,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 class MessageIdAcrossRedeliveryTest {
 
     private final RelayTestKit kit = new RelayTestKit();
+    private TcpProxy proxy;
 
     @AfterEach
-    void cleanUp() {
-        kit.close();
+    void cleanUp() throws Exception {
+        try {
+            if (proxy != null) {
+                proxy.close();
+            }
+        } finally {
+            kit.close();
+        }
     }
 
     @Test
@@ -40,34 +55,51 @@ class MessageIdAcrossRedeliveryTest {
         String business = kit.business("msgid");
         String exchange = kit.exchange("msgid");
         Inbox received = new Inbox(kit.consume(kit.queue(exchange, "due")));
-        kit.startRelay(RelayTestKit.business(
-                kit.baseProperties(),
-                business,
-                exchange,
-                "due",
-                "threads",
-                2,
-                "batch-size",
-                100,
-                "publish-timeout",
-                "2ms",
-                "retry-delay",
-                "50ms",
-                "retry-delay-max",
-                "200ms",
-                "max-attempts",
-                1000));
+        // The relay reaches the broker through a proxy frozen while the batches go out: their confirms cannot come
+        // within the publish-timeout, the relay publishes them again, and once the link thaws the broker has both
+        // copies. (A bare 2 ms publish-timeout depended on the machine: a quiet broker confirmed every batch of 100
+        // within it, and a CI run saw no duplicate at all.)
+        TestServices.Endpoint rabbit = TestServices.rabbit();
+        int port = FreePort.next();
+        proxy = new TcpProxy(port, rabbit.host(), rabbit.port());
+        Map<String, Object> properties = kit.baseProperties();
+        properties.put("spring.rabbitmq.host", "127.0.0.1");
+        properties.put("spring.rabbitmq.port", port);
+        MeterRegistry registry = kit.startRelay(RelayTestKit.business(
+                        properties,
+                        business,
+                        exchange,
+                        "due",
+                        "threads",
+                        2,
+                        "batch-size",
+                        100,
+                        "publish-timeout",
+                        "250ms",
+                        "retry-delay",
+                        "50ms",
+                        "retry-delay-max",
+                        "200ms",
+                        "max-attempts",
+                        1000))
+                .getBean(MeterRegistry.class);
         List<String> sent = new ArrayList<>();
-        // all due at one instant after the writes: the relay then pops and publishes them in batches of 100, whose
-        // confirms take longer than the 2 ms publish timeout even on a quiet broker (written due at once, one by one,
-        // they were popped a few at a time and a quiet broker confirmed every one within 2 ms: no retry to look at)
-        Instant dueAt = Instant.now().plusSeconds(3);
+        // a first message opens the relay's connection and channel through the proxy (the relay connects lazily)
+        kit.producer().schedule(business, "warm", Instant.now());
+        sent.add("warm");
+        await("the first message relayed").atMost(Duration.ofSeconds(30)).until(() -> relayed(registry, business) == 1);
+        proxy.freeze();
+        Instant dueAt = Instant.now();
         for (int i = 0; i < 500; i++) {
             kit.producer().schedule(business, "id-" + i, dueAt);
             sent.add("id-" + i);
         }
+        await("a confirm timeout counted")
+                .atMost(Duration.ofSeconds(30))
+                .until(() -> confirmTimeouts(registry, business) > 0);
+        proxy.thaw();
         Deliveries.Report report =
-                Deliveries.expect(sent).quiet(Duration.ofSeconds(1)).await(received, Duration.ofSeconds(60));
+                Deliveries.expect(sent).quiet(Duration.ofMillis(1_500)).await(received, Duration.ofSeconds(90));
         List<Received> all = report.all();
         // Every copy beyond the first is a retry after a confirm timeout (a later attempt); none lost, none early.
         long retries =
@@ -88,5 +120,20 @@ class MessageIdAcrossRedeliveryTest {
         assertThat(idsByBody)
                 .allSatisfy((body, ids) ->
                         assertThat(ids).as("message ids of %s", body).hasSize(1));
+    }
+
+    private static double relayed(MeterRegistry registry, String business) {
+        Counter c = registry.find(RelayMeterNames.RELAYED)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .counter();
+        return c == null ? 0.0 : c.count();
+    }
+
+    private static double confirmTimeouts(MeterRegistry registry, String business) {
+        Counter c = registry.find(RelayMeterNames.PUBLISH_FAILURES)
+                .tag(RelayMeterNames.TAG_BUSINESS, business)
+                .tag(RelayMeterNames.TAG_CAUSE, PublishOutcome.Cause.CONFIRM_TIMEOUT.tag())
+                .counter();
+        return c == null ? 0.0 : c.count();
     }
 }
