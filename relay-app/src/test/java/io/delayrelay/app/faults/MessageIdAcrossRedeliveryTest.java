@@ -11,16 +11,11 @@ import java.util.TreeSet;
 
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.engine.PublishOutcome;
-import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
-import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import io.delayrelay.app.support.TcpProxy;
-import io.delayrelay.app.support.TestServices;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -59,35 +54,13 @@ class MessageIdAcrossRedeliveryTest {
         // within the publish-timeout, the relay publishes them again, and once the link thaws the broker has both
         // copies. (A bare 2 ms publish-timeout depended on the machine: a quiet broker confirmed every batch of 100
         // within it, and a CI run saw no duplicate at all.)
-        TestServices.Endpoint rabbit = TestServices.rabbit();
-        int port = FreePort.next();
-        proxy = new TcpProxy(port, rabbit.host(), rabbit.port());
-        Map<String, Object> properties = kit.baseProperties();
-        properties.put("spring.rabbitmq.host", "127.0.0.1");
-        properties.put("spring.rabbitmq.port", port);
-        MeterRegistry registry = kit.startRelay(RelayTestKit.business(
-                        properties,
-                        business,
-                        exchange,
-                        "due",
-                        "threads",
-                        2,
-                        "batch-size",
-                        100,
-                        "publish-timeout",
-                        "250ms",
-                        "retry-delay",
-                        "50ms",
-                        "retry-delay-max",
-                        "200ms",
-                        "max-attempts",
-                        1000))
-                .getBean(MeterRegistry.class);
+        FrozenLinkRelay relay = FrozenLinkRelay.start(kit, business, exchange);
+        proxy = relay.proxy;
         List<String> sent = new ArrayList<>();
         // a first message opens the relay's connection and channel through the proxy (the relay connects lazily)
         kit.producer().schedule(business, "warm", Instant.now());
         sent.add("warm");
-        await("the first message relayed").atMost(Duration.ofSeconds(30)).until(() -> relayed(registry, business) == 1);
+        await("the first message relayed").atMost(Duration.ofSeconds(30)).until(() -> relay.relayed() == 1);
         proxy.freeze();
         Instant dueAt = Instant.now();
         for (int i = 0; i < 500; i++) {
@@ -96,7 +69,7 @@ class MessageIdAcrossRedeliveryTest {
         }
         await("a confirm timeout counted")
                 .atMost(Duration.ofSeconds(30))
-                .until(() -> confirmTimeouts(registry, business) > 0);
+                .until(() -> relay.failures(PublishOutcome.Cause.CONFIRM_TIMEOUT) > 0);
         proxy.thaw();
         Deliveries.Report report =
                 Deliveries.expect(sent).quiet(Duration.ofMillis(1_500)).await(received, Duration.ofSeconds(90));
@@ -120,20 +93,5 @@ class MessageIdAcrossRedeliveryTest {
         assertThat(idsByBody)
                 .allSatisfy((body, ids) ->
                         assertThat(ids).as("message ids of %s", body).hasSize(1));
-    }
-
-    private static double relayed(MeterRegistry registry, String business) {
-        Counter c = registry.find(RelayMeterNames.RELAYED)
-                .tag(RelayMeterNames.TAG_BUSINESS, business)
-                .counter();
-        return c == null ? 0.0 : c.count();
-    }
-
-    private static double confirmTimeouts(MeterRegistry registry, String business) {
-        Counter c = registry.find(RelayMeterNames.PUBLISH_FAILURES)
-                .tag(RelayMeterNames.TAG_BUSINESS, business)
-                .tag(RelayMeterNames.TAG_CAUSE, PublishOutcome.Cause.CONFIRM_TIMEOUT.tag())
-                .counter();
-        return c == null ? 0.0 : c.count();
     }
 }

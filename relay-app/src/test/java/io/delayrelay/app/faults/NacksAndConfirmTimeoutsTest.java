@@ -8,15 +8,11 @@ import java.util.Map;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.engine.PublishOutcome;
-import io.delayrelay.app.metrics.RelayMeterNames;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
-import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import io.delayrelay.app.support.TcpProxy;
-import io.delayrelay.app.support.TestServices;
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
@@ -107,41 +103,18 @@ class NacksAndConfirmTimeoutsTest {
         String exchange = kit.exchange("timeouts");
         Inbox received = new Inbox(kit.consume(kit.queue(exchange, "due")));
         // The relay reaches the broker through a proxy frozen while the first batches go out: their confirms cannot
-        // come within the publish-timeout. (A bare short timeout depended on the machine's load: a quiet broker
-        // confirms within 2 ms, and a busy machine timed out so often that retries never settled.)
-        TestServices.Endpoint rabbit = TestServices.rabbit();
-        int port = FreePort.next();
-        proxy = new TcpProxy(port, rabbit.host(), rabbit.port());
-        Map<String, Object> properties = kit.baseProperties();
-        properties.put("spring.rabbitmq.host", "127.0.0.1");
-        properties.put("spring.rabbitmq.port", port);
-        MeterRegistry registry = kit.startRelay(RelayTestKit.business(
-                        properties,
-                        business,
-                        exchange,
-                        "due",
-                        "threads",
-                        2,
-                        "batch-size",
-                        100,
-                        "publish-timeout",
-                        "250ms",
-                        "retry-delay",
-                        "50ms",
-                        "retry-delay-max",
-                        "200ms",
-                        "max-attempts",
-                        1000))
-                .getBean(MeterRegistry.class);
+        // come within the publish-timeout (FrozenLinkRelay).
+        FrozenLinkRelay relay = FrozenLinkRelay.start(kit, business, exchange);
+        proxy = relay.proxy;
         // a first message opens the relay's connection and channel through the proxy (the relay connects lazily)
         List<String> sent = new ArrayList<>(schedule(business, "warm-", 1));
-        await("the first message relayed").atMost(Duration.ofSeconds(30)).until(() -> relayed(registry, business) == 1);
+        await("the first message relayed").atMost(Duration.ofSeconds(30)).until(() -> relay.relayed() == 1);
         proxy.freeze();
         sent.addAll(schedule(business, "timeout-"));
         // the first batches are published into the frozen link: their confirms cannot come, they time out
         await("a confirm timeout counted")
                 .atMost(Duration.ofSeconds(30))
-                .until(() -> failures(registry, business, PublishOutcome.Cause.CONFIRM_TIMEOUT) > 0);
+                .until(() -> relay.failures(PublishOutcome.Cause.CONFIRM_TIMEOUT) > 0);
         proxy.thaw();
 
         // A confirm timeout cannot tell a lost publish from a slow confirm: the retry may be a second copy. Each
@@ -171,22 +144,7 @@ class NacksAndConfirmTimeoutsTest {
     }
 
     private static double nacks(MeterRegistry registry, String business) {
-        return failures(registry, business, PublishOutcome.Cause.NACK);
-    }
-
-    private static double relayed(MeterRegistry registry, String business) {
-        Counter c = registry.find(RelayMeterNames.RELAYED)
-                .tag(RelayMeterNames.TAG_BUSINESS, business)
-                .counter();
-        return c == null ? 0.0 : c.count();
-    }
-
-    private static double failures(MeterRegistry registry, String business, PublishOutcome.Cause cause) {
-        Counter c = registry.find(RelayMeterNames.PUBLISH_FAILURES)
-                .tag(RelayMeterNames.TAG_BUSINESS, business)
-                .tag(RelayMeterNames.TAG_CAUSE, cause.tag())
-                .counter();
-        return c == null ? 0.0 : c.count();
+        return FrozenLinkRelay.failures(registry, business, PublishOutcome.Cause.NACK);
     }
 
     private List<String> schedule(String business, String prefix) {
