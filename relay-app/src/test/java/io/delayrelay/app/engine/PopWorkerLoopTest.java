@@ -15,6 +15,7 @@ import io.delayrelay.app.engine.EngineFixture.CountingEvents;
 import io.delayrelay.app.engine.EngineFixture.HoldingPublisher;
 import io.delayrelay.app.engine.amqp.AmqpBatchPublisher;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
+import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.DueMessage;
 import org.junit.jupiter.api.AfterEach;
@@ -30,8 +31,8 @@ import static org.awaitility.Awaitility.await;
  */
 class PopWorkerLoopTest {
 
-    /** Nothing listens here (this suite's port range): a broker that takes nothing. */
-    private static final int NO_BROKER_PORT = 18201;
+    /** Nothing listens here (a port the OS just handed out and took back): a broker that takes nothing. */
+    private static final int NO_BROKER_PORT = FreePort.next();
 
     private final EngineFixture f = new EngineFixture();
 

@@ -119,9 +119,8 @@ class NacksAndConfirmTimeoutsTest {
 
         // A confirm timeout cannot tell a lost publish from a slow confirm: the retry may be a second copy. Each
         // extra copy is a later attempt: the rule is per body (no attempt of a message delivered twice, so its copies
-        // are its distinct attempts). The volume of retries is not bounded here (every batch published into the frozen
-        // link retries);
-        // the duplicatesAtMost below restates that rule in the figures, it is no separate bound.
+        // are its distinct attempts). The volume of retries is not bounded here (every batch published into the
+        // frozen link retries); the duplicatesAtMost below restates that rule in the figures, it is no separate bound.
         Deliveries.Report report =
                 Deliveries.expect(sent).quiet(Duration.ofMillis(1_500)).await(received, Duration.ofSeconds(90));
         List<Received> all = report.all();

@@ -3,14 +3,13 @@ package io.delayrelay.app.ops;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.stream.Stream;
 
+import io.delayrelay.app.support.FreePort;
 import org.openqa.selenium.Dimension;
 import org.openqa.selenium.chrome.ChromeDriver;
 import org.openqa.selenium.chrome.ChromeDriverService;
@@ -24,11 +23,6 @@ final class HeadlessChromium implements AutoCloseable {
 
     static final String INSTALL = "apt-get install -y --no-install-recommends chromium chromium-driver"
             + " (scripts/test.sh does this as root)";
-    /** chromedriver listens in this test's port range. */
-    private static final int FIRST_PORT = 18500;
-
-    private static final int LAST_PORT = 18599;
-
     final ChromeDriver driver;
     private final ChromeDriverService service;
     private final Path profile;
@@ -43,7 +37,7 @@ final class HeadlessChromium implements AutoCloseable {
         }
         service = new ChromeDriverService.Builder()
                 .usingDriverExecutable(chromedriver)
-                .usingPort(freePort())
+                .usingPort(FreePort.next())
                 .withTimeout(Duration.ofSeconds(30))
                 .build();
         ChromeOptions options = new ChromeOptions();
@@ -76,17 +70,6 @@ final class HeadlessChromium implements AutoCloseable {
         }
         throw new IllegalStateException(what + " is not installed (looked at " + String.join(", ", paths)
                 + "). The console's browser test needs Debian's chromium and chromium-driver: " + INSTALL);
-    }
-
-    private static int freePort() {
-        for (int port = FIRST_PORT; port <= LAST_PORT; port++) {
-            try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
-                return port;
-            } catch (IOException taken) {
-                // next one
-            }
-        }
-        throw new IllegalStateException("no free port for chromedriver in " + FIRST_PORT + "-" + LAST_PORT);
     }
 
     @Override
