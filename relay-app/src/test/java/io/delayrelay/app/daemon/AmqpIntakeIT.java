@@ -81,7 +81,7 @@ class AmqpIntakeIT {
     private RelayProcess start(String name, Map<String, Object> props) throws Exception {
         Map<String, Object> own = new HashMap<>(props);
         own.put("relay.fleet.instance-id", name);
-        RelayProcess process = RelayProcess.start(name, own, false, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.start(name, own, false, RelayProcess.C1);
         processes.add(process);
         return process;
     }

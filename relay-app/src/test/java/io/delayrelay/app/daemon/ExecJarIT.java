@@ -73,7 +73,7 @@ class ExecJarIT {
                 "nacos-no-server",
                 Map.of("spring.profiles.active", "nacos", "NACOS_ADDR", nowhere, "NACOS_DATA_ID", dataId),
                 false,
-                "-XX:TieredStopAtLevel=1")) {
+                RelayProcess.C1)) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
             String output = relay.output();
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();

@@ -64,7 +64,7 @@ class FleetPauseIT {
         props.put("relay.fleet.instance-id", name);
         props.put("relay.fleet.heartbeat-interval", "1s");
         props.put("relay.fleet.pause-recheck-interval", RECHECK.toSeconds() + "s");
-        RelayProcess process = RelayProcess.start("fleet-" + name, props, true, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.start("fleet-" + name, props, true, RelayProcess.C1);
         processes.add(process);
         return process;
     }

@@ -149,8 +149,7 @@ class FleetRollingRestartIT {
                 RelayTestKit.business(kit.baseProperties(), business, exchange, "due", "shards", SHARDS, "threads", 2);
         props.put("spring.data.redis.port", redis.port());
         props.put("relay.fleet.instance-id", "r" + index + "-" + generation);
-        RelayProcess p =
-                RelayProcess.start("rolling-" + index + "-" + generation, props, false, "-XX:TieredStopAtLevel=1");
+        RelayProcess p = RelayProcess.start("rolling-" + index + "-" + generation, props, false, RelayProcess.C1);
         processes.add(p);
         return p;
     }

@@ -183,7 +183,7 @@ class FleetSickInstanceIT {
         props.put("server.port", FreePort.next());
         props.put("management.server.port", management);
         props.putAll(extra);
-        processes.add(RelayProcess.start("sick-" + name, props, true, "-XX:TieredStopAtLevel=1"));
+        processes.add(RelayProcess.start("sick-" + name, props, true, RelayProcess.C1));
     }
 
     private long seatHolders(DelayQueueKeys keys) {

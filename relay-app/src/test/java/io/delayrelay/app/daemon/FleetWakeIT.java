@@ -258,7 +258,7 @@ class FleetWakeIT {
         props.put("relay.fleet.instance-id", name);
         props.put("server.port", FreePort.next());
         props.put("management.server.port", management);
-        RelayProcess process = RelayProcess.start("fleetbusy-" + name, props, true, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.start("fleetbusy-" + name, props, true, RelayProcess.C1);
         processes.add(process);
         return process;
     }
@@ -316,7 +316,7 @@ class FleetWakeIT {
         props.put("spring.data.redis.port", redis.port());
         props.put("relay.wake.safety-sweep", "10m");
         props.put("relay.fleet.instance-id", name);
-        RelayProcess process = RelayProcess.start("fleetwake-" + name, props, false, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.start("fleetwake-" + name, props, false, RelayProcess.C1);
         processes.add(process);
         return process;
     }

@@ -58,7 +58,7 @@ class LatePolicyIT {
         props.put("server.port", FreePort.next());
         props.put("management.server.port", managementPort);
         props.put("relay.ops.token", TOKEN);
-        RelayProcess process = RelayProcess.startJar("late-" + business, props, true, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.startJar("late-" + business, props, true, RelayProcess.C1);
         processes.add(process);
         OpsClient ops = new OpsClient(managementPort, TOKEN);
         await().atMost(START).pollInterval(Duration.ofMillis(250)).until(() -> {

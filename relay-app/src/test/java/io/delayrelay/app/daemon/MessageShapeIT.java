@@ -59,7 +59,7 @@ class MessageShapeIT {
         Map<String, Object> props = RelayTestKit.business(
                 kit.baseProperties(), lean, leanExchange, "due", "shards", 4, "message-shape", "lean");
         RelayTestKit.business(props, full, fullExchange, "due", "shards", 4);
-        relay = RelayProcess.start("shape", props, false, "-XX:TieredStopAtLevel=1");
+        relay = RelayProcess.start("shape", props, false, RelayProcess.C1);
         await().atMost(START).pollInterval(Duration.ofMillis(250)).until(() -> {
             if (!relay.isAlive()) {
                 throw new AssertionError("relay exited:\n" + relay.output());

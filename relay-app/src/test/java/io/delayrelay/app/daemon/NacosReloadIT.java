@@ -109,7 +109,7 @@ class NacosReloadIT {
         props.put("management.server.port", managementPort);
         props.put("relay.ops.token", TOKEN);
         props.put("relay.reshard-grace", "2s");
-        RelayProcess process = RelayProcess.start("nacos-" + name, props, true, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.start("nacos-" + name, props, true, RelayProcess.C1);
         processes.add(process);
         return process;
     }
@@ -282,8 +282,8 @@ class NacosReloadIT {
             props.put("relay.nacos.check-interval", "500ms");
             props.put("server.port", FreePort.next());
             props.put("management.server.port", management);
-            RelayProcess relay = RelayProcess.start(
-                    "nacos-away", props, true, "-XX:TieredStopAtLevel=1", "-Dnacos.server.grpc.port.offset=1");
+            RelayProcess relay =
+                    RelayProcess.start("nacos-away", props, true, RelayProcess.C1, "-Dnacos.server.grpc.port.offset=1");
             processes.add(relay);
             awaitStarted(relay, new OpsClient(management, TOKEN));
             assertThat(metaShards(business)).isEqualTo("4");
@@ -329,8 +329,7 @@ class NacosReloadIT {
         String line = "Nacos data id '" + dataId + "' (group " + GROUP + ") is missing or empty on server "
                 + System.getenv("NACOS_ADDR") + " (namespace public)";
 
-        try (RelayProcess strict =
-                RelayProcess.start("nacos-missing-strict", props, false, "-XX:TieredStopAtLevel=1")) {
+        try (RelayProcess strict = RelayProcess.start("nacos-missing-strict", props, false, RelayProcess.C1)) {
             Integer exit = strict.awaitExit(START);
             assertThat(exit).as(strict.output()).isNotNull().isNotZero();
             assertThat(strict.output().lines().filter(l -> l.equals(line)).count())

@@ -213,7 +213,7 @@ class RateCapIT {
         props.put("relay.fleet.instance-id", name);
         props.put("server.port", FreePort.next());
         props.put("management.server.port", management);
-        RelayProcess process = RelayProcess.start("ratecap-" + name, props, true, "-XX:TieredStopAtLevel=1");
+        RelayProcess process = RelayProcess.start("ratecap-" + name, props, true, RelayProcess.C1);
         processes.add(process);
         return process;
     }

@@ -123,7 +123,7 @@ class RecurringScheduleIT {
             p.put("server.port", FreePort.next());
             int management = FreePort.next();
             p.put("management.server.port", management);
-            processes.add(RelayProcess.start("sched-" + round + name, p, true, "-XX:TieredStopAtLevel=1"));
+            processes.add(RelayProcess.start("sched-" + round + name, p, true, RelayProcess.C1));
             ops.add(new OpsClient(management, null));
         }
         await("three relays started").atMost(Duration.ofMinutes(4)).until(() -> {

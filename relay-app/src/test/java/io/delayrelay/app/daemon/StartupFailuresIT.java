@@ -26,7 +26,7 @@ class StartupFailuresIT {
                         "relay.businesses.orders.routing-key", "rk",
                         "relay.businesses.orders.max-atempts", "5s"),
                 false,
-                "-XX:TieredStopAtLevel=1")) {
+                RelayProcess.C1)) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
             String output = relay.output();
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();
@@ -50,7 +50,7 @@ class StartupFailuresIT {
                         "relay.businesses.clicks.routing-key", "rk",
                         "relay.businesses.clicks.message-shape", "slim"),
                 false,
-                "-XX:TieredStopAtLevel=1")) {
+                RelayProcess.C1)) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
             String output = relay.output();
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();
@@ -76,7 +76,7 @@ class StartupFailuresIT {
                         "relay.businesses.orders.exchange", "amq.direct",
                         "relay.businesses.orders.routing-key", "rk"),
                 false,
-                "-XX:TieredStopAtLevel=1")) {
+                RelayProcess.C1)) {
             Integer exit = relay.awaitExit(Duration.ofSeconds(150));
             String output = relay.output();
             assertThat(exit).as("exit code; output:\n%s", output).isNotNull().isNotZero();

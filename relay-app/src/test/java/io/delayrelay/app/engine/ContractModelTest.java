@@ -1,5 +1,6 @@
 package io.delayrelay.app.engine;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 import ch.qos.logback.classic.Level;
@@ -40,12 +41,45 @@ import org.slf4j.LoggerFactory;
  * <p>Time is pinned ({@link PinnedClockRedis}), so the model decides what is due. {@code -Dmodel.tries=N} runs N
  * sequences (1,000 by default), {@code -Dmodel.steps=N} allows up to N steps each (40), {@code -Dmodel.seed=S}
  * replays a seed, {@code -Dmodel.tolerate=1,2,3} relaxes the checks of known findings ({@link ContractModel.Finding}).
+ * Without {@code -Dmodel.seed} a run draws the sequences of {@link #FIXED_SEED}, the same in every build, and checks
+ * afterwards that they reached the rare situations of {@link #MUST_REACH}; {@code -Dmodel.seed=random} draws new ones
+ * (an exploration: {@code -Dmodel.seed=random -Dmodel.tries=20000}).
  * docs/contributing/model-test.md tells what is modelled and how to read a failure. Stays long (~60 s): CI keeps its
  * 1,000 sequences, and every key is compared after every step.
  */
 class ContractModelTest {
 
     private static final int DEFAULT_TRIES = 1000;
+    /**
+     * The seed of a run without {@code -Dmodel.seed}: every build tries the same 1,000 sequences, so a failure there
+     * is the code's and replays as it is, and a path the sequences reach in one build they reach in all (review N24:
+     * with a new seed per run some rare paths came up 0-2 times). Chosen among 7 drawn seeds for reaching the most
+     * rare situations: every one of {@link #MUST_REACH}, 2-9 times each. None of the 7 reached a promotion of a block
+     * already promoted, one reached a retirement with dead letters beyond the count in force (once).
+     */
+    static final String FIXED_SEED = "-3015109537733101792";
+    /**
+     * Rare situations the fixed seed's sequences must reach at least once (counted by {@link ContractWorld#COVERAGE}
+     * and checked after the run): a change to the generators or the model that stops reaching one fails the run,
+     * instead of silently testing less.
+     */
+    static final List<String> MUST_REACH = List.of(
+            "cold blocks written from a stale listing (some entries stayed hot)",
+            "cold listings left half demoted",
+            "cold members demoted again (a raw ZADD's copy replaces the cold one)",
+            "cold promotions skipping cancelled or replaced entries",
+            "cold entries cancelled by the operator",
+            "cold entries delivered now by the operator",
+            "cold blocks not written (every listed entry changed)",
+            "plain ZADDs of a cold member (a second live copy)",
+            "size trims with an excess",
+            "size trims whose cutoff is a tie",
+            "dead letters replayed",
+            "shard counts retired",
+            "pops passing a due schedule held back by its member's delivery");
+
+    private static volatile boolean fixedSeedRun;
+    private static volatile boolean propertyPassed;
     private static final int DEFAULT_STEPS = 40;
     private static final long START_MS = 1_800_000_000_000L;
 
@@ -81,6 +115,17 @@ class ContractModelTest {
         ((Logger) LoggerFactory.getLogger("io.delayrelay")).setLevel(logLevel);
         if (redis != null) {
             redis.close();
+        }
+        if (fixedSeedRun && propertyPassed) {
+            for (String situation : MUST_REACH) {
+                AtomicLong n = ContractWorld.COVERAGE.get(situation);
+                if (n == null || n.get() == 0) {
+                    throw new AssertionError("the fixed seed's " + DEFAULT_TRIES + " sequences no longer reach \""
+                            + situation + "\" (ContractModelTest.MUST_REACH): a change to the generators or the model"
+                            + " made the run test less; choose a seed that reaches it (-Dmodel.seed=random prints"
+                            + " what a seed reaches) or say in MUST_REACH why the situation is gone");
+                }
+            }
         }
     }
 
@@ -434,8 +479,8 @@ class ContractModelTest {
     }
 
     /**
-     * {@code -Dmodel.tries} and {@code -Dmodel.seed} override the property's tries and seed; a failure names the seed
-     * that replays it.
+     * {@code -Dmodel.tries} and {@code -Dmodel.seed} override the property's tries and seed (without a seed: {@link
+     * #FIXED_SEED}; {@code random}: a new one); a failure names the seed that replays it.
      */
     public static final class RunSettings implements AroundPropertyHook {
 
@@ -447,11 +492,17 @@ class ContractModelTest {
             if (tries != null && !tries.isBlank()) {
                 context.attributes().setTries(Integer.parseInt(tries.trim()));
             }
-            String seed = System.getProperty("model.seed");
-            if (seed != null && !seed.isBlank()) {
-                context.attributes().setSeed(seed.trim());
+            String seed = System.getProperty("model.seed", "").trim();
+            if (seed.isEmpty()) {
+                context.attributes().setSeed(FIXED_SEED);
+                fixedSeedRun = tries == null || tries.isBlank() || Integer.parseInt(tries.trim()) >= DEFAULT_TRIES;
+            } else if (!seed.equals("random")) {
+                context.attributes().setSeed(seed);
             }
             PropertyExecutionResult result = property.execute();
+            propertyPassed = result.status() == PropertyExecutionResult.Status.SUCCESSFUL;
+            System.out.println("contract model seed: " + result.seed().orElse("?")
+                    + (seed.equals("random") ? " (drawn)" : seed.isEmpty() ? " (FIXED_SEED)" : ""));
             if (result.status() == PropertyExecutionResult.Status.FAILED) {
                 String replay = "replay: -Dmodel.seed=" + result.seed().orElse("?") + " -Dmodel.tries="
                         + result.countTries() + " (the failing sequence is that seed's last; the next run also tries"

@@ -136,7 +136,7 @@ class BrokerOutageTest {
                 },
                 "broker-outage-load");
 
-        try (RelayProcess relay = RelayProcess.start("broker-outage", props)) {
+        try (RelayProcess relay = RelayProcess.start("broker-outage", props, false, RelayProcess.C1)) {
             // a JVM start takes 20-60 s on a busy 2-core machine
             await().atMost(Duration.ofMinutes(3)).until(() -> relay.started() || !relay.isAlive());
             assertThat(relay.started()).as("relay started; see %s", relay.log()).isTrue();

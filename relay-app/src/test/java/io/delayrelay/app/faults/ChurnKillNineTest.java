@@ -69,7 +69,7 @@ class ChurnKillNineTest {
         AtomicReference<Throwable> churnFailure = new AtomicReference<>();
 
         long started = System.currentTimeMillis();
-        RelayProcess relay = RelayProcess.start("churn-1", props);
+        RelayProcess relay = RelayProcess.start("churn-1", props, false, RelayProcess.C1);
         Thread churn = new Thread(
                 () -> {
                     try {
@@ -116,7 +116,7 @@ class ChurnKillNineTest {
                         System.currentTimeMillis() - started,
                         received.distinct(),
                         kit.countAll(business, "inflight"));
-                relay = RelayProcess.start("churn-" + (kills + 1), props);
+                relay = RelayProcess.start("churn-" + (kills + 1), props, false, RelayProcess.C1);
             }
             await().atMost(Duration.ofMinutes(2)).until(relay::started);
             // churn on against the restarted relay: another 1,000 re-schedules while it runs

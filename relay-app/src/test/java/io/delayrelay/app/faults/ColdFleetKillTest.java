@@ -75,7 +75,7 @@ class ColdFleetKillTest {
         DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
         Deliveries.Inbox inbox = new Deliveries.Inbox(kit.consume(kit.queue(exchange, "due")));
         for (String name : List.of("A", "B", "C")) {
-            relays.add(RelayProcess.start("coldfleet-" + name, properties(business, exchange)));
+            relays.add(RelayProcess.start("coldfleet-" + name, properties(business, exchange), false, RelayProcess.C1));
         }
         await("three relays started").atMost(Duration.ofMinutes(4)).until(() -> {
             for (RelayProcess r : relays) {

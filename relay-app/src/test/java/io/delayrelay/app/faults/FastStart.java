@@ -64,7 +64,7 @@ final class FastStart {
                 List<String> args = new ArrayList<>(List.of(
                         "-Xmx384m",
                         "-XX:+UseSerialGC",
-                        "-XX:TieredStopAtLevel=1",
+                        RelayProcess.C1,
                         "-XX:ArchiveClassesAtExit=" + training,
                         "-Dspring.context.exit=onRefresh",
                         "-jar",

@@ -97,7 +97,7 @@ class FleetDivisionTest {
         for (String name : List.of("A", "B", "C")) {
             // three idle relays: C1 only spares the CPU of C2 compiles (a drain of 200,000 takes twice as long on C1)
             RelayProcess relay = RelayProcess.start(
-                    "division-" + name, properties(business, exchange, name), false, LeadKillNineTest.FAST_START);
+                    "division-" + name, properties(business, exchange, name), false, RelayProcess.C1);
             relays.add(relay);
             byName.put(name, relay);
         }

@@ -76,8 +76,6 @@ class LeadKillNineTest {
     static final int MIN_AHEAD = 3;
 
     static final long AHEAD_MS = 40;
-    /** C1 only: the two JVMs start in about half the time on a loaded 2-core box; 667 messages/s need no C2. */
-    static final String FAST_START = "-XX:TieredStopAtLevel=1";
 
     private final RelayTestKit kit = new RelayTestKit();
     private final List<RelayProcess> relays = new ArrayList<>();
@@ -100,9 +98,10 @@ class LeadKillNineTest {
         Deliveries.Inbox inbox = new Deliveries.Inbox(kit.consume(kit.queue(exchange, "due")));
 
         RelayProcess survivor =
-                RelayProcess.start("leadkill-A", properties(business, exchange, "A"), false, FAST_START);
+                RelayProcess.start("leadkill-A", properties(business, exchange, "A"), false, RelayProcess.C1);
         relays.add(survivor);
-        RelayProcess victim = RelayProcess.start("leadkill-B", properties(business, exchange, "B"), false, FAST_START);
+        RelayProcess victim =
+                RelayProcess.start("leadkill-B", properties(business, exchange, "B"), false, RelayProcess.C1);
         relays.add(victim);
         await("two relays started").atMost(Duration.ofMinutes(4)).until(() -> {
             for (RelayProcess r : relays) {

@@ -112,7 +112,7 @@ class RedisRestartTest {
                 },
                 "redis-restart-load");
 
-        try (RelayProcess relay = RelayProcess.start("redis-restart", props)) {
+        try (RelayProcess relay = RelayProcess.start("redis-restart", props, false, RelayProcess.C1)) {
             // a JVM start takes 20-60 s on a busy 2-core machine
             await().atMost(Duration.ofMinutes(3)).until(() -> relay.started() || !relay.isAlive());
             assertThat(relay.started()).as("relay started; see %s", relay.log()).isTrue();

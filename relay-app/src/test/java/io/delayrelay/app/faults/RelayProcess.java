@@ -28,6 +28,13 @@ public final class RelayProcess implements AutoCloseable {
     }
 
     /** Starts the exec jar with the given Spring properties (web off). */
+    /**
+     * The JVM option of a relay that relays thousands of messages, not hundreds of thousands: C1 only. C2's compiles
+     * of a relay that lives a minute cost more CPU than they save, and the pool runs several relays beside other
+     * tests; a drain of 200,000 (KillNineMidDrainTest) or a lag bound at 3,300 msg/s (ColdTierIT) keeps C2.
+     */
+    public static final String C1 = "-XX:TieredStopAtLevel=1";
+
     public static RelayProcess start(String name, Map<String, Object> properties) throws IOException {
         return start(name, properties, false);
     }
