@@ -46,6 +46,11 @@ final class ShardSchedule {
     private volatile AtomicLongArray lowerings = new AtomicLongArray(0);
     /** The shard {@link #claimEarliestDue} claimed last: its next search starts after it. */
     private volatile int lastEarliest = -1;
+    /**
+     * Where {@link #claimAllDue} starts the order of shards known due at the same time: the first shard the last pop
+     * of several left out ({@link #leftOutFrom}), so that the shards a used-up batch left out go first next time.
+     */
+    private volatile int tiesFrom;
 
     /** When {@link #sweepDue} last allowed a sweep (System.nanoTime). */
     private final AtomicLong lastSweepNanos = new AtomicLong(System.nanoTime());
@@ -277,20 +282,26 @@ final class ShardSchedule {
     /**
      * Claims every shard known to be due at {@code nowMs} that is not skipped, at most {@code max}, earliest known
      * due first (so that other workers look elsewhere until each one's pop reports again): what one pop of several
-     * shards carries. Synchronized, so that two workers whose linger ends together do not split the due shards
-     * between two pops: the first claims them all, the second finds none. Returns the shards with the due times
-     * they were known by (to put a shard back with, see {@link #lower}).
+     * shards carries. Shards known due at the same time (a sweep's mark, shards whose last pop came back full or was
+     * left out) go round, from the first shard the last pop of several left out ({@link #leftOutFrom}): the pop serves
+     * them in this order until its batch is used up, so a fixed order would keep the last shards waiting as long as
+     * the first ones stay full. Synchronized, so that two workers whose linger ends together do not split the due
+     * shards between two pops: the first claims them all, the second finds none. Returns the shards with the due
+     * times they were known by (to put a shard back with, see {@link #lower}).
      */
     synchronized List<Earliest> claimAllDue(long nowMs, IntPredicate skip, int max) {
         AtomicLongArray current = next;
+        int width = current.length();
         List<Earliest> due = new ArrayList<>();
-        for (int shard = 0; shard < current.length(); shard++) {
+        for (int shard = 0; shard < width; shard++) {
             long at = current.get(shard);
             if (at <= nowMs && !skip.test(shard)) {
                 due.add(new Earliest(shard, at));
             }
         }
-        due.sort(Comparator.comparingLong(Earliest::dueMs));
+        int from = tiesFrom;
+        due.sort(Comparator.comparingLong(Earliest::dueMs)
+                .thenComparingInt(e -> Math.floorMod(e.shard() - from, width)));
         List<Earliest> claimed = new ArrayList<>(Math.min(max, due.size()));
         for (Earliest e : due) {
             if (claimed.size() >= max) {
@@ -301,6 +312,14 @@ final class ShardSchedule {
             }
         }
         return claimed;
+    }
+
+    /**
+     * A pop of several shards used its batch up before {@code shard}'s turn: the next {@link #claimAllDue} orders the
+     * shards known due at the same time from this one on.
+     */
+    void leftOutFrom(int shard) {
+        tiesFrom = shard;
     }
 
     /**

@@ -26,6 +26,35 @@ class ShardScheduleTest {
     }
 
     /**
+     * A pop of several shards serves them in the claimed order until its batch is used up: shards known due at the
+     * same time are ordered from the first one the last pop left out, earlier known due times still first.
+     */
+    @Test
+    void shardsDueAtTheSameTimeAreClaimedFromTheFirstOneTheLastPopLeftOut() {
+        schedule.ensureWidth(5);
+        assertThat(shardsOf(schedule.claimAllDue(NOW, s -> false, 64))).containsExactly(0, 1, 2, 3, 4);
+        for (int shard = 0; shard < 5; shard++) {
+            schedule.lower(shard, 0);
+        }
+        schedule.leftOutFrom(3);
+        assertThat(shardsOf(schedule.claimAllDue(NOW, s -> false, 64))).containsExactly(3, 4, 0, 1, 2);
+
+        schedule.lower(0, 0);
+        schedule.lower(1, NOW - 50);
+        schedule.lower(2, 0);
+        schedule.lower(4, 0);
+        schedule.leftOutFrom(2);
+        assertThat(shardsOf(schedule.claimAllDue(NOW, s -> false, 3)))
+                .as("ties from shard 2, then the later known due time; at most 3")
+                .containsExactly(2, 4, 0);
+        assertThat(shardsOf(schedule.claimAllDue(NOW, s -> false, 64))).containsExactly(1);
+    }
+
+    private static List<Integer> shardsOf(List<ShardSchedule.Earliest> claimed) {
+        return claimed.stream().map(ShardSchedule.Earliest::shard).toList();
+    }
+
+    /**
      * A pop reads the shard, then an entry is written and announced (wake-up or notification peek), then the pop's
      * report arrives: the report must not erase the announced entry (it would wait for the safety sweep).
      */
