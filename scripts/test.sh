@@ -9,17 +9,18 @@ Usage: scripts/test.sh [--quick] [extra Maven arguments]
 
 Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/services.sh up), then runs
 ./mvnw -B verify, which runs in this order:
-  1. every module's tests except the fault suite and the *IT tests (surefire, test phase; ~4 min on 2 cores);
+  1. every module's tests except the fault suite and the *IT tests (surefire, test phase; ~3.5 min on 2 cores);
   2. after packaging, relay-app's fault suite (faults/*Test, tagged "faults": kill -9 mid-drain, broker and Redis
      outages, three instances dividing the shards (kill -9 and SIGSTOP hand-over), a RabbitMQ node loss, nacks and
      confirm timeouts, bad entries, churn, the cold tier under kills, restarts and reshards) and the *IT tests, which
-     start the exec jar just built, in one pool (failsafe; ~7.5 min on 2 cores). The fault tests stop only servers of
+     start the exec jar just built, in one pool (failsafe; ~7.5 min on 2 cores, its timing lane included). The fault tests stop only servers of
      their own (a private RabbitMQ node, a private redis-server, a 3-node RabbitMQ cluster on free ports), never the
      shared ones; figures in relay-app/target/faults/.
-Each step runs its tests in JVM forks at once (four, then three), longest first, then its tests tagged "timing" one
-at a time (-Dtest.forks=N / -Dit.forks=N set the forks; 1 and 1: everything one at a time). The whole run took about
-12 min on 2 cores (fresh clones, 2026-11-29; up to 20 when the machine is slow); docs/contributing/test-suite.md has the per-class times and what was
-cut; scripts/test-times.sh prints the slow classes of the last run. -DskipFaults=true leaves the fault suite out (a
+Each step runs its tests in JVM forks at once (five, then three; C1 only), longest first, then its tests tagged
+"timing" one at a time (-Dtest.forks=N / -Dit.forks=N set the forks; 1 and 1: everything one at a time). The whole
+run took about 11.5 min on 2 cores (fresh clones, 2026-11-30; longer when the machine is slow);
+docs/contributing/test-suite.md has the per-class times and what was cut; scripts/test-times.sh prints the slow
+classes of the last run and when each lane began and ended. -DskipFaults=true leaves the fault suite out (a
 quick local run; CI never sets it); scripts/faults.sh runs it alone. Nothing is skipped silently: a missing server
 or tool fails its test with an install hint; only NacosReloadIT skips, without NACOS_ADDR. For ReadmeRecipesTest
 (runs the producers of examples/producers/) it also installs Python's redis and pika packages (Debian python3-redis,
