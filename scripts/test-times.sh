@@ -13,37 +13,36 @@ if [ ${#reports[@]} -eq 0 ]; then
   echo "no test reports under */target/: run scripts/test.sh first" >&2
   exit 1
 fi
-printf '| class | lane | tests | time (s) |\n|---|---|---:|---:|\n'
-for f in "${reports[@]}"; do
-  head -c 2000 "$f" | tr '\n' ' ' | grep -o '<testsuite [^>]*>' | head -1 | {
-    read -r line || exit 0
-    name=$(sed -E 's/.* name="([^"]*)".*/\1/' <<<"$line")
-    time=$(sed -E 's/.* time="([^"]*)".*/\1/' <<<"$line")
-    tests=$(sed -E 's/.* tests="([^"]*)".*/\1/' <<<"$line")
-    case "$f" in *failsafe-reports*) lane=IT ;; *) lane=surefire ;; esac
-    echo "$time ${name##*.} $lane $tests"
-  }
-done | awk -v min="$min" '$1 + 0 >= min' | sort -rn | awk '{ printf "| `%s` | %s | %s | %.1f |\n", $2, $3, $4, $1 }'
-
-# The lanes of that run: when each began and ended (a class began at its report's time minus its elapsed time), from
-# the same reports; a class tagged "timing" in relay-app's sources belongs to its stage's timing lane.
+# One line per report: finished (epoch s), time (s), class (simple name), tests, stage (module_test_phase or
+# module_after_packaging), lane (forks, timing: tagged "timing" in relay-app's sources, or all: other modules).
 timing=$(grep -rl --include='*.java' '@Tag("timing")' relay-app/src/test/java 2>/dev/null | xargs -r -n1 basename | sed 's/\.java$//' | sort -u)
+suites() {
+  for f in "${reports[@]}"; do
+    head -c 2000 "$f" | tr '\n' ' ' | grep -o '<testsuite [^>]*>' | head -1 | {
+      read -r line || exit 0
+      name=$(sed -E 's/.* name="([^"]*)".*/\1/' <<<"$line")
+      name=${name##*.}
+      module=${f%%/*}
+      case "$f" in *failsafe-reports*) stage="${module}_after_packaging" ;; *) stage="${module}_test_phase" ;; esac
+      lane=forks
+      if grep -qx "$name" <<<"$timing"; then lane=timing; fi
+      [ "$module" = relay-app ] || lane=all
+      echo "$(stat -c %Y "$f") $(sed -E 's/.* time="([^"]*)".*/\1/' <<<"$line") $name" \
+        "$(sed -E 's/.* tests="([^"]*)".*/\1/' <<<"$line") $stage $lane"
+    }
+  done
+}
+all=$(suites)
+
+printf '| class | lane | tests | time (s) |\n|---|---|---:|---:|\n'
+awk -v min="$min" '$2 + 0 >= min { print $2, $3, ($5 ~ /after_packaging/ ? "IT" : "surefire"), $4 }' <<<"$all" \
+  | sort -rn | awk '{ printf "| `%s` | %s | %s | %.1f |\n", $2, $3, $4, $1 }'
+
+# The lanes of that run: when each began and ended (a class began at its report's time minus its elapsed time).
 echo
 printf '| stage | lane | classes | began (s) | ended (s) | wall (min) |\n|---|---|---:|---:|---:|---:|\n'
-for f in "${reports[@]}"; do
-  head -c 2000 "$f" | tr '\n' ' ' | grep -o '<testsuite [^>]*>' | head -1 | {
-    read -r line || exit 0
-    name=$(sed -E 's/.* name="([^"]*)".*/\1/' <<<"$line")
-    time=$(sed -E 's/.* time="([^"]*)".*/\1/' <<<"$line")
-    module=${f%%/*}
-    case "$f" in *failsafe-reports*) stage="$module after packaging" ;; *) stage="$module test phase" ;; esac
-    lane=forks
-    if grep -qx "${name##*.}" <<<"$timing"; then lane=timing; fi
-    [ "$module" = relay-app ] || lane=all
-    echo "$(stat -c %Y "$f") $time ${stage// /_} $lane"
-  }
-done | awk '{ end = $1; begin = $1 - $2; k = $3 " " $4; n[k]++
-              if (!(k in b) || begin < b[k]) b[k] = begin; if (!(k in e) || end > e[k]) e[k] = end
-              if (first == "" || begin < first) first = begin }
-            END { for (k in n) print b[k] - first, e[k] - first, n[k], k }' \
+awk '{ end = $1; begin = $1 - $2; k = $5 " " $6; n[k]++
+       if (!(k in b) || begin < b[k]) b[k] = begin; if (!(k in e) || end > e[k]) e[k] = end
+       if (first == "" || begin < first) first = begin }
+     END { for (k in n) print b[k] - first, e[k] - first, n[k], k }' <<<"$all" \
   | sort -n | awk '{ gsub(/_/, " ", $4); printf "| %s | %s | %d | %d | %d | %.1f |\n", $4, $5, $3, $1, $2, ($2 - $1) / 60 }'
