@@ -114,7 +114,7 @@ final class LingeredRounds implements PopStrategy {
                     leftOut = true;
                 }
             } else {
-                schedule.recordPop(shard, popped, round.stamps()[i], round.claimedDue()[i]);
+                schedule.record(shard, popped.nextDueMs(), round.stamps()[i]);
             }
         }
     }

@@ -71,7 +71,7 @@ final class ShardAtATime implements PopStrategy {
     public void popped(BusinessSpec spec, Round round, List<PopResult> results) {
         PopResult popped = results.get(0);
         int shard = round.shards()[0];
-        schedule.recordPop(shard, popped, round.stamps()[0], round.claimedDue()[0]);
+        schedule.record(shard, popped.nextDueMs(), round.stamps()[0]);
         governor.giveBack(spec, round.limit() - popped.entries().size());
         if (popped.moreDue() && !spec.rateCapped()) {
             // (a capped business picks the earliest known due shard instead: this one is known due again)

@@ -96,19 +96,6 @@ final class ShardSchedule {
         next = resized;
     }
 
-    /**
-     * What a pop of the shard said, in the pop's one place for it: a shard a pop of several left out is still due,
-     * back at {@code claimedDueMs}; else its next due time is recorded against {@code stamp} ({@link #record(int,
-     * long, long)}).
-     */
-    void recordPop(int shard, PopResult popped, long stamp, long claimedDueMs) {
-        if (popped.skipped()) {
-            lower(shard, claimedDueMs);
-        } else {
-            record(shard, popped.nextDueMs(), stamp);
-        }
-    }
-
     /** Records a shard's next due time as read by a pop: {@code -1} means the shard is empty. */
     void record(int shard, long nextDueMs) {
         AtomicLongArray current = next;
