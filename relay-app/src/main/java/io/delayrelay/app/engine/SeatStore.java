@@ -37,9 +37,10 @@ public class SeatStore {
 
     /**
      * A renewed seat in the fleet's division of a business's shards: {@code rank} (0-based) among {@code of} live
-     * seats, {@code seat} the number drawn from {@code K:cursor}, {@code dropped} expired seats removed now.
+     * seats, {@code seat} the number drawn from {@code K:cursor}, {@code dropped} expired seats removed now,
+     * {@code fleet} {@code K:cursor} after the renewal: it moves at every change of the live seats.
      */
-    record Seat(long seat, int rank, int of, int dropped) {}
+    record Seat(long seat, int rank, int of, int dropped, long fleet) {}
 
     /**
      * Claims round {@code round} of a chore every relay instance shares (e.g. the idle workers' safety sweep) for
@@ -61,13 +62,22 @@ public class SeatStore {
      */
     Seat takeSeat(DelayQueueKeys keys, String holder, long ttlMs) {
         List<?> reply = redis.execute(SEAT, seatKeys(keys), bytes(holder), num(ttlMs), bytes("renew"));
-        return new Seat(asLong(reply.get(2)), (int) asLong(reply.get(0)), (int) asLong(reply.get(1)), (int)
-                asLong(reply.get(4)));
+        return new Seat(
+                asLong(reply.get(2)),
+                (int) asLong(reply.get(0)),
+                (int) asLong(reply.get(1)),
+                (int) asLong(reply.get(4)),
+                asLong(reply.get(5)));
     }
 
-    /** Gives {@code holder}'s seat up: the other instances divide the shards without it at their next renewal. */
-    void leaveSeat(DelayQueueKeys keys, String holder) {
-        redis.execute(SEAT, seatKeys(keys), bytes(holder), num(0), bytes("leave"));
+    /**
+     * Gives {@code holder}'s seat up: the other instances divide the shards without it at their next renewal.
+     * Returns {@code K:cursor} as it was before the leave (compared with the last renewal's {@link Seat#fleet()}: did
+     * the seats change since?).
+     */
+    long leaveSeat(DelayQueueKeys keys, String holder) {
+        List<?> reply = redis.execute(SEAT, seatKeys(keys), bytes(holder), num(0), bytes("leave"));
+        return asLong(reply.get(5));
     }
 
     /**

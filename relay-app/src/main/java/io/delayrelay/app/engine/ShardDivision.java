@@ -89,6 +89,8 @@ public final class ShardDivision {
     private volatile List<Former> formers = List.of();
     /** Why the seat was given up, or null while this instance holds one (or may draw one). */
     private volatile String givenUp;
+    /** {@code K:cursor} at the last renewal ({@link SeatStore.Seat#fleet()}): it moves at every change of the seats. */
+    private volatile long fleet = -1;
 
     /** No division: the instance pops every shard (a relay built without the fleet's settings). */
     static ShardDivision none() {
@@ -182,6 +184,12 @@ public final class ShardDivision {
      * into the seats its view names. Pops are atomic: two owners of a shard cost work, never a duplicate. A dead
      * instance's seat is dropped at the next renewal after its TTL; its shards are popped again within TTL + TTL/3.
      * An instance that could not renew for a whole TTL pops every shard: a shard popped twice beats one nobody pops.
+     * <p>
+     * A renewal that finds the seats changed more than once since the previous one ({@code K:cursor} moved by more
+     * than one) also pops every shard until its next renewal plus the margin. Its former share is not enough then:
+     * another instance that renewed in between may hold a view that gives this instance a share it never had (a join
+     * and a leave between two of its renewals, then an expiry). Each of the others finds the change at its own next
+     * renewal, within that window (DivisionModelTest).
      */
     List<Integer> renew(SeatStore seats, DelayQueueKeys keys, int width) {
         boolean[] owned = ownership(width);
@@ -196,14 +204,17 @@ public final class ShardDivision {
         if (held && !share.equals(next)) {
             // the share replaced is popped on until every other instance must have adopted the change
             keepFormer(share, now, settings.overlap());
-        } else if (!held) {
-            // joining (first seat, again after giving it up or after a whole TTL without a renewal): its view names
-            // the others' shares by seats they may not have renewed into yet; it pops every shard until its own next
-            // renewal, by when its view and theirs agree up to the others' overlaps
+        }
+        if (!held || !oneChangeAtMost(fleet, seat.fleet())) {
+            // joining (first seat, again after giving it up or after a whole TTL without a renewal), or the seats
+            // changed more than once since the last renewal: the others' views may name this instance by seats of
+            // any moment in between; it pops every shard until its own next renewal, by when each of them renewed
+            // into the latest seats
             keepFormer(Share.ALL, now, settings.renewEvery().plus(JOIN_MARGIN));
         }
         givenUp = null;
         share = next;
+        fleet = seat.fleet();
         renewedNanos = now;
         return gained(owned, width);
     }
@@ -267,11 +278,29 @@ public final class ShardDivision {
         }
     }
 
-    /** Gives the seat up (graceful stop); the share stays in force until the workers stop (see the class comment). */
+    /**
+     * Gives the seat up (graceful stop); the share stays in force until the workers stop (see the class comment). When
+     * the seats changed since the last renewal, the others may hold a view that gives this instance a share it never
+     * had: it pops every shard for the hand-over (a renewal period plus the margin).
+     */
     void leave(SeatStore seats, DelayQueueKeys keys) {
         if (settings.enabled() && renewedNanos != 0 && givenUp == null) {
-            seats.leaveSeat(keys, holder);
+            long before = seats.leaveSeat(keys, holder);
+            if (before != fleet) {
+                // the seats changed after the last renewal: the others' views may give it a share it never had
+                keepFormer(Share.ALL, nanos.getAsLong(), settings.renewEvery().plus(JOIN_MARGIN));
+            }
         }
+    }
+
+    /**
+     * Whether the seats changed at most once between two renewals that read {@code K:cursor} as {@code before} and
+     * {@code after}. Each change (a seat drawn, given up, or dropped) moves it by one, and every renewal drops the
+     * expired seats first, so every view any instance took between the two was one of this instance's two views: the
+     * share replaced (popped on as a former) or the new one. A cursor that went back counts as many changes.
+     */
+    static boolean oneChangeAtMost(long before, long after) {
+        return after == before || after == before + 1;
     }
 
     private void keepFormer(Share replaced, long now, Duration overlap) {

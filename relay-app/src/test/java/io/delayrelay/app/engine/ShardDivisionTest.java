@@ -11,6 +11,7 @@ import java.util.stream.IntStream;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.app.support.Exceptions;
 import io.delayrelay.app.support.RelayTestKit;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -147,9 +148,11 @@ class ShardDivisionTest {
                 .containsExactlyElementsOf(expectedGain);
         assertThat(seats()).containsOnlyKeys("a", "b");
 
-        // c wakes up (SIGCONT): its seat expired, so it draws a new one and joins at the end of the order
+        // c wakes up (SIGCONT): its seat expired, so it draws a new one and joins at the end of the order (seat 5:
+        // dropping seat 3 moved K:cursor to 4)
+        assertThat(get(keys.cursor())).isEqualTo("4");
         c.renew(store, keys, SHARDS);
-        assertThat(c.share()).isEqualTo(new ShardDivision.Share(4, 2, 3));
+        assertThat(c.share()).isEqualTo(new ShardDivision.Share(5, 2, 3));
     }
 
     @Test
@@ -329,8 +332,96 @@ class ShardDivisionTest {
 
         b.renew(store, keys, SHARDS);
         assertThat(b.givenUp()).isNull();
-        assertThat(b.share()).as("a new seat, at the end of the order").isEqualTo(new ShardDivision.Share(3, 1, 2));
+        assertThat(b.share())
+                .as("a new seat, at the end of the order (the give-up moved K:cursor to 3)")
+                .isEqualTo(new ShardDivision.Share(4, 1, 2));
         assertThat(owned(b)).containsExactly(1, 3, 5, 7, 9, 11, 13, 15);
+    }
+
+    @Test
+    void everyChangeOfTheSeatsMovesTheCursorByOneAndARenewalWithoutOneLeavesIt() {
+        Duration ttl = Duration.ofMillis(300);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        ShardDivision c = division("c", ttl);
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        c.renew(store, keys, SHARDS);
+        assertThat(get(keys.cursor())).as("three seats drawn").isEqualTo("3");
+        a.renew(store, keys, SHARDS);
+        assertThat(get(keys.cursor())).as("a renewal that changes nothing").isEqualTo("3");
+        c.leave(store, keys);
+        assertThat(get(keys.cursor())).as("c gave its seat up").isEqualTo("4");
+        c.leave(store, keys);
+        assertThat(get(keys.cursor()))
+                .as("giving up a seat it does not hold changes nothing")
+                .isEqualTo("4");
+
+        // a and b both expire (their deadlines are real); c's next renewal drops both at once: one change
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> store.takeSeat(keys, "probe", 60_000).dropped() == 2);
+        assertThat(get(keys.cursor()))
+                .as("the probe's seat drawn (5), both expired seats dropped at once (6)")
+                .isEqualTo("6");
+    }
+
+    @Test
+    void aRenewalThatFindsTheSeatsChangedTwiceSinceItsLastPopsEveryShardUntilItsNextRenewal() {
+        // c joins and leaves between two of a's renewals: a's share is the same before and after, but b renewed while
+        // c held a seat and gave a the share 0 of 3 (shards 3, 6, 9, ...), which a never had
+        Duration ttl = Duration.ofSeconds(9);
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        a.renew(store, keys, SHARDS);
+        b.renew(store, keys, SHARDS);
+        pastTheOverlap(ttl, a, b);
+        assertThat(popped(a)).containsExactly(0, 2, 4, 6, 8, 10, 12, 14);
+
+        ShardDivision c = division("c", ttl);
+        c.renew(store, keys, SHARDS);
+        nanos.addAndGet(ttl.toNanos() / 3);
+        b.renew(store, keys, SHARDS);
+        assertThat(b.share()).isEqualTo(new ShardDivision.Share(2, 1, 3));
+        c.leave(store, keys);
+        a.renew(store, keys, SHARDS);
+
+        assertThat(a.share()).as("a's share did not change").isEqualTo(new ShardDivision.Share(1, 0, 2));
+        assertThat(popped(a))
+                .as("b's view gives a the shards s mod 3 = 0 until b renews again: a pops every shard meanwhile")
+                .hasSize(SHARDS);
+        nanos.addAndGet(ttl.toNanos() / 3);
+        b.renew(store, keys, SHARDS);
+        nanos.addAndGet(ShardDivision.JOIN_MARGIN.toNanos());
+        assertThat(popped(a))
+                .as("a renewal period and the margin later: its share again (its next renewal is due)")
+                .containsExactly(0, 2, 4, 6, 8, 10, 12, 14);
+        a.renew(store, keys, SHARDS);
+        assertThat(popped(a))
+                .as("no change since its last renewal: no window")
+                .containsExactly(0, 2, 4, 6, 8, 10, 12, 14);
+    }
+
+    @Test
+    void aLeaverWhoseSeatsChangedSinceItsLastRenewalPopsEveryShardThroughTheHandOver() {
+        Duration ttl = Duration.ofSeconds(9);
+        List<ShardDivision> three = threeSeated(ttl);
+        ShardDivision a = three.get(0);
+        ShardDivision b = three.get(1);
+        ShardDivision c = three.get(2);
+        pastTheOverlap(ttl, a, b, c);
+        ShardDivision d = division("d", ttl);
+        d.renew(store, keys, SHARDS);
+        a.renew(store, keys, SHARDS);
+        assertThat(a.share()).as("a's view gives c rank 2 of 4").isEqualTo(new ShardDivision.Share(1, 0, 4));
+
+        // c stops before renewing into d's join: it never had the share 2 of 4 (shards 2, 6, 10, 14) a names it by
+        c.leave(store, keys);
+        assertThat(popped(c)).as("c pops every shard through its hand-over").hasSize(SHARDS);
+        nanos.addAndGet(ttl.toNanos() / 3 + ShardDivision.JOIN_MARGIN.toNanos() + 1);
+        assertThat(popped(c))
+                .as("the hand-over over: its share of 3 again (its workers have stopped by now)")
+                .hasSize(5);
     }
 
     private static TreeSet<Integer> union(ShardDivision... divisions) {
