@@ -145,7 +145,7 @@ final class SeatKeeper {
                         Exceptions.rootMessage(e),
                         division.settings().seatTtl());
             }
-            return division.renewalFailed(ownedBefore, width);
+            return division.gainedSince(ownedBefore, width);
         }
     }
 
@@ -216,8 +216,15 @@ final class SeatKeeper {
      */
     synchronized boolean leave() {
         boolean others = division.effective().of() > 1;
+        int width = state.scanWidth();
+        boolean[] ownedBefore = division.ownership(width);
         try {
             division.leave(seats, state.spec().keys());
+            // a leave that finds the seats changed since the last renewal pops every shard through the hand-over
+            List<Integer> gained = division.gainedSince(ownedBefore, width);
+            if (!gained.isEmpty()) {
+                gainedShards.accept(gained);
+            }
         } catch (RuntimeException e) {
             log.warn(
                     "business={}: giving up the seat failed ({}); it expires after {}",

@@ -219,8 +219,11 @@ public final class ShardDivision {
         return gained(owned, width);
     }
 
-    /** The shards newly this instance's when {@link #renew} threw: after a whole TTL without one, every shard. */
-    List<Integer> renewalFailed(boolean[] ownedBefore, int width) {
+    /**
+     * The shards this instance pops now and did not when {@code ownedBefore} was read ({@link #ownership}): after a
+     * renewal that threw (a whole TTL without one: every shard), or a leave that opened a window.
+     */
+    List<Integer> gainedSince(boolean[] ownedBefore, int width) {
         return gained(ownedBefore, width);
     }
 

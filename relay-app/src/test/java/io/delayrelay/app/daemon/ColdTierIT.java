@@ -54,7 +54,7 @@ class ColdTierIT {
 
     @AfterEach
     void cleanUp() throws InterruptedException {
-        CpuPriority.restore(CpuPriority.self());
+        CpuPriority.restoreSelf();
         for (RelayProcess process : processes) {
             process.close();
         }
@@ -117,9 +117,7 @@ class ColdTierIT {
         awaitStarted(second);
         // its lag bounds hold against the other forks' start-ups: this JVM (the consumer), the relays and their Redis
         // run at a higher CPU priority than the rest of the pool
-        for (long pid : new long[] {first.pid(), second.pid(), redis.pid(), CpuPriority.self()}) {
-            CpuPriority.raise(pid);
-        }
+        CpuPriority.raiseSelfAnd(first.pid(), second.pid(), redis.pid());
         long base = usedMemory();
 
         // the killed relay's shards (its rank among the two seats): how many of their entries were hot at the kill

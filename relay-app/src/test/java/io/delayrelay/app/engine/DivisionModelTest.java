@@ -130,7 +130,7 @@ class DivisionModelTest {
     private DelayQueueKeys keys;
     private int joined;
 
-    @Property(tries = 1000)
+    @Property(tries = 500)
     void everyShardHasALivePopperThroughJoinsLeavesAndExpiries(@ForAll("steps") List<Step> steps) {
         run(steps);
     }

@@ -55,6 +55,15 @@ class ShardDivisionTest {
         return List.of(a, b, c);
     }
 
+    /** a, b and c seated and past the overlap; then d draws a seat (the others have not renewed since). */
+    private List<ShardDivision> threeSettledThenAFourthJoins(Duration ttl) {
+        List<ShardDivision> three = threeSeated(ttl);
+        pastTheOverlap(ttl, three.toArray(ShardDivision[]::new));
+        ShardDivision d = division("d", ttl);
+        d.renew(store, keys, SHARDS);
+        return List.of(three.get(0), three.get(1), three.get(2), d);
+    }
+
     /** The shards of the share in force (formers within the overlap left out). */
     private static TreeSet<Integer> owned(ShardDivision d) {
         TreeSet<Integer> owned = new TreeSet<>();
@@ -227,13 +236,13 @@ class ShardDivisionTest {
         assertThatThrownBy(() -> a.renew(store, keys, SHARDS))
                 .satisfies(e -> assertThat(Exceptions.rootMessage(e)).contains("WRONGTYPE"));
         nanos.addAndGet(ttl.toNanos() / 2);
-        assertThat(a.renewalFailed(before, SHARDS))
+        assertThat(a.gainedSince(before, SHARDS))
                 .as("within the TTL the share holds")
                 .isEmpty();
         assertThat(owned(a)).hasSize(8);
 
         nanos.addAndGet(ttl.toNanos());
-        List<Integer> gained = a.renewalFailed(before, SHARDS);
+        List<Integer> gained = a.gainedSince(before, SHARDS);
         assertThat(owned(a)).as("a whole TTL without a renewal: every shard").hasSize(SHARDS);
         assertThat(gained).containsExactly(1, 3, 5, 7, 9, 11, 13, 15);
     }
@@ -253,13 +262,11 @@ class ShardDivisionTest {
     void atAJoinEveryShardKeepsAPopperWhileTheOthersAdoptTheChangeOneByOne() {
         // finding 2 of the 2026-11-28 engine review: A renews first after D joined; B and C still divide by 3
         Duration ttl = Duration.ofSeconds(9);
-        List<ShardDivision> three = threeSeated(ttl);
-        ShardDivision a = three.get(0);
-        ShardDivision b = three.get(1);
-        ShardDivision c = three.get(2);
-        pastTheOverlap(ttl, a, b, c);
-        ShardDivision d = division("d", ttl);
-        d.renew(store, keys, SHARDS);
+        List<ShardDivision> four = threeSettledThenAFourthJoins(ttl);
+        ShardDivision a = four.get(0);
+        ShardDivision b = four.get(1);
+        ShardDivision c = four.get(2);
+        ShardDivision d = four.get(3);
         assertThat(d.share()).isEqualTo(new ShardDivision.Share(4, 3, 4));
 
         a.renew(store, keys, SHARDS);
@@ -405,13 +412,9 @@ class ShardDivisionTest {
     @Test
     void aLeaverWhoseSeatsChangedSinceItsLastRenewalPopsEveryShardThroughTheHandOver() {
         Duration ttl = Duration.ofSeconds(9);
-        List<ShardDivision> three = threeSeated(ttl);
-        ShardDivision a = three.get(0);
-        ShardDivision b = three.get(1);
-        ShardDivision c = three.get(2);
-        pastTheOverlap(ttl, a, b, c);
-        ShardDivision d = division("d", ttl);
-        d.renew(store, keys, SHARDS);
+        List<ShardDivision> four = threeSettledThenAFourthJoins(ttl);
+        ShardDivision a = four.get(0);
+        ShardDivision c = four.get(2);
         a.renew(store, keys, SHARDS);
         assertThat(a.share()).as("a's view gives c rank 2 of 4").isEqualTo(new ShardDivision.Share(1, 0, 4));
 

@@ -28,19 +28,20 @@ public final class CpuPriority {
 
     private CpuPriority() {}
 
-    /** Raises every thread of {@code pid} to nice {@value #RAISED}; returns whether it could. */
-    public static boolean raise(long pid) {
-        return renice(pid, RAISED);
+    /**
+     * Raises every thread of this JVM (the test's consumers and clocks) and of {@code pids} (its relays, its private
+     * servers) to nice {@value #RAISED}. Call {@link #restoreSelf()} when the test ends: the fork runs other classes.
+     */
+    public static void raiseSelfAnd(long... pids) {
+        renice(ProcessHandle.current().pid(), RAISED);
+        for (long pid : pids) {
+            renice(pid, RAISED);
+        }
     }
 
-    /** Puts every thread of {@code pid} back to nice 0 (this JVM's own, once its timed test is over). */
-    public static void restore(long pid) {
-        renice(pid, 0);
-    }
-
-    /** This JVM's pid. */
-    public static long self() {
-        return ProcessHandle.current().pid();
+    /** Puts every thread of this JVM back to nice 0. */
+    public static void restoreSelf() {
+        renice(ProcessHandle.current().pid(), 0);
     }
 
     private static boolean renice(long pid, int nice) {
