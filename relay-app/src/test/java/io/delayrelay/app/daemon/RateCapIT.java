@@ -18,13 +18,13 @@ import java.util.regex.Pattern;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
 import io.delayrelay.app.faults.RelayProcess;
-import io.delayrelay.app.support.CpuPriority;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.FreePort;
 import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
 import io.delayrelay.app.support.RelayTestKit.Received;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.zset.DefaultTuple;
@@ -39,6 +39,7 @@ import static org.awaitility.Awaitility.await;
  * 200 messages/s. The storm arrives at 2,000/s (±10 %) although two instances relay it, and the steady business
  * stays on time meanwhile. Every message arrives once, none early; {@code delay_relay_early_total} reads 0 on both.
  */
+@Tag("timing")
 class RateCapIT {
 
     private static final int STORM = 20_000;
@@ -56,7 +57,6 @@ class RateCapIT {
 
     @AfterEach
     void cleanUp() throws InterruptedException {
-        CpuPriority.restoreSelf();
         for (RelayProcess process : processes) {
             process.close();
         }
@@ -87,9 +87,6 @@ class RateCapIT {
                 return relay.started() && relay.output().contains("keyspace notifications on");
             });
         }
-        // it runs in the pool of forks: the rate and the steady business's lag hold against the other forks' JVM
-        // start-ups because this JVM (the consumers), the relays and their Redis run at a higher CPU priority
-        CpuPriority.raiseSelfAnd(processes.get(0).pid(), processes.get(1).pid(), redis.pid());
 
         long stormDue = redis.nowMs() + 4_000;
         Map<String, Long> steadyDue = new HashMap<>();
