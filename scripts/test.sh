@@ -18,7 +18,7 @@ Makes sure Redis (127.0.0.1:6379) and RabbitMQ (127.0.0.1:5672) are up (scripts/
      shared ones; figures in relay-app/target/faults/.
 Each step runs its tests in JVM forks at once (five, then four; C1 only), longest first, then its tests tagged
 "timing" one at a time (-Dtest.forks=N / -Dit.forks=N set the forks; 1 and 1: everything one at a time). The whole
-run took 11-13 min on 2 cores (fresh clones, 2026-11-30; longer when the machine is slow);
+run took 10.5-11 min on 2 cores (fresh clones, 2026-11-30; longer when the machine is slow);
 docs/contributing/test-suite.md has the per-class times and what was cut; scripts/test-times.sh prints the slow
 classes of the last run and when each lane began and ended. -DskipFaults=true leaves the fault suite out (a
 quick local run; CI never sets it); scripts/faults.sh runs it alone. Nothing is skipped silently: a missing server
