@@ -44,6 +44,16 @@ class ShardDivisionTest {
         return new ShardDivision(holder, new ShardDivision.Settings(true, ttl), nanos::get);
     }
 
+    /** a and b seated in that order, a renewed once more: both know of each other. */
+    private List<ShardDivision> twoSeated(Duration ttl) {
+        ShardDivision a = division("a", ttl);
+        ShardDivision b = division("b", ttl);
+        for (ShardDivision d : List.of(a, b, a)) {
+            d.renew(store, keys, SHARDS);
+        }
+        return List.of(a, b);
+    }
+
     /** a, b and c seated in that order, a and b renewed once more: all three know of each other. */
     private List<ShardDivision> threeSeated(Duration ttl) {
         ShardDivision a = division("a", ttl);
@@ -166,11 +176,9 @@ class ShardDivisionTest {
 
     @Test
     void aSeatGivenUpAtStopIsGoneAtTheOthersNextRenewal() {
-        ShardDivision a = division("a", Duration.ofSeconds(30));
-        ShardDivision b = division("b", Duration.ofSeconds(30));
-        a.renew(store, keys, SHARDS);
-        b.renew(store, keys, SHARDS);
-        a.renew(store, keys, SHARDS);
+        List<ShardDivision> two = twoSeated(Duration.ofSeconds(30));
+        ShardDivision a = two.get(0);
+        ShardDivision b = two.get(1);
         assertThat(owned(a)).hasSize(8);
         pastTheOverlap(Duration.ofSeconds(30), a);
         assertThat(popped(a)).hasSize(8);
@@ -219,11 +227,9 @@ class ShardDivisionTest {
     @Test
     void aRenewalThatFailsForAWholeTtlMakesTheInstancePopEveryShard() {
         Duration ttl = Duration.ofSeconds(3);
-        ShardDivision a = division("a", ttl);
-        ShardDivision b = division("b", ttl);
-        a.renew(store, keys, SHARDS);
-        b.renew(store, keys, SHARDS);
-        a.renew(store, keys, SHARDS);
+        List<ShardDivision> two = twoSeated(ttl);
+        ShardDivision a = two.get(0);
+        ShardDivision b = two.get(1);
         pastTheOverlap(ttl, a);
         boolean[] before = a.ownership(SHARDS);
         assertThat(popped(a)).hasSize(8);
@@ -318,11 +324,9 @@ class ShardDivisionTest {
     @Test
     void aSeatGivenUpOwnsNothingUntilTheInstanceRenewsAgainAndThenJoinsAtTheEnd() {
         Duration ttl = Duration.ofSeconds(9);
-        ShardDivision a = division("a", ttl);
-        ShardDivision b = division("b", ttl);
-        a.renew(store, keys, SHARDS);
-        b.renew(store, keys, SHARDS);
-        a.renew(store, keys, SHARDS);
+        List<ShardDivision> two = twoSeated(ttl);
+        ShardDivision a = two.get(0);
+        ShardDivision b = two.get(1);
 
         b.giveUp(store, keys, "paused here");
 
@@ -378,10 +382,9 @@ class ShardDivisionTest {
         // c joins and leaves between two of a's renewals: a's share is the same before and after, but b renewed while
         // c held a seat and gave a the share 0 of 3 (shards 3, 6, 9, ...), which a never had
         Duration ttl = Duration.ofSeconds(9);
-        ShardDivision a = division("a", ttl);
-        ShardDivision b = division("b", ttl);
-        a.renew(store, keys, SHARDS);
-        b.renew(store, keys, SHARDS);
+        List<ShardDivision> two = twoSeated(ttl);
+        ShardDivision a = two.get(0);
+        ShardDivision b = two.get(1);
         pastTheOverlap(ttl, a, b);
         assertThat(popped(a)).containsExactly(0, 2, 4, 6, 8, 10, 12, 14);
 
