@@ -334,7 +334,10 @@ class DivisionModelTest {
                     if (value != null) {
                         String seat = new String(value, StandardCharsets.UTF_8);
                         c.hashCommands()
-                                .hSet(bytes(keys.seats()), bytes(i.name), bytes(seat.substring(0, seat.indexOf(':')) + ":0"));
+                                .hSet(
+                                        bytes(keys.seats()),
+                                        bytes(i.name),
+                                        bytes(seat.substring(0, seat.indexOf(':')) + ":0"));
                     }
                 }
             }
