@@ -56,6 +56,8 @@ final class IntakeBench {
             long early,
             double bytesPerEntry,
             double bytesPerColdEntry,
+            double bytesPerJsonEntry,
+            double bytesPerColdJsonEntry,
             String loadAverage) {}
 
     private final Infra infra;
@@ -71,7 +73,7 @@ final class IntakeBench {
     }
 
     static double estimateSeconds() {
-        return 30 + 20 + 20 + LAG_SECONDS + 15 + 20 + 30;
+        return 30 + 20 + 20 + LAG_SECONDS + 15 + 20 + 30 + 60;
     }
 
     Result run() throws Exception {
@@ -82,6 +84,8 @@ final class IntakeBench {
         String intake = infra.name("intake");
         String memory = infra.name("intake-mem");
         String cold = infra.name("intake-cold");
+        String memoryJson = infra.name("intake-mem-json");
+        String coldJson = infra.name("intake-cold-json");
         String in = intake + "-in";
         String memIn = memory + "-in";
         String coldIn = cold + "-in";
@@ -101,6 +105,13 @@ final class IntakeBench {
         p.put("relay.intakes." + cold + ".deliver-to", out);
         p.put("relay.businesses." + cold + ".shards", COLD_SHARDS);
         p.put("relay.businesses." + cold + ".cold-after", "10s");
+        // the same two measurements with JSON bodies that differ per message (the 'x' bodies compress to nothing)
+        p.put("relay.intakes." + memoryJson + ".exchange", memoryJson + "-in");
+        p.put("relay.intakes." + memoryJson + ".deliver-to", out);
+        p.put("relay.intakes." + coldJson + ".exchange", coldJson + "-in");
+        p.put("relay.intakes." + coldJson + ".deliver-to", out);
+        p.put("relay.businesses." + coldJson + ".shards", COLD_SHARDS);
+        p.put("relay.businesses." + coldJson + ".cold-after", "10s");
         Path log = logs.resolve("intake-relay.log");
         Process relay = Storm.startRelayJar(infra, relayJar, p, log);
         Connection connection = infra.amqpFactory().newConnection("relay-bench-intake");
@@ -108,6 +119,8 @@ final class IntakeBench {
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + memory + "'", 120);
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + intake + "'", 120);
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + cold + "'", 120);
+            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + memoryJson + "'", 120);
+            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + coldJson + "'", 120);
             double perfTest = perfTestRate();
             Channel consumer = connection.createChannel();
             consumer.basicQos(500);
@@ -191,30 +204,16 @@ final class IntakeBench {
             Arrays.sort(sorted);
 
             Scenarios.log("intake memory: %,d entries of %d B with 3 headers, x-delay 1 h", MEMORY_ENTRIES, BODY_BYTES);
-            long before = infra.stats().usedMemory();
-            publishMemoryEntries(publisher, memIn, body);
-            String memQueue = "delay-relay.intake." + memory;
-            waitFor(() -> depth(memQueue) == 0, 60_000);
-            Thread.sleep(1_000);
-            double bytes = (infra.stats().usedMemory() - before) / (double) MEMORY_ENTRIES;
-
-            Scenarios.log(
-                    "intake memory once cold: the same %,d entries into a business with cold-after 10 s",
-                    MEMORY_ENTRIES);
-            long beforeCold = infra.stats().usedMemory();
-            publishMemoryEntries(publisher, coldIn, body);
-            String coldQueue = "delay-relay.intake." + cold;
-            waitFor(() -> depth(coldQueue) == 0, 60_000);
-            DelayQueueKeys coldKeys = DelayQueueKeys.forBusiness(cold);
-            long deadline = System.currentTimeMillis() + 90_000;
-            while (hotEntries(coldKeys) > 0 && System.currentTimeMillis() < deadline) {
-                Thread.sleep(200);
+            double bytes = hotBytes(publisher, memory, i -> body);
+            double coldBytes = coldBytes(publisher, cold, i -> body);
+            Scenarios.log("intake memory: the same with JSON bodies that differ per message");
+            java.util.Random json = new java.util.Random(42);
+            byte[][] bodies = new byte[MEMORY_ENTRIES][];
+            for (int i = 0; i < MEMORY_ENTRIES; i++) {
+                bodies[i] = jsonBody(i, json);
             }
-            Thread.sleep(1_000);
-            double coldBytes = (infra.stats().usedMemory() - beforeCold) / (double) MEMORY_ENTRIES;
-            Scenarios.log(
-                    "intake memory once cold: %.0f B an entry, %,d of %,d still hot",
-                    coldBytes, hotEntries(coldKeys), MEMORY_ENTRIES);
+            double jsonBytes = hotBytes(publisher, memoryJson, i -> bodies[i]);
+            double coldJsonBytes = coldBytes(publisher, coldJson, i -> bodies[i]);
             return new Result(
                     THROUGHPUT_MESSAGES,
                     rate,
@@ -226,6 +225,8 @@ final class IntakeBench {
                     early.get(),
                     bytes,
                     coldBytes,
+                    jsonBytes,
+                    coldJsonBytes,
                     Storm.loadAverage());
         } finally {
             connection.close();
@@ -235,17 +236,72 @@ final class IntakeBench {
                     queue,
                     "delay-relay.intake." + intake,
                     "delay-relay.intake." + memory,
-                    "delay-relay.intake." + cold)) {
+                    "delay-relay.intake." + cold,
+                    "delay-relay.intake." + memoryJson,
+                    "delay-relay.intake." + coldJson)) {
                 admin.queueDelete(q);
             }
-            for (String x : List.of(in, memIn, coldIn, out)) {
+            for (String x : List.of(in, memIn, coldIn, memoryJson + "-in", coldJson + "-in", out)) {
                 admin.exchangeDelete(x);
             }
         }
     }
 
+    /** Redis bytes per entry once {@link #MEMORY_ENTRIES} entries wait in intake {@code name}'s business (hot). */
+    private double hotBytes(Channel publisher, String name, java.util.function.IntFunction<byte[]> body)
+            throws Exception {
+        long before = infra.stats().usedMemory();
+        publishMemoryEntries(publisher, name + "-in", body);
+        waitFor(() -> depth("delay-relay.intake." + name) == 0, 60_000);
+        Thread.sleep(1_000);
+        return (infra.stats().usedMemory() - before) / (double) MEMORY_ENTRIES;
+    }
+
+    /** The same into intake {@code name}'s business with cold-after 10 s, once its shards hold no hot entry. */
+    private double coldBytes(Channel publisher, String name, java.util.function.IntFunction<byte[]> body)
+            throws Exception {
+        Scenarios.log("intake memory once cold: %,d entries into a business with cold-after 10 s", MEMORY_ENTRIES);
+        long before = infra.stats().usedMemory();
+        publishMemoryEntries(publisher, name + "-in", body);
+        waitFor(() -> depth("delay-relay.intake." + name) == 0, 60_000);
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(name);
+        long deadline = System.currentTimeMillis() + 90_000;
+        while (hotEntries(keys) > 0 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(200);
+        }
+        Thread.sleep(1_000);
+        double bytes = (infra.stats().usedMemory() - before) / (double) MEMORY_ENTRIES;
+        Scenarios.log(
+                "intake memory once cold: %.0f B an entry, %,d of %,d still hot",
+                bytes, hotEntries(keys), MEMORY_ENTRIES);
+        return bytes;
+    }
+
+    /**
+     * An order event of exactly {@link #BODY_BYTES} bytes of JSON whose values differ per message (ids, amounts,
+     * times, a random reference), as a real publisher's bodies do.
+     */
+    static byte[] jsonBody(int i, java.util.Random random) {
+        String head = String.format(
+                Locale.ROOT,
+                "{\"order\":%d,\"customer\":\"c-%07d\",\"amount\":\"%d.%02d\",\"items\":%d,\"at\":%d,\"ref\":\"",
+                100_000 + i,
+                random.nextInt(10_000_000),
+                random.nextInt(2_000),
+                random.nextInt(100),
+                1 + random.nextInt(9),
+                1_764_480_000_000L + random.nextInt(86_400_000));
+        StringBuilder text = new StringBuilder(head);
+        while (text.length() < BODY_BYTES - 2) {
+            text.append(Character.forDigit(random.nextInt(16), 16));
+        }
+        text.append("\"}");
+        return text.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
     /** The memory scenario's entries: 100 B bodies with three headers and a message id, x-delay 1 h. */
-    private static void publishMemoryEntries(Channel publisher, String exchange, byte[] body) throws Exception {
+    private static void publishMemoryEntries(
+            Channel publisher, String exchange, java.util.function.IntFunction<byte[]> bodies) throws Exception {
         for (int i = 0; i < MEMORY_ENTRIES; i++) {
             Map<String, Object> headers = new LinkedHashMap<>();
             headers.put("x-delay", 3_600_000);
@@ -261,7 +317,7 @@ final class IntakeBench {
                             .deliveryMode(2)
                             .headers(headers)
                             .build(),
-                    body);
+                    bodies.apply(i));
             if (i % 1_000 == 999) {
                 publisher.waitForConfirmsOrDie(30_000);
             }
@@ -448,7 +504,13 @@ final class IntakeBench {
                 r.bytesPerEntry()));
         b.append(String.format(
                 Locale.ROOT,
-                "| the same once cold (a business with `cold-after: 10s`) | **%.0f** | ≤ 60 |%n%n",
+                "| the same once cold (a business with `cold-after: 10s`) | **%.0f** | ≤ 60 |%n",
                 r.bytesPerColdEntry()));
+        b.append(String.format(
+                Locale.ROOT,
+                "| the same, JSON bodies that differ per message (ids, amounts, times, a random reference) | **%.0f** | ≤ 260 |%n",
+                r.bytesPerJsonEntry()));
+        b.append(String.format(
+                Locale.ROOT, "| the same once cold, JSON bodies | **%.0f** | ≤ 60 |%n%n", r.bytesPerColdJsonEntry()));
     }
 }

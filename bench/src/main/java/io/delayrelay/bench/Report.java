@@ -288,6 +288,16 @@ final class Report {
                 f1(r.bytesPerColdEntry()),
                 "<= 60",
                 r.bytesPerColdEntry() <= 60);
+        target(
+                "intake: Redis bytes per waiting entry, JSON bodies",
+                f1(r.bytesPerJsonEntry()),
+                "<= 260",
+                r.bytesPerJsonEntry() <= 260);
+        target(
+                "intake: Redis bytes per waiting entry once cold, JSON bodies",
+                f1(r.bytesPerColdJsonEntry()),
+                "<= 60",
+                r.bytesPerColdJsonEntry() <= 60);
     }
 
     /** Issue 27's figures as target rows, so that --runs lines the cold runs up too. */
