@@ -34,7 +34,7 @@ final class IntakeBench {
 
     static final int THROUGHPUT_MESSAGES = 50_000;
     /** Warm-up rounds before the measured messages: until a round compiles less than {@link #JIT_IDLE_MS}. */
-    static final int WARM_UP_ROUNDS = 5;
+    static final int WARM_UP_ROUNDS = 10;
 
     static final int WARM_UP_MESSAGES = 20_000;
     static final long JIT_IDLE_MS = 300;
@@ -53,6 +53,7 @@ final class IntakeBench {
             int lagN,
             int lagReceived,
             long[] lagMs,
+            long[] publishLagMs,
             long early,
             double bytesPerEntry,
             double bytesPerColdEntry,
@@ -98,35 +99,37 @@ final class IntakeBench {
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("relay.intakes." + intake + ".exchange", in);
         p.put("relay.intakes." + intake + ".deliver-to", out);
-        p.put("relay.intakes." + memory + ".exchange", memIn);
-        p.put("relay.intakes." + memory + ".deliver-to", out);
+        // the memory measurements run in a second relay, started after the lag scenario: their four businesses (two
+        // with a cold mover) would share the two cores with the measured one
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("relay.intakes." + memory + ".exchange", memIn);
+        m.put("relay.intakes." + memory + ".deliver-to", out);
         // the same entries into a business with a cold tier: demoted once due more than 10 s ahead (docs/cold-tier.md)
-        p.put("relay.intakes." + cold + ".exchange", coldIn);
-        p.put("relay.intakes." + cold + ".deliver-to", out);
-        p.put("relay.businesses." + cold + ".shards", COLD_SHARDS);
-        p.put("relay.businesses." + cold + ".cold-after", "10s");
+        m.put("relay.intakes." + cold + ".exchange", coldIn);
+        m.put("relay.intakes." + cold + ".deliver-to", out);
+        m.put("relay.businesses." + cold + ".shards", COLD_SHARDS);
+        m.put("relay.businesses." + cold + ".cold-after", "10s");
         // the same two measurements with JSON bodies that differ per message (the 'x' bodies compress to nothing)
-        p.put("relay.intakes." + memoryJson + ".exchange", memoryJson + "-in");
-        p.put("relay.intakes." + memoryJson + ".deliver-to", out);
-        p.put("relay.intakes." + coldJson + ".exchange", coldJson + "-in");
-        p.put("relay.intakes." + coldJson + ".deliver-to", out);
-        p.put("relay.businesses." + coldJson + ".shards", COLD_SHARDS);
-        p.put("relay.businesses." + coldJson + ".cold-after", "10s");
+        m.put("relay.intakes." + memoryJson + ".exchange", memoryJson + "-in");
+        m.put("relay.intakes." + memoryJson + ".deliver-to", out);
+        m.put("relay.intakes." + coldJson + ".exchange", coldJson + "-in");
+        m.put("relay.intakes." + coldJson + ".deliver-to", out);
+        m.put("relay.businesses." + coldJson + ".shards", COLD_SHARDS);
+        m.put("relay.businesses." + coldJson + ".cold-after", "10s");
         Path log = logs.resolve("intake-relay.log");
         Process relay = Storm.startRelayJar(infra, relayJar, p, log);
+        Process memoryRelay = null;
         Connection connection = infra.amqpFactory().newConnection("relay-bench-intake");
         try {
-            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + memory + "'", 120);
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + intake + "'", 120);
-            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + cold + "'", 120);
-            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + memoryJson + "'", 120);
-            LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + coldJson + "'", 120);
             double perfTest = perfTestRate();
             Channel consumer = connection.createChannel();
             consumer.basicQos(500);
             AtomicInteger received = new AtomicInteger();
             AtomicLong lastReceived = new AtomicLong();
             long[] lag = new long[LAG_RATE * LAG_SECONDS];
+            // the relay's own part: x-delay-relayed-at - due (the rest is the broker's hop to the consumer)
+            long[] publishLag = new long[LAG_RATE * LAG_SECONDS];
             AtomicInteger lagged = new AtomicInteger();
             AtomicLong early = new AtomicLong();
             consumer.basicConsume(queue, false, new DefaultConsumer(consumer) {
@@ -139,6 +142,8 @@ final class IntakeBench {
                         int i = lagged.getAndIncrement();
                         if (i < lag.length) {
                             lag[i] = now - due;
+                            publishLag[i] =
+                                    ((Number) props.getHeaders().get(RelayHeaders.RELAYED_AT)).longValue() - due;
                         }
                         if (now < due) {
                             early.incrementAndGet();
@@ -184,6 +189,7 @@ final class IntakeBench {
 
             Scenarios.log("intake lag: %,d msg/s for %d s, x-delay 1-5 s", LAG_RATE, LAG_SECONDS);
             int n = LAG_RATE * LAG_SECONDS;
+            long jitBeforeLag = compileMillis(relay.pid());
             long t0 = System.nanoTime();
             java.util.Random random = new java.util.Random(41);
             for (int i = 0; i < n; i++) {
@@ -202,6 +208,19 @@ final class IntakeBench {
             int got = Math.min(lagged.get(), n);
             long[] sorted = Arrays.copyOf(lag, got);
             Arrays.sort(sorted);
+            long[] published = Arrays.copyOf(publishLag, got);
+            Arrays.sort(published);
+            Scenarios.log(
+                    "intake lag: p99 %d ms; the relay compiled for %,d ms meanwhile",
+                    pct(sorted, 0.99), compileMillis(relay.pid()) - jitBeforeLag);
+            relay.destroy();
+            relay.waitFor();
+
+            Path memoryLog = logs.resolve("intake-memory-relay.log");
+            memoryRelay = Storm.startRelayJar(infra, relayJar, m, memoryLog);
+            for (String name : List.of(memory, cold, memoryJson, coldJson)) {
+                LagProcesses.awaitLogLine(memoryRelay, memoryLog, "consuming 'delay-relay.intake." + name + "'", 120);
+            }
 
             Scenarios.log("intake memory: %,d entries of %d B with 3 headers, x-delay 1 h", MEMORY_ENTRIES, BODY_BYTES);
             double bytes = hotBytes(publisher, memory, i -> body);
@@ -222,6 +241,9 @@ final class IntakeBench {
                     got,
                     new long[] {pct(sorted, 0.5), pct(sorted, 0.99), sorted.length == 0 ? -1 : sorted[sorted.length - 1]
                     },
+                    new long[] {
+                        pct(published, 0.5), pct(published, 0.99), got == 0 ? -1 : published[published.length - 1]
+                    },
                     early.get(),
                     bytes,
                     coldBytes,
@@ -230,8 +252,12 @@ final class IntakeBench {
                     Storm.loadAverage());
         } finally {
             connection.close();
-            relay.destroy();
-            relay.waitFor();
+            for (Process process : new Process[] {relay, memoryRelay}) {
+                if (process != null) {
+                    process.destroy();
+                    process.waitFor();
+                }
+            }
             for (String q : List.of(
                     queue,
                     "delay-relay.intake." + intake,
@@ -466,10 +492,11 @@ final class IntakeBench {
         b.append("## 8. AMQP intake\n\n");
         b.append(String.format(
                 Locale.ROOT,
-                "The relay's exec jar with three intakes (one into a business with cold-after 10 s, for the bytes once"
-                        + " cold); the harness publishes to the intake exchange with confirms and"
+                "The relay's exec jar with one intake for throughput and lag, then a second exec jar with four for"
+                        + " the bytes (hot and into a business with cold-after 10 s, each with 'x' bodies and with JSON"
+                        + " bodies that differ per message); the harness publishes to the intake exchange with confirms and"
                         + " consumes deliver-to with manual acks; before the measured messages, unreported warm-up rounds of"
-                        + " 20,000 until the relay's JIT compiles less than 300 ms in one (read with jcmd). PerfTest: one"
+                        + " 20,000 (at most 10) until the relay's JIT compiles less than 300 ms in one (read with jcmd). PerfTest: one"
                         + " producer and one consumer, the same count of persistent %d B messages, confirms. Load average"
                         + " after: %s.%n%n",
                 BODY_BYTES,
@@ -490,6 +517,12 @@ final class IntakeBench {
                 r.lagMs()[0],
                 r.lagMs()[1],
                 r.lagMs()[2]));
+        b.append(String.format(
+                Locale.ROOT,
+                "| of which the relay's: due → published (`x-delay-relayed-at`) p50 / p99 / max, ms | %d / %d / %d | |%n",
+                r.publishLagMs()[0],
+                r.publishLagMs()[1],
+                r.publishLagMs()[2]));
         b.append(String.format(
                 Locale.ROOT,
                 "| received / sent at %,d msg/s (early) | %,d / %,d (%d) | all, none early |%n",
