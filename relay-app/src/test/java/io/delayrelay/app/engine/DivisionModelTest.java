@@ -130,6 +130,9 @@ class DivisionModelTest {
 
     private final AtomicLong clock = new AtomicLong(1_000_000_000L);
     private List<Instance> instances;
+    /** The sequence under test, named in every failure so that it can be replayed as an {@code @Example}. */
+    private List<Step> sequence;
+
     private DelayQueueKeys keys;
     private int joined;
 
@@ -209,6 +212,7 @@ class DivisionModelTest {
 
     private void run(List<Step> steps) {
         instances = new ArrayList<>();
+        sequence = steps;
         keys = DelayQueueKeys.forBusiness("divmodel-" + UUID.randomUUID());
         joined = 0;
         try {
@@ -229,7 +233,7 @@ class DivisionModelTest {
                     i.popped().forEach(s -> poppers[s]++);
                 }
                 assertThat(poppers)
-                        .as("quiet for 3 TTLs: exactly one popper per shard; %s after %s", describe(), steps)
+                        .as("quiet for 3 TTLs: exactly one popper per shard; %s after %s", describe(), replay(steps))
                         .containsOnly(1);
             }
         } finally {
@@ -384,8 +388,8 @@ class DivisionModelTest {
         }
         assertThat(excused)
                 .as(
-                        "after %s at t=%d ms: shards popped by no running instance %s; instances %s",
-                        after, now / 1_000_000, uncovered, describe())
+                        "after %s at t=%d ms: shards popped by no running instance %s; instances %s; the sequence: %s",
+                        after, now / 1_000_000, uncovered, describe(), replay(sequence))
                 .containsAll(uncovered);
     }
 
@@ -409,6 +413,22 @@ class DivisionModelTest {
             rank.put(seats.get(r)[1], r);
         }
         return rank;
+    }
+
+    /** The steps as the lines of an {@code @Example}: {@code step(Kind.JOIN, 0, 1), ...}. */
+    private static String replay(List<Step> steps) {
+        StringBuilder text = new StringBuilder();
+        for (Step step : steps) {
+            text.append(text.length() == 0 ? "" : ", ")
+                    .append("step(Kind.")
+                    .append(step.kind())
+                    .append(", ")
+                    .append(step.who())
+                    .append(", ")
+                    .append(step.waitMs())
+                    .append(')');
+        }
+        return text.toString();
     }
 
     private String describe() {
