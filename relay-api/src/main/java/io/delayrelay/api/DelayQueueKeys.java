@@ -218,6 +218,14 @@ public final class DelayQueueKeys {
         return tagged(0, "schedule-state");
     }
 
+    /**
+     * {@code K:dicts}: the zstd dictionaries an AMQP intake stores its messages with (hash: 8-hex-digit id to
+     * dictionary, {@code current} to the id new messages use; relay-owned, never changed once written).
+     */
+    public String dictionaries() {
+        return sourceKey + ":dicts";
+    }
+
     /** {@code K:wake}: pub/sub channel. */
     public String wake() {
         return sourceKey + ":wake";

@@ -39,6 +39,20 @@ public class IntakeSettings {
     /** Intake messages the broker hands over unacknowledged at once (1-65535). */
     private int prefetch = DEFAULT_PREFETCH;
 
+    /**
+     * Store messages compressed with a dictionary trained on the business's first intake messages (about a quarter of
+     * the Redis bytes for small messages). Default: true.
+     */
+    private boolean compress = true;
+
+    public boolean isCompress() {
+        return compress;
+    }
+
+    public void setCompress(boolean compress) {
+        this.compress = compress;
+    }
+
     public String getExchange() {
         return exchange;
     }

@@ -13,6 +13,7 @@ import io.delayrelay.app.engine.RelayEvents;
 import io.delayrelay.app.engine.ShardStore;
 import io.delayrelay.app.engine.amqp.AmqpBatchPublisher;
 import io.delayrelay.app.engine.amqp.CoalescingSocketFactory;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
 import io.delayrelay.app.engine.cold.ColdMover;
 import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.trigger.AbstractDelayedMsgScanTrigger;
@@ -103,15 +104,24 @@ public class RelayAutoConfiguration {
         return new ShardStore(redis);
     }
 
+    /** Intake messages stored compressed with a dictionary per business (docs/amqp-intake.md, "Memory"). */
+    @Bean
+    @ConditionalOnMissingBean
+    public EnvelopeCompression relayEnvelopeCompression(
+            @Qualifier(RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis, RelayProperties properties) {
+        return new EnvelopeCompression(redis, properties.getIntakeDictionarySamples());
+    }
+
     @Bean
     @ConditionalOnMissingBean
     public BatchPublisher relayBatchPublisher(
             ConnectionFactory rabbitConnectionFactory,
             RedisClock clock,
             RelayEvents events,
-            ObjectProvider<PublishTracing> tracing) {
+            ObjectProvider<PublishTracing> tracing,
+            EnvelopeCompression compression) {
         return new AmqpBatchPublisher(
-                rabbitConnectionFactory, clock, events, tracing.getIfAvailable(() -> PublishTracing.NONE));
+                rabbitConnectionFactory, clock, events, tracing.getIfAvailable(() -> PublishTracing.NONE), compression);
     }
 
     @Bean
@@ -164,7 +174,11 @@ public class RelayAutoConfiguration {
     public ColdMover relayColdMover(
             RelayEngine engine,
             @Qualifier(RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
-            RelayEvents events) {
-        return new ColdMover(() -> engine.isRunning() ? engine.relays() : Map.of(), new ColdStore(redis), events);
+            RelayEvents events,
+            EnvelopeCompression compression) {
+        return new ColdMover(
+                () -> engine.isRunning() ? engine.relays() : Map.of(),
+                new ColdStore(redis, compression::expand),
+                events);
     }
 }

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
 import io.delayrelay.app.engine.wake.KeyspaceWakeSource;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -65,6 +66,12 @@ public class RelayProperties {
      */
     private boolean coalesceWrites = true;
 
+    /**
+     * Intake messages of a business stored as they are before its compression dictionary is trained from them
+     * (docs/amqp-intake.md, "Memory").
+     */
+    private int intakeDictionarySamples = EnvelopeCompression.SAMPLES;
+
     /** How workers learn of new entries besides the relay-api's wake-ups: {@code relay.wake.*}. */
     private Wake wake = new Wake();
 
@@ -95,6 +102,12 @@ public class RelayProperties {
         List<ConfigProblem> problems = new ArrayList<>();
         if (topologyVersion < 0) {
             problems.add(ConfigProblem.global("relay.topology-version", topologyVersion, "must be 0 or more"));
+        }
+        if (intakeDictionarySamples < EnvelopeCompression.MIN_SAMPLES) {
+            problems.add(ConfigProblem.global(
+                    "relay.intake-dictionary-samples",
+                    intakeDictionarySamples,
+                    "must be " + EnvelopeCompression.MIN_SAMPLES + " or more (zstd trains no dictionary from fewer)"));
         }
         division.validate(problems);
         IntakeSettings.validate(intakes, problems);
@@ -150,6 +163,14 @@ public class RelayProperties {
 
     public void setStartRetry(Duration startRetry) {
         this.startRetry = startRetry;
+    }
+
+    public int getIntakeDictionarySamples() {
+        return intakeDictionarySamples;
+    }
+
+    public void setIntakeDictionarySamples(int intakeDictionarySamples) {
+        this.intakeDictionarySamples = intakeDictionarySamples;
     }
 
     public boolean isCoalesceWrites() {

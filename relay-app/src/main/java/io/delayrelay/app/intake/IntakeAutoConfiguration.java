@@ -13,6 +13,7 @@ import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.BusinessRelay;
 import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.engine.RelayEngine;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
 import io.delayrelay.app.trigger.BusinessSpec;
 import io.delayrelay.app.trigger.ConfigProblem;
 import io.delayrelay.app.trigger.RelayConfigurationException;
@@ -51,7 +52,8 @@ public class IntakeAutoConfiguration {
             @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
             RedisClock clock,
             RelayEngine engine,
-            IntakeMetrics metrics) {
+            IntakeMetrics metrics,
+            EnvelopeCompression compression) {
         if (!(rabbit instanceof AbstractConnectionFactory spring)) {
             throw new IllegalStateException("the AMQP intakes need Spring AMQP's CachingConnectionFactory, found "
                     + rabbit.getClass().getName());
@@ -65,7 +67,7 @@ public class IntakeAutoConfiguration {
         return new Intakes(
                 spring.getRabbitConnectionFactory(),
                 () -> configured(environment),
-                new RedisIntakeWriter(producer, redis, clock, specs),
+                new RedisIntakeWriter(producer, redis, clock, specs, compression),
                 metrics);
     }
 

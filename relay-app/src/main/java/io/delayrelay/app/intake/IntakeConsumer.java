@@ -61,6 +61,9 @@ final class IntakeConsumer extends DefaultConsumer {
 
         /** Most bytes the business pops in one call, or -1 when unknown. */
         long batchBytes(String business);
+
+        /** What to store for an envelope: compressed with the business's dictionary, or as it is. */
+        byte[] stored(String business, byte[] envelope);
     }
 
     /** What the consumer reports. */
@@ -213,6 +216,9 @@ final class IntakeConsumer extends DefaultConsumer {
         if (bad != null) {
             dead(id, payload, bad);
             return null;
+        }
+        if (settings.isCompress()) {
+            payload = writer.stored(business, payload);
         }
         return due instanceof DelayHeaders.At at
                 ? ScheduleRequest.byId(id, payload, Instant.ofEpochMilli(at.at()))

@@ -10,7 +10,10 @@ import io.delayrelay.api.ScheduleRequest;
 import io.delayrelay.api.ShardSelector;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.engine.RedisClock;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
 import io.delayrelay.app.trigger.BusinessSpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 
@@ -20,12 +23,15 @@ import org.springframework.data.redis.core.script.RedisScript;
  */
 final class RedisIntakeWriter implements IntakeConsumer.Writer {
 
+    private static final Logger log = LoggerFactory.getLogger(RedisIntakeWriter.class);
+
     private static final RedisScript<Long> DEAD = LuaScripts.load("io/delayrelay/app/lua/intake-dead.lua", Long.class);
 
     private final RedisDelayedMessageProducer producer;
     private final RedisTemplate<byte[], byte[]> redis;
     private final RedisClock clock;
     private final Function<String, BusinessSpec> specs;
+    private final EnvelopeCompression compression;
 
     /**
      * @param specs the running spec of a business, or null when it does not run (default keys, no byte limit)
@@ -34,11 +40,13 @@ final class RedisIntakeWriter implements IntakeConsumer.Writer {
             RedisDelayedMessageProducer producer,
             RedisTemplate<byte[], byte[]> redis,
             RedisClock clock,
-            Function<String, BusinessSpec> specs) {
+            Function<String, BusinessSpec> specs,
+            EnvelopeCompression compression) {
         this.producer = producer;
         this.redis = redis;
         this.clock = clock;
         this.specs = specs;
+        this.compression = compression;
     }
 
     /** The keys of a business: its spec's, or the default ones. */
@@ -75,6 +83,20 @@ final class RedisIntakeWriter implements IntakeConsumer.Writer {
     public long batchBytes(String business) {
         BusinessSpec spec = specs.apply(business);
         return spec == null ? -1 : spec.batch().bytes();
+    }
+
+    @Override
+    public byte[] stored(String business, byte[] envelope) {
+        try {
+            return compression.compress(keysOf(specs, business), envelope);
+        } catch (RuntimeException e) {
+            // storing the dictionary failed: this message is stored as it is, the next one tries again
+            log.warn(
+                    "business={}: storing the intake dictionary failed, message stored uncompressed: {}",
+                    business,
+                    e.toString());
+            return envelope;
+        }
     }
 
     private static byte[] bytes(String s) {

@@ -3,6 +3,7 @@ package io.delayrelay.app.ops;
 import io.delayrelay.app.config.RelayAutoConfiguration;
 import io.delayrelay.app.engine.RelayEngine;
 import io.delayrelay.app.engine.RelayEvents;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
 import io.delayrelay.app.fleet.FleetPause;
 import io.delayrelay.app.fleet.InstanceHeartbeat;
 import io.delayrelay.app.fleet.RelayFleetAutoConfiguration;
@@ -84,8 +85,9 @@ public class RelayOpsAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public ScheduledEntries relayScheduledEntries(
-            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis) {
-        return new ScheduledEntries(redis);
+            @Qualifier(RelayAutoConfiguration.RELAY_REDIS_TEMPLATE) RedisTemplate<byte[], byte[]> redis,
+            ObjectProvider<EnvelopeCompression> compression) {
+        return new ScheduledEntries(redis, compression.getIfAvailable());
     }
 
     /** The endpoint, when actuator is on the classpath. */

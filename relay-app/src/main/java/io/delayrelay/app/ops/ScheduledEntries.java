@@ -14,6 +14,7 @@ import java.util.function.Function;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
 import io.delayrelay.app.engine.MessageOptions;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
 import io.delayrelay.app.engine.amqp.IntakeEnvelope;
 import io.delayrelay.app.ops.DeadLetters.Entry;
 import io.delayrelay.app.trigger.BusinessSpec;
@@ -32,6 +33,9 @@ public class ScheduledEntries {
     /** Bytes of a payload read for a preview: enough for {@link #PREVIEW_CHARS} characters of UTF-8 and a mark. */
     static final int PREVIEW_BYTES = PREVIEW_CHARS * 4 + 4;
 
+    /** Bytes of a compressed intake message read for a preview (whole: a cut one cannot be expanded). */
+    private static final byte[] COMPRESSED_BYTES = DelayQueueKeys.bytes(Integer.toString(16_384));
+
     /** Entries a search reads per ZSCAN step. */
     private static final int SCAN_COUNT = 500;
 
@@ -45,9 +49,16 @@ public class ScheduledEntries {
 
     private final RedisTemplate<byte[], byte[]> redis;
     private final ColdEntries cold;
+    private final EnvelopeCompression compression;
 
     public ScheduledEntries(RedisTemplate<byte[], byte[]> redis) {
+        this(redis, null);
+    }
+
+    /** {@code compression} expands intake messages stored compressed for their previews (null: shown as such). */
+    public ScheduledEntries(RedisTemplate<byte[], byte[]> redis, EnvelopeCompression compression) {
         this.redis = redis;
+        this.compression = compression;
         this.cold = new ColdEntries(redis);
     }
 
@@ -131,18 +142,31 @@ public class ScheduledEntries {
             if (members.isEmpty()) {
                 return;
             }
-            List<Object> args = new ArrayList<>(members.size() + 1);
+            List<Object> args = new ArrayList<>(members.size() + 2);
             args.add(maxBytes);
+            args.add(COMPRESSED_BYTES);
             members.forEach(m -> args.add(DelayQueueKeys.bytes(m)));
             List<?> values = redis.execute(
                     PREVIEWS, List.of(DelayQueueKeys.bytes(spec.keys().payloads(shard))), args.toArray());
             for (int i = 0; values != null && i < Math.min(values.size(), members.size()); i++) {
                 if (values.get(i) instanceof byte[] head) {
-                    previews.put(previewKey(shard, members.get(i)), preview(head));
+                    previews.put(previewKey(shard, members.get(i)), preview(expanded(spec, head)));
                 }
             }
         });
         return previews;
+    }
+
+    /** A compressed intake envelope expanded; any other payload (or one that cannot be expanded) as it is. */
+    private byte[] expanded(BusinessSpec spec, byte[] payload) {
+        if (compression == null || !EnvelopeCompression.isCompressed(payload)) {
+            return payload;
+        }
+        try {
+            return compression.expand(spec.keys(), payload);
+        } catch (IllegalArgumentException e) {
+            return payload;
+        }
     }
 
     /** Previews of the payloads stored under listed items' members, keyed by {@link #previewKey}. */
@@ -195,6 +219,9 @@ public class ScheduledEntries {
                 return "[intake: to '" + head.exchange() + "', routing key '" + head.routingKey() + "'] "
                         + cut(text(head.bodyStart()));
             }
+        }
+        if (EnvelopeCompression.isCompressed(payload)) {
+            return "[intake: stored compressed, " + payload.length + " bytes]";
         }
         if (MessageOptions.isEnvelope(payload)) {
             MessageOptions options = MessageOptions.read(payload);

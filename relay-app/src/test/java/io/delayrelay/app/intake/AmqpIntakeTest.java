@@ -21,12 +21,18 @@ import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.LongString;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RelayHeaders;
+import io.delayrelay.api.ShardSelector;
+import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
+import io.delayrelay.app.ops.ScheduledEntries;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.trigger.BusinessSpec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.cloud.endpoint.event.RefreshEvent;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.core.RedisTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -59,6 +65,11 @@ class AmqpIntakeTest {
 
     /** Starts a relay with one intake of an intake-only business; returns {exchange, deliver-to}. */
     private String[] startIntake(String name, Object... more) throws IOException {
+        return startIntake(name, Map.of(), more);
+    }
+
+    /** The same, with {@code global} relay properties. */
+    private String[] startIntake(String name, Map<String, Object> global, Object... more) throws IOException {
         String deliverTo = "test.intake.out." + name;
         kit.channel().exchangeDeclare(deliverTo, "topic", false, true, null);
         String exchange = "test.intake.in." + name;
@@ -70,6 +81,7 @@ class AmqpIntakeTest {
         for (int i = 0; i < more.length; i += 2) {
             p.put("relay.intakes." + name + "." + more[i], more[i + 1]);
         }
+        p.putAll(global);
         kit.startRelay(p);
         await().atMost(Duration.ofSeconds(10)).until(() -> consuming(exchange, name));
         return new String[] {exchange, deliverTo};
@@ -159,6 +171,99 @@ class AmqpIntakeTest {
         assertThat(((Map<?, ?>) p.getHeaders().get("nested")).get("k")).hasToString("v");
         assertThat(p.getHeaders().get(RelayHeaders.ID)).hasToString("order-42");
         assertThat(p.getHeaders().get(RelayHeaders.BUSINESS)).hasToString(name);
+    }
+
+    @Test
+    void onceTheDictionaryIsTrainedMessagesAreStoredCompressedShownInTheConsoleAndDeliveredUnchanged()
+            throws Exception {
+        String name = kit.business("intake-dict");
+        String[] ex = startIntake(name, Map.of("relay.intake-dictionary-samples", 20));
+        BlockingQueue<Got> got = consume(ex[1], "#");
+
+        Map<String, byte[]> bodies = new LinkedHashMap<>();
+        for (int i = 0; i < 60; i++) {
+            String id = "order-" + i;
+            byte[] body = ("{\"order\":" + (1000 + i) + ",\"customer\":\"c-" + (i * 7919 % 10_000) + "\",\"amount\":\""
+                            + (i * 31 % 500) + ".95\",\"status\":\"created\"}")
+                    .getBytes(StandardCharsets.UTF_8);
+            bodies.put(id, body);
+            Map<String, Object> headers = new LinkedHashMap<>();
+            headers.put("x-delay", 3_000);
+            headers.put("tenant", "acme");
+            headers.put("order", 1000 + i);
+            kit.channel()
+                    .basicPublish(
+                            ex[0],
+                            "orders.created." + (i % 3),
+                            new AMQP.BasicProperties.Builder()
+                                    .messageId(id)
+                                    .contentType("application/json")
+                                    .deliveryMode(2)
+                                    .headers(headers)
+                                    .build(),
+                            body);
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> kit.scheduled(name) == 60);
+
+        // the first 19 are stored as they are (samples), the 20th completes the dictionary: it and the rest compressed
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(name);
+        RedisTemplate<byte[], byte[]> redis = ByteRedisTemplates.create(kit.redisFactory());
+        Map<Integer, List<String>> byShard = new LinkedHashMap<>();
+        int compressed = 0;
+        long compressedBytes = 0;
+        long plainBytes = 0;
+        for (String id : bodies.keySet()) {
+            int shard = ShardSelector.shardOf(id, 16);
+            byte[] payload = (byte[]) redis.opsForHash().get(bytes(keys.payloads(shard)), bytes(id));
+            if (EnvelopeCompression.isCompressed(payload)) {
+                compressed++;
+                compressedBytes += payload.length;
+            } else {
+                plainBytes += payload.length;
+            }
+            byShard.computeIfAbsent(shard, k -> new ArrayList<>()).add(id);
+        }
+        assertThat(compressed).isEqualTo(41);
+        assertThat(compressedBytes / 41.0).as("bytes of a compressed one").isLessThan(plainBytes / 19.0 / 2);
+        assertThat(redis.opsForHash().get(bytes(keys.dictionaries()), bytes("current")))
+                .isNotNull();
+
+        // the console shows a compressed entry like any other: where it goes, and its body
+        BusinessSpec spec = BusinessSpec.builder(name, keys).build();
+        Map<String, String> previews =
+                new ScheduledEntries(redis, new EnvelopeCompression(redis)).previews(spec, byShard);
+        assertThat(previews).hasSize(60);
+        int last = ShardSelector.shardOf("order-59", 16);
+        assertThat(previews.get(last + ":order-59"))
+                .isEqualTo("[intake: to '" + ex[1] + "', routing key 'orders.created.2'] "
+                        + new String(bodies.get("order-59"), StandardCharsets.UTF_8));
+
+        Map<String, Got> delivered = new LinkedHashMap<>();
+        for (int i = 0; i < 60; i++) {
+            Got g = got.poll(10, TimeUnit.SECONDS);
+            assertThat(g).as("delivery %d", i).isNotNull();
+            assertThat(delivered.put(g.properties().getMessageId(), g))
+                    .as("once")
+                    .isNull();
+        }
+        assertThat(got.poll(500, TimeUnit.MILLISECONDS)).isNull();
+        assertThat(delivered.keySet()).isEqualTo(bodies.keySet());
+        delivered.forEach((id, g) -> {
+            int i = Integer.parseInt(id.substring("order-".length()));
+            assertThat(g.body()).isEqualTo(bodies.get(id));
+            assertThat(g.routingKey()).isEqualTo("orders.created." + (i % 3));
+            assertThat(g.properties().getContentType()).isEqualTo("application/json");
+            assertThat(g.properties().getHeaders().get("order")).isEqualTo(1000 + i);
+            assertThat(g.properties().getHeaders().get("tenant")).hasToString("acme");
+            assertThat(g.properties().getHeaders()).doesNotContainKey("x-delay");
+            assertThat(g.receivedAtMs())
+                    .isGreaterThanOrEqualTo(
+                            ((Number) g.properties().getHeaders().get(RelayHeaders.DUE_AT)).longValue());
+        });
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     @Test

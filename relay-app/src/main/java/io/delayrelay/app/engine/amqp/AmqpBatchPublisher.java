@@ -53,9 +53,22 @@ public class AmqpBatchPublisher implements BatchPublisher, DisposableBean {
     /** {@code tracing} observes each publish of a message that carries producer headers (a trace context). */
     public AmqpBatchPublisher(
             ConnectionFactory connectionFactory, RedisClock clock, RelayEvents events, PublishTracing tracing) {
+        this(connectionFactory, clock, events, tracing, null);
+    }
+
+    /**
+     * {@code compression} reads intake messages stored compressed; null where none is (such a message is then
+     * dead-lettered as unreadable).
+     */
+    public AmqpBatchPublisher(
+            ConnectionFactory connectionFactory,
+            RedisClock clock,
+            RelayEvents events,
+            PublishTracing tracing,
+            EnvelopeCompression compression) {
         this.connectionFactory = connectionFactory;
         this.template = new RabbitTemplate(connectionFactory);
-        this.messages = new AmqpMessageBuilder(clock);
+        this.messages = new AmqpMessageBuilder(clock, compression);
         this.events = events;
         this.tracing = tracing;
     }

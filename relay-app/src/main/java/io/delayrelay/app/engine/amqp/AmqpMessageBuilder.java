@@ -84,9 +84,16 @@ final class AmqpMessageBuilder {
 
     private final MessagePropertiesConverter converter = new DefaultMessagePropertiesConverter();
     private final RedisClock clock;
+    private final EnvelopeCompression compression;
 
     AmqpMessageBuilder(RedisClock clock) {
+        this(clock, null);
+    }
+
+    /** {@code compression}: reads intake envelopes stored compressed (null: none can be read). */
+    AmqpMessageBuilder(RedisClock clock, EnvelopeCompression compression) {
         this.clock = clock;
+        this.compression = compression;
     }
 
     /**
@@ -94,7 +101,8 @@ final class AmqpMessageBuilder {
      * trigger's code throws.
      */
     Built build(BusinessSpec spec, DueMessage message) {
-        if (message.byId() && IntakeEnvelope.isEnvelope(message.body())) {
+        if (message.byId()
+                && (IntakeEnvelope.isEnvelope(message.body()) || EnvelopeCompression.isCompressed(message.body()))) {
             return intake(spec, message);
         }
         OutgoingMessages outgoing = spec.outgoing();
@@ -135,7 +143,14 @@ final class AmqpMessageBuilder {
     private Built intake(BusinessSpec spec, DueMessage message) {
         IntakeEnvelope.Message kept;
         try {
-            kept = IntakeEnvelope.decode(message.body());
+            byte[] envelope = message.body();
+            if (EnvelopeCompression.isCompressed(envelope)) {
+                if (compression == null) {
+                    throw new IllegalArgumentException("stored compressed, and this publisher reads no dictionaries");
+                }
+                envelope = compression.expand(spec.keys(), envelope);
+            }
+            kept = IntakeEnvelope.decode(envelope);
         } catch (IllegalArgumentException e) {
             throw new InvalidMessageException("unreadable intake envelope: " + e.getMessage());
         }

@@ -60,14 +60,35 @@ public class ColdStore {
 
     private final int sliceMax;
 
+    /**
+     * What a block keeps of a payload: a compressed intake envelope is expanded first, so that the block compresses
+     * it with the others (it goes back hot as an envelope).
+     */
+    public interface PayloadExpansion {
+        /** The payload to keep in a block; throws {@link IllegalArgumentException} when it cannot be expanded. */
+        byte[] expand(DelayQueueKeys keys, byte[] payload);
+    }
+
+    private final PayloadExpansion expansion;
+
     public ColdStore(RedisTemplate<byte[], byte[]> redis) {
-        this(redis, SLICE);
+        this(redis, SLICE, (keys, payload) -> payload);
+    }
+
+    /** Blocks keep payloads as {@code expansion} makes them. */
+    public ColdStore(RedisTemplate<byte[], byte[]> redis, PayloadExpansion expansion) {
+        this(redis, SLICE, expansion);
     }
 
     /** With slices of {@code sliceMax} entries (tests cut blocks into tiny slices). */
     public ColdStore(RedisTemplate<byte[], byte[]> redis, int sliceMax) {
+        this(redis, sliceMax, (keys, payload) -> payload);
+    }
+
+    private ColdStore(RedisTemplate<byte[], byte[]> redis, int sliceMax, PayloadExpansion expansion) {
         this.redis = redis;
         this.sliceMax = sliceMax;
+        this.expansion = expansion;
     }
 
     /** Entries of a shard listed for demotion, and the Redis time they were listed at. */
@@ -153,7 +174,7 @@ public class ColdStore {
     public Demoted demote(DelayQueueKeys keys, int shard, List<ColdBlock.Entry> entries, int fan, int calls) {
         int left = calls;
         List<ColdBlock.Entry> distinct = ColdSlice.distinctDigests(entries);
-        byte[] block = ColdBlock.encode(distinct);
+        byte[] block = ColdBlock.encode(expanded(keys, distinct));
         List<byte[]> keyList = keys(
                 keys.shard(shard),
                 keys.payloads(shard),
@@ -198,6 +219,26 @@ public class ColdStore {
             pending = again ? grouped.entries.subList(done, grouped.entries.size()) : List.of();
         }
         return new Demoted(moved, moved == 0 ? 0 : blockId);
+    }
+
+    /**
+     * The entries as the block keeps them: payloads expanded. One that cannot be expanded is kept as it is (it goes
+     * back hot unchanged, and is dead-lettered with its reason when due, as it would have been).
+     */
+    private List<ColdBlock.Entry> expanded(DelayQueueKeys keys, List<ColdBlock.Entry> entries) {
+        List<ColdBlock.Entry> out = new ArrayList<>(entries.size());
+        for (ColdBlock.Entry e : entries) {
+            byte[] payload = e.payload();
+            if (payload != null) {
+                try {
+                    payload = expansion.expand(keys, payload);
+                } catch (IllegalArgumentException unreadable) {
+                    payload = e.payload();
+                }
+            }
+            out.add(payload == e.payload() ? e : new ColdBlock.Entry(e.member(), e.dueMs(), payload));
+        }
+        return out;
     }
 
     /** A cold block due for promotion, and the member index fan-out its shard records. */

@@ -15,6 +15,8 @@ import java.util.concurrent.Future;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.RedisDelayedMessageProducer;
 import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.app.engine.amqp.EnvelopeCompression;
+import io.delayrelay.app.engine.amqp.EnvelopeCompressionTest;
 import io.delayrelay.app.support.RelayTestKit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -89,6 +91,41 @@ class ColdTierScriptTest {
         assertThat(hashFields(keys.payloads(0))).hasSize(51);
         assertThat(store.count(keys, 0)).isEqualTo(new ColdStore.Count(0, 0));
         assertThat(zset(keys.cold(0))).isEmpty();
+    }
+
+    /**
+     * Intake messages stored compressed go into a block expanded, so the block compresses them together, and come
+     * back hot as the envelopes they were; the demotion still moves only entries whose stored (compressed) payload is
+     * unchanged.
+     */
+    @Test
+    void compressedIntakeMessagesGoColdExpandedAndComeBackAsTheirEnvelopes() {
+        var redis = ByteRedisTemplates.create(kit.redisFactory());
+        EnvelopeCompression compression = new EnvelopeCompression(redis, 20);
+        ColdStore expanding = new ColdStore(redis, compression::expand);
+        long now = kit.redisNowMs();
+        java.util.Random random = new java.util.Random(3);
+        Map<String, byte[]> envelopes = new TreeMap<>();
+        int compressed = 0;
+        for (int i = 0; i < 60; i++) {
+            byte[] envelope = EnvelopeCompressionTest.envelope(i, random);
+            byte[] stored = compression.compress(keys, envelope);
+            compressed += EnvelopeCompression.isCompressed(stored) ? 1 : 0;
+            producer.scheduleById(business, "order-" + i, stored, Instant.ofEpochMilli(now + HOUR + i));
+            envelopes.put("order-" + i, envelope);
+        }
+        assertThat(compressed).isEqualTo(41);
+
+        ColdStore.Pick pick = expanding.pick(keys, 0, 60_000, 1_000);
+        assertThat(expanding.demote(keys, 0, pick.entries()).moved()).isEqualTo(60);
+        List<ColdStore.DueBlock> due = expanding.due(keys, 0, 3 * HOUR, 10);
+        assertThat(ColdBlock.decode(due.get(0).block()))
+                .as("the block holds every message expanded")
+                .allSatisfy(e -> assertThat(e.payload())
+                        .isEqualTo(envelopes.get(new String(e.member(), StandardCharsets.UTF_8))));
+        assertThat(expanding.promote(keys, 0, due.get(0))).isEqualTo(new ColdStore.Promoted(60, 0, false));
+        envelopes.forEach(
+                (id, envelope) -> assertThat(hget(keys.payloads(0), id)).isEqualTo(envelope));
     }
 
     /**
