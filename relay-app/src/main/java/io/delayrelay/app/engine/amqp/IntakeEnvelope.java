@@ -123,6 +123,32 @@ public final class IntakeEnvelope {
         }
     }
 
+    /**
+     * Where an envelope's body starts (after the prefix, names and properties): 0 when the payload is not a whole
+     * envelope. Lets a cold block keep envelopes' heads and bodies apart, each with its like.
+     */
+    public static int bodyOffset(byte[] payload) {
+        if (!isEnvelope(payload)) {
+            return 0;
+        }
+        int at = HEAD;
+        for (int name = 0; name < 2; name++) {
+            if (at + 2 > payload.length) {
+                return 0;
+            }
+            at += 2 + (((payload[at] & 0xFF) << 8) | (payload[at + 1] & 0xFF));
+        }
+        if (at + 4 > payload.length) {
+            return 0;
+        }
+        long props = ((long) (payload[at] & 0xFF) << 24)
+                | ((payload[at + 1] & 0xFF) << 16)
+                | ((payload[at + 2] & 0xFF) << 8)
+                | (payload[at + 3] & 0xFF);
+        long body = at + 4L + props;
+        return body <= payload.length ? (int) body : 0;
+    }
+
     /** An envelope's destination and the start of its body (empty when the preview ended before it). */
     public record Head(String exchange, String routingKey, byte[] bodyStart) {}
 
