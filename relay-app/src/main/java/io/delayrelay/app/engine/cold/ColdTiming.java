@@ -18,6 +18,14 @@ public record ColdTiming(long coldAfterMs, long bucketMs, long leadMs, long peri
         return new ColdTiming(a, clamp(a / 4, 1_000, MAX_BUCKET_MS), a / 2, clamp(a / 20, 250, 1_000));
     }
 
+    /**
+     * How long a bucket of fewer entries than a block waits for more before it is demoted: one bucket's width, at most
+     * a minute (a steady trickle then makes one block per bucket, not one per period).
+     */
+    public long fillWaitMs() {
+        return Math.min(bucketMs, ColdMover.FILL_WAIT_MAX_MS);
+    }
+
     /** The bucket of a due time. */
     long bucketOf(long dueMs) {
         return Math.floorDiv(dueMs, bucketMs);
