@@ -494,7 +494,8 @@ final class IntakeBench {
                 Locale.ROOT,
                 "The relay's exec jar with one intake for throughput and lag, then a second exec jar with four for"
                         + " the bytes (hot and into a business with cold-after 10 s, each with 'x' bodies and with JSON"
-                        + " bodies that differ per message); the harness publishes to the intake exchange with confirms and"
+                        + " bodies that differ per message; 20,000 entries each, the first 200 of a business stored as"
+                        + " they are while its compression dictionary is trained, included); the harness publishes to the intake exchange with confirms and"
                         + " consumes deliver-to with manual acks; before the measured messages, unreported warm-up rounds of"
                         + " 20,000 (at most 10) until the relay's JIT compiles less than 300 ms in one (read with jcmd). PerfTest: one"
                         + " producer and one consumer, the same count of persistent %d B messages, confirms. Load average"

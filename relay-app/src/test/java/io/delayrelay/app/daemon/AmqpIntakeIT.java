@@ -267,6 +267,15 @@ class AmqpIntakeIT {
                 }
             }
             assertThat(dead).isEqualTo(BAD);
+            // both relays stored (and read) the messages after the first 200 with one dictionary: the first one stored
+            Map<byte[], byte[]> dictionaries = c.hashCommands().hGetAll(DelayQueueKeys.bytes(keys.dictionaries()));
+            assertThat(dictionaries).hasSize(2);
+            String current = new String(
+                    c.hashCommands().hGet(DelayQueueKeys.bytes(keys.dictionaries()), DelayQueueKeys.bytes("current")),
+                    StandardCharsets.UTF_8);
+            assertThat(current).matches("[0-9a-f]{8}");
+            assertThat(c.hashCommands().hGet(DelayQueueKeys.bytes(keys.dictionaries()), DelayQueueKeys.bytes(current)))
+                    .isNotNull();
         }
         assertThat(kit.scheduled(intake)).isZero();
     }

@@ -11,7 +11,10 @@ import java.util.Random;
 import com.rabbitmq.client.AMQP;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.ByteRedisTemplates;
+import io.delayrelay.app.engine.RedisClock;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.trigger.BusinessSpec;
+import io.delayrelay.app.trigger.DueMessage;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -159,6 +162,45 @@ public class EnvelopeCompressionTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("compressed intake envelope")
                 .hasMessageContaining(id);
+    }
+
+    @Test
+    void aCompressedMessageIsPublishedAsItCameAndOneWhoseDictionaryIsGoneIsDeadLetteredWithTheReason() {
+        String business = kit.business("dict");
+        DelayQueueKeys keys = DelayQueueKeys.forBusiness(business);
+        BusinessSpec spec = BusinessSpec.builder(business, keys).build();
+        EnvelopeCompression compression = new EnvelopeCompression(redis, SAMPLES);
+        Random random = new Random(19);
+        byte[] envelope = null;
+        byte[] stored = null;
+        for (int i = 0; i < SAMPLES; i++) {
+            envelope = envelope(i, random);
+            stored = compression.compress(keys, envelope);
+        }
+        assertThat(EnvelopeCompression.isCompressed(stored)).isTrue();
+        DueMessage due = new DueMessage(
+                business, 3, "order-7".getBytes(StandardCharsets.UTF_8), stored, true, 1_000, 1_000, 1, "order-7");
+        IntakeEnvelope.Message sent = IntakeEnvelope.decode(envelope);
+
+        // another instance (it never sampled) reads the dictionary from Redis and publishes the message as it came
+        AmqpMessageBuilder.Built built =
+                new AmqpMessageBuilder(new RedisClock(), new EnvelopeCompression(redis)).build(spec, due);
+        assertThat(built.exchange()).isEqualTo("orders");
+        assertThat(built.routingKey()).isEqualTo("orders.created");
+        assertThat(built.body()).isEqualTo(sent.body());
+        assertThat(built.properties().getContentType()).isEqualTo("application/json");
+        assertThat(built.properties().getMessageId()).isEqualTo("order-7");
+        assertThat(built.properties().getHeaders())
+                .containsEntry("order", sent.properties().getHeaders().get("order"));
+
+        // without its dictionary the message cannot be read: the reason the dead set gets names it
+        redis.delete(bytes(keys.dictionaries()));
+        String id = HexFormat.of().formatHex(Arrays.copyOfRange(stored, 3, 7));
+        assertThatThrownBy(
+                        () -> new AmqpMessageBuilder(new RedisClock(), new EnvelopeCompression(redis)).build(spec, due))
+                .isInstanceOf(AmqpMessageBuilder.InvalidMessageException.class)
+                .hasMessage("unreadable intake envelope: the dictionary " + id
+                        + " of a compressed intake envelope is not in " + keys.dictionaries());
     }
 
     @Test
