@@ -256,6 +256,14 @@ class RelayValuesSchemaTest {
                                 65535,
                                 "description",
                                 "Unacknowledged intake messages at once."));
+        properties(intake)
+                .put(
+                        "compress",
+                        Map.of(
+                                "type",
+                                "boolean",
+                                "description",
+                                "Store the messages compressed with a dictionary trained on the business's first ones."));
         Map<String, Object> intakes = new LinkedHashMap<>();
         intakes.put("type", "object");
         intakes.put(

@@ -111,6 +111,17 @@ class StartupValidationTest {
     }
 
     @Test
+    void tooFewIntakeDictionarySamplesAreNamedWithTheirValue() {
+        Map<String, Object> props = declared(kit.business("dictsamples"));
+        props.put("relay.intake-dictionary-samples", 5);
+        Throwable failure = catchThrowable(() -> kit.startRelay(props));
+
+        assertThat(new RelayFailureAnalyzer().analyze(failure).getDescription())
+                .isEqualTo("Invalid delay-relay configuration:\n  - relay.intake-dictionary-samples=5: must be 20 or"
+                        + " more (zstd trains no dictionary from fewer)");
+    }
+
+    @Test
     void negativeTopologyVersionIsATypedProblemNamingPropertyAndValue() {
         Map<String, Object> props = declared(kit.business("topology"));
         props.put("relay.topology-version", -1);

@@ -20,6 +20,7 @@ import com.github.luben.zstd.ZstdDictDecompress;
 import com.github.luben.zstd.ZstdException;
 import io.delayrelay.api.DelayQueueKeys;
 import io.delayrelay.api.internal.LuaScripts;
+import io.delayrelay.app.support.Varints;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.core.RedisTemplate;
@@ -59,6 +60,9 @@ public final class EnvelopeCompression {
 
     /** zstd level: 3, zstd's default; higher levels made these small frames larger, not smaller. */
     private static final int LEVEL = 3;
+
+    /** Largest envelope read back: more than any message RabbitMQ takes (its default max is 128 MiB). */
+    private static final long MAX_ENVELOPE_BYTES = 512L << 20;
 
     private static final byte[] MAGIC = {(byte) 0xFF, 'D', 'Z'};
     private static final int ID_BYTES = 4;
@@ -145,7 +149,7 @@ public final class EnvelopeCompression {
         ByteArrayOutputStream out = new ByteArrayOutputStream(MAGIC.length + ID_BYTES + 3 + frame.length);
         out.writeBytes(MAGIC);
         out.writeBytes(d.id());
-        varint(out, envelope.length);
+        Varints.write(out, envelope.length);
         out.writeBytes(frame);
         return out.size() < envelope.length ? out.toByteArray() : envelope;
     }
@@ -161,9 +165,15 @@ public final class EnvelopeCompression {
         }
         byte[] id = Arrays.copyOfRange(payload, MAGIC.length, MAGIC.length + ID_BYTES);
         ByteBuffer in = ByteBuffer.wrap(payload, MAGIC.length + ID_BYTES, payload.length - MAGIC.length - ID_BYTES);
-        long length = varint(in);
-        if (length < 0 || length > Integer.MAX_VALUE - 8) {
-            throw new IllegalArgumentException("compressed intake envelope with a length of " + length);
+        long length;
+        try {
+            length = Varints.read(in);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("compressed intake envelope: " + e.getMessage(), e);
+        }
+        if (length < 0 || length > MAX_ENVELOPE_BYTES) {
+            throw new IllegalArgumentException("compressed intake envelope of " + length + " bytes, more than the "
+                    + MAX_ENVELOPE_BYTES + " an intake stores (damaged, or not written by the relay)");
         }
         Dictionary d = dictionary(keys, id);
         ZstdDecompressCtx ctx = decompressors.get();
@@ -279,27 +289,6 @@ public final class EnvelopeCompression {
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    private static void varint(ByteArrayOutputStream out, long value) {
-        long v = value;
-        while ((v & ~0x7fL) != 0) {
-            out.write((int) ((v & 0x7f) | 0x80));
-            v >>>= 7;
-        }
-        out.write((int) v);
-    }
-
-    private static long varint(ByteBuffer in) {
-        long value = 0;
-        for (int shift = 0; shift < 35 && in.hasRemaining(); shift += 7) {
-            byte b = in.get();
-            value |= (long) (b & 0x7f) << shift;
-            if ((b & 0x80) == 0) {
-                return value;
-            }
-        }
-        return -1;
     }
 
     private static byte[] bytes(String s) {

@@ -9,6 +9,7 @@ import java.util.List;
 
 import com.github.luben.zstd.Zstd;
 import io.delayrelay.app.engine.amqp.IntakeEnvelope;
+import io.delayrelay.app.support.Varints;
 
 /**
  * A cold block: entries of one shard, packed column by column (due times as deltas, then members, then payloads) and
@@ -52,28 +53,28 @@ public final class ColdBlock {
         sorted.sort(Comparator.comparingLong(Entry::dueMs));
         ByteArrayOutputStream raw = new ByteArrayOutputStream(sorted.size() * 128);
         long first = sorted.isEmpty() ? 0 : sorted.get(0).dueMs();
-        varint(raw, sorted.size());
-        varint(raw, first);
+        Varints.write(raw, sorted.size());
+        Varints.write(raw, first);
         for (Entry e : sorted) {
-            varint(raw, e.dueMs() - first);
+            Varints.write(raw, e.dueMs() - first);
         }
         for (Entry e : sorted) {
-            varint(raw, e.member().length);
+            Varints.write(raw, e.member().length);
             raw.writeBytes(e.member());
         }
         for (Entry e : sorted) {
             if (e.payload() == null) {
-                varint(raw, 0);
+                Varints.write(raw, 0);
             } else {
                 int head = IntakeEnvelope.bodyOffset(e.payload());
-                varint(raw, head + 1L);
+                Varints.write(raw, head + 1L);
                 raw.write(e.payload(), 0, head);
             }
         }
         for (Entry e : sorted) {
             if (e.payload() != null) {
                 int head = IntakeEnvelope.bodyOffset(e.payload());
-                varint(raw, e.payload().length - head);
+                Varints.write(raw, e.payload().length - head);
                 raw.write(e.payload(), head, e.payload().length - head);
             }
         }
@@ -81,7 +82,7 @@ public final class ColdBlock {
         byte[] packed = Zstd.compress(plain, LEVEL);
         ByteArrayOutputStream out = new ByteArrayOutputStream(packed.length + 6);
         out.write(FORMAT);
-        varint(out, plain.length);
+        Varints.write(out, plain.length);
         out.writeBytes(packed);
         return out.toByteArray();
     }
@@ -96,25 +97,25 @@ public final class ColdBlock {
                     + " (" + block.length + " bytes)");
         }
         ByteBuffer head = ByteBuffer.wrap(block, 1, block.length - 1);
-        int rawLength = (int) varint(head);
+        int rawLength = (int) Varints.read(head);
         byte[] packed = new byte[head.remaining()];
         head.get(packed);
         ByteBuffer in = ByteBuffer.wrap(Zstd.decompress(packed, rawLength));
-        int n = (int) varint(in);
-        long first = varint(in);
+        int n = (int) Varints.read(in);
+        long first = Varints.read(in);
         long[] dues = new long[n];
         for (int i = 0; i < n; i++) {
-            dues[i] = first + varint(in);
+            dues[i] = first + Varints.read(in);
         }
         byte[][] members = new byte[n][];
         for (int i = 0; i < n; i++) {
-            members[i] = new byte[(int) varint(in)];
+            members[i] = new byte[(int) Varints.read(in)];
             in.get(members[i]);
         }
         // format 1: the payloads themselves; format 2: their heads, bodies after
         byte[][] payloads = new byte[n][];
         for (int i = 0; i < n; i++) {
-            long length = varint(in);
+            long length = Varints.read(in);
             if (length > 0) {
                 payloads[i] = new byte[(int) (length - 1)];
                 in.get(payloads[i]);
@@ -123,7 +124,7 @@ public final class ColdBlock {
         if (block[0] == FORMAT) {
             for (int i = 0; i < n; i++) {
                 if (payloads[i] != null) {
-                    byte[] whole = Arrays.copyOf(payloads[i], payloads[i].length + (int) varint(in));
+                    byte[] whole = Arrays.copyOf(payloads[i], payloads[i].length + (int) Varints.read(in));
                     in.get(whole, payloads[i].length, whole.length - payloads[i].length);
                     payloads[i] = whole;
                 }
@@ -134,26 +135,5 @@ public final class ColdBlock {
             entries.add(new Entry(members[i], dues[i], payloads[i]));
         }
         return entries;
-    }
-
-    private static void varint(ByteArrayOutputStream out, long value) {
-        long v = value;
-        while ((v & ~0x7fL) != 0) {
-            out.write((int) ((v & 0x7f) | 0x80));
-            v >>>= 7;
-        }
-        out.write((int) v);
-    }
-
-    private static long varint(ByteBuffer in) {
-        long value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            byte b = in.get();
-            value |= (long) (b & 0x7f) << shift;
-            if ((b & 0x80) == 0) {
-                return value;
-            }
-        }
-        throw new IllegalArgumentException("cold block: varint longer than 64 bits");
     }
 }

@@ -162,6 +162,18 @@ public class EnvelopeCompressionTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("compressed intake envelope")
                 .hasMessageContaining(id);
+        // a length no intake message has (bytes another program wrote) is refused before anything is allocated
+        byte[] huge = Arrays.copyOf(stored, 12);
+        System.arraycopy(new byte[] {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, 0x0F}, 0, huge, 7, 5);
+        assertThatThrownBy(() -> compression.expand(keys, huge))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("compressed intake envelope of 4294967295 bytes, more than the 536870912 an intake stores"
+                        + " (damaged, or not written by the relay)");
+        byte[] cut = Arrays.copyOf(stored, 8);
+        cut[7] = (byte) 0x80;
+        assertThatThrownBy(() -> compression.expand(keys, cut))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("compressed intake envelope: varint cut short at byte 8");
     }
 
     @Test

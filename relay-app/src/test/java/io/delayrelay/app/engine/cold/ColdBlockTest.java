@@ -10,6 +10,7 @@ import com.github.luben.zstd.Zstd;
 import com.rabbitmq.client.AMQP;
 import io.delayrelay.app.engine.amqp.EnvelopeCompressionTest;
 import io.delayrelay.app.engine.amqp.IntakeEnvelope;
+import io.delayrelay.app.support.Varints;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -77,15 +78,15 @@ class ColdBlockTest {
             raw.write(1);
             raw.write(m.charAt(0));
         }
-        varint(raw, envelope.length + 1L);
+        Varints.write(raw, envelope.length + 1L);
         raw.writeBytes(envelope);
         raw.write(0);
-        varint(raw, json.length + 1L);
+        Varints.write(raw, json.length + 1L);
         raw.writeBytes(json);
         byte[] plain = raw.toByteArray();
         ByteArrayOutputStream block = new ByteArrayOutputStream();
         block.write(1);
-        varint(block, plain.length);
+        Varints.write(block, plain.length);
         block.writeBytes(Zstd.compress(plain, 3));
 
         List<ColdBlock.Entry> back = ColdBlock.decode(block.toByteArray());
@@ -121,14 +122,5 @@ class ColdBlockTest {
         assertThat(IntakeEnvelope.bodyOffset(java.util.Arrays.copyOf(envelope, envelope.length - 4)))
                 .as("cut inside its properties")
                 .isZero();
-    }
-
-    private static void varint(ByteArrayOutputStream out, long value) {
-        long v = value;
-        while ((v & ~0x7fL) != 0) {
-            out.write((int) ((v & 0x7f) | 0x80));
-            v >>>= 7;
-        }
-        out.write((int) v);
     }
 }
