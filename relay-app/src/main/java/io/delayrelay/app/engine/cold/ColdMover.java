@@ -239,9 +239,9 @@ public final class ColdMover extends PeriodicTask {
     }
 
     /**
-     * Whether a bucket of fewer than {@link #BLOCK_MAX} entries goes cold now: once no entry joined it since the last
-     * period (a bulk load goes cold one period later), or {@link ColdTiming#fillWaitMs()} after this mover first saw it
-     * (a trickle fills one block per bucket, not one per period).
+     * Whether a shard's latest bucket, of fewer than {@link #BLOCK_MAX} entries, goes cold now: once no entry joined it
+     * since the last period (the end of a bulk load goes cold one period later), or {@link ColdTiming#fillWaitMs()}
+     * after this mover first saw it (a trickle fills one block per bucket, not one per period).
      */
     private boolean filled(DelayQueueKeys keys, int shard, long bucket, int listed, ColdTiming timing) {
         long now = System.currentTimeMillis();
@@ -259,7 +259,7 @@ public final class ColdMover extends PeriodicTask {
         return true;
     }
 
-    /** Whether the entries listed of a bucket, fewer than a block, go cold now or wait for more to join them. */
+    /** Whether the entries listed of a shard's latest bucket, fewer than a block, go cold now or wait for more. */
     @FunctionalInterface
     public interface Filling {
         boolean filled(long bucket, int listed);
@@ -275,9 +275,11 @@ public final class ColdMover extends PeriodicTask {
     }
 
     /**
-     * Like {@link #demoteShard(ColdStore, DelayQueueKeys, int, ColdTiming, long, Moved)}, but a bucket of fewer than
-     * {@link #BLOCK_MAX} entries listed stays hot until {@code filling} says it is complete: entries that trickle in
-     * make one block, not one per period (intake messages took 33 B an entry in blocks of 180, 24 in blocks of 1,000).
+     * Like {@link #demoteShard(ColdStore, DelayQueueKeys, int, ColdTiming, long, Moved)}, but the shard's latest bucket,
+     * when it has fewer than {@link #BLOCK_MAX} entries, stays hot until {@code filling} says it is complete: entries
+     * that trickle in in due order (a constant delay, as an intake's x-delay) make one block per bucket, not one per
+     * period (intake messages took 33 B an entry in blocks of 180, 24 in blocks of 1,000). Every earlier bucket goes
+     * at once, so a bulk load is listed once.
      */
     public static int demoteShard(
             ColdStore store,
@@ -296,8 +298,14 @@ public final class ColdMover extends PeriodicTask {
             }
             int fan = store.fanOut(keys, shard);
             int pass = 0;
-            for (List<ColdBlock.Entry> block : blocks(pick.entries(), timing)) {
-                if (block.size() < BLOCK_MAX
+            List<List<ColdBlock.Entry>> blocks = blocks(pick.entries(), timing);
+            // the listing reached the shard's last entry: its bucket is the one entries may still be joining
+            boolean toTheEnd = pick.entries().size() < PICK;
+            for (int b = 0; b < blocks.size(); b++) {
+                List<ColdBlock.Entry> block = blocks.get(b);
+                boolean last = toTheEnd && b == blocks.size() - 1;
+                if (last
+                        && block.size() < BLOCK_MAX
                         && !filling.filled(timing.bucketOf(block.get(0).dueMs()), block.size())) {
                     continue;
                 }
