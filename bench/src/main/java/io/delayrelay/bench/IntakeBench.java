@@ -120,10 +120,13 @@ final class IntakeBench {
         Process relay = Storm.startRelayJar(infra, relayJar, p, log);
         Process memoryRelay = null;
         Connection connection = infra.amqpFactory().newConnection("relay-bench-intake");
+        // the consumer on a connection of its own, as PerfTest does: RabbitMQ's flow control stops reading a publishing
+        // connection, and with it the acks of a consumer on that connection (deliveries stop at the prefetch)
+        Connection consuming = infra.amqpFactory().newConnection("relay-bench-intake-consumer");
         try {
             LagProcesses.awaitLogLine(relay, log, "consuming 'delay-relay.intake." + intake + "'", 120);
             double perfTest = perfTestRate();
-            Channel consumer = connection.createChannel();
+            Channel consumer = consuming.createChannel();
             consumer.basicQos(500);
             AtomicInteger received = new AtomicInteger();
             AtomicLong lastReceived = new AtomicLong();
@@ -251,6 +254,7 @@ final class IntakeBench {
                     coldJsonBytes,
                     Storm.loadAverage());
         } finally {
+            consuming.close();
             connection.close();
             for (Process process : new Process[] {relay, memoryRelay}) {
                 if (process != null) {
