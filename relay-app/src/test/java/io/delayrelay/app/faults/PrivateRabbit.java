@@ -173,11 +173,16 @@ final class PrivateRabbit implements AutoCloseable {
         return port;
     }
 
-    /** A plain AMQP connection (guest/guest on loopback). */
+    /**
+     * A plain AMQP connection (guest/guest on loopback) without automatic recovery: a test that stops the node makes
+     * a fresh connection after it. A recovering one raced the test's abort of it and re-registered its consumer once
+     * (CI, 2026-11-30): the one message the broker handed that consumer never reached the test.
+     */
     Connection connect(String name) throws Exception {
         ConnectionFactory factory = new ConnectionFactory();
         factory.setHost(HOST);
         factory.setPort(port);
+        factory.setAutomaticRecoveryEnabled(false);
         return factory.newConnection(name);
     }
 
