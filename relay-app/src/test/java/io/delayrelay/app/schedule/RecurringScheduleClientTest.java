@@ -65,17 +65,22 @@ class RecurringScheduleClientTest {
         await().atMost(Duration.ofSeconds(5))
                 .until(() -> "paused".equals(schedules.get(name).state()));
         assertThat(schedules.get(name).pausedBy()).isEqualTo("ops-anna");
-        got.clear();
+        // the relay carries the pause out at its next tend (within about a second): it withdraws the slot entry
+        // written ahead unless already popped, and writes no other. A slot due before that tend still fires (a CI run
+        // saw one: the pause was asked a few ms before a slot). Carried out: no slot entry ahead any more
+        await().atMost(Duration.ofSeconds(5)).until(() -> pendingSlot(business, name) <= kit.redisNowMs());
         long pausedAt = kit.redisNowMs();
-        // a paused schedule fires nothing: not one message over 3 s (the pending entry was withdrawn)
+        got.clear();
+        // from then on a paused schedule fires nothing: over 3 s, at most a slot before the pause was carried out
+        // that was still on its way
         assertThat(RelayTestKit.collect(got, 1, Duration.ofSeconds(3), Duration.ZERO))
-                .isEmpty();
+                .allSatisfy(r -> assertThat(r.header(RelayHeaders.SLOT)).isLessThan(pausedAt));
         client.resume(business, name);
         List<Received> resumed = RelayTestKit.collect(got, 1, Duration.ofSeconds(5), Duration.ZERO);
         assertThat(resumed).hasSize(1);
         assertThat(resumed.get(0).header(RelayHeaders.SLOT)).isGreaterThan(pausedAt + 3_000);
         await().atMost(Duration.ofSeconds(5))
-                .until(() -> schedules.get(name).skipped().getOrDefault("paused", 0L) >= 2);
+                .until(() -> schedules.get(name).skipped().getOrDefault("paused", 0L) >= 3);
 
         client.delete(business, name);
         await().atMost(Duration.ofSeconds(5)).until(() -> !exists(business, name));
@@ -116,6 +121,19 @@ class RecurringScheduleClientTest {
     }
 
     /** Whether any state field of the schedule is left in the business's schedule state hash. */
+    /** The slot of the schedule's last slot entry written ({@code <name>:pending}), or -1 when none is. */
+    private long pendingSlot(String business, String name) {
+        try (RedisConnection c = kit.redis()) {
+            byte[] pending = c.hashCommands()
+                    .hGet(
+                            DelayQueueKeys.bytes(
+                                    DelayQueueKeys.forBusiness(business).scheduleState()),
+                            DelayQueueKeys.bytes(name + ":pending"));
+            String id = pending == null ? "" : new String(pending, StandardCharsets.UTF_8);
+            return id.isEmpty() ? -1 : Long.parseLong(id.substring(id.lastIndexOf('@') + 1));
+        }
+    }
+
     private boolean exists(String business, String name) {
         try (RedisConnection c = kit.redis()) {
             var fields = c.hashCommands()
