@@ -447,7 +447,8 @@ class ConsoleBrowserTest {
 
     /**
      * Waits until a table of the page lists exactly {@code n} entries (rows with a member). If it does not, the
-     * failure names the rows shown and the page's notice, and a screenshot {@code awaited-<table>-<n>.png} is saved.
+     * failure names the rows shown, the table's text and the page's notice, with a screenshot
+     * {@code awaited-<table>-<n>.png}.
      */
     private static void awaitRows(WebDriver browser, String table, int n) throws IOException {
         By rows = By.cssSelector("#" + table + " tbody tr[data-member]");

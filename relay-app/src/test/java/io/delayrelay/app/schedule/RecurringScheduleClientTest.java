@@ -120,7 +120,6 @@ class RecurringScheduleClientTest {
         assertThat(RecurringSchedule.fromFields(r.fields()).fields()).isEqualTo(r.fields());
     }
 
-    /** Whether any state field of the schedule is left in the business's schedule state hash. */
     /** The slot of the schedule's last slot entry written ({@code <name>:pending}), or -1 when none is. */
     private long pendingSlot(String business, String name) {
         try (RedisConnection c = kit.redis()) {
@@ -134,6 +133,7 @@ class RecurringScheduleClientTest {
         }
     }
 
+    /** Whether any state field of the schedule is left in the business's schedule state hash. */
     private boolean exists(String business, String name) {
         try (RedisConnection c = kit.redis()) {
             var fields = c.hashCommands()
