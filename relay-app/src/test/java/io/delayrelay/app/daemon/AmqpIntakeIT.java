@@ -52,9 +52,10 @@ class AmqpIntakeIT {
     private static final long JAVA_DELAY = 4_000;
     /**
      * x-delay of the first {@link #CANCELLED} Java messages: long enough to cancel them on a loaded machine (the
-     * publishers, the kill and the take-over took over 10 s with the test pool's other forks busy).
+     * publishers, the kill and the take-over took over 10 s with the test pool's other forks busy, and over 20 s on a
+     * slower machine: every cancel came after its message was delivered).
      */
-    private static final long CANCELLED_DELAY = 20_000;
+    private static final long CANCELLED_DELAY = 45_000;
 
     private final RelayTestKit kit = new RelayTestKit();
     private final List<RelayProcess> processes = new ArrayList<>();
@@ -197,8 +198,13 @@ class AmqpIntakeIT {
         }
         assertThat(cancelled)
                 .as(
-                        "cancelled before due (scheduled %d, delivered %d, keys %s)",
-                        kit.scheduled(intake), got.size(), kit.keysOf(intake))
+                        "cancelled before due (%d ms after the first was sent, due after %d ms; scheduled %d,"
+                                + " delivered %d, keys %s)",
+                        System.currentTimeMillis() - sent.get("java-0")[0],
+                        CANCELLED_DELAY,
+                        kit.scheduled(intake),
+                        got.size(),
+                        kit.keysOf(intake))
                 .isEqualTo(CANCELLED);
 
         int expected = 2 * PER_PUBLISHER + AT_ONCE - CANCELLED;
