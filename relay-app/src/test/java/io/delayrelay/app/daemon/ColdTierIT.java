@@ -22,6 +22,7 @@ import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.Deliveries.Inbox;
 import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.StagedShards;
 import io.delayrelay.app.support.TestServices;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
@@ -130,9 +131,9 @@ class ColdTierIT {
 
         // written as schedule.lua leaves them (HSET payloads + ZADD K:i), due in 50-80 s, and shown to the relays all
         // at
-        // once: the ids go into staging sorted sets first and one MULTI renames them to the shard keys. Written into
-        // K:i directly, the moves ran during the pipelined write (every entry is cold-eligible at once), and a busy CI
-        // box saw all 100,000 cold before the test could look for the middle of the moves
+        // once (StagedShards). Written into K:i directly, the moves ran during the pipelined write (every entry is
+        // cold-eligible at once), and a busy CI box saw all 100,000 cold before the test could look for the middle of
+        // the moves
         long t0 = redis.nowMs();
         Map<String, Long> dueByBody = new HashMap<>();
         List<String> ids = new ArrayList<>(ENTRIES);
@@ -154,7 +155,7 @@ class ColdTierIT {
                 victimEntries += victimShards.contains(shard) ? 1 : 0;
                 // the payload first: the relay never sees the id in K:i without it (schedule.lua writes both at once)
                 c.hashCommands().hSet(bytes(keys.payloads(shard)), bytes(id), bytes(body));
-                c.zSetCommands().zAdd(bytes(staging(keys, shard)), due, bytes(id));
+                c.zSetCommands().zAdd(StagedShards.key(keys, shard), due, bytes(id));
                 dueByBody.put(body, due);
                 ids.add(id);
                 bodies.add(body);
@@ -163,11 +164,7 @@ class ColdTierIT {
         }
         assertThat(hot(keys)).as("nothing visible before the rename").isZero();
         try (RedisConnection c = redis.connection()) {
-            c.multi();
-            for (int shard = 0; shard < SHARDS; shard++) {
-                c.keyCommands().rename(bytes(staging(keys, shard)), bytes(keys.shard(shard)));
-            }
-            c.exec();
+            StagedShards.reveal(c, keys, SHARDS);
         }
 
         // kill -9 of one instance in the middle of its own moves: as soon as some of its shards' entries have gone
@@ -282,10 +279,6 @@ class ColdTierIT {
         assertThat(p99).as("arrival lag p99").isLessThanOrEqualTo(3_000);
         assertThat(coldCount(cold, keys)).isZero();
         assertThat(hot(keys)).isZero();
-    }
-
-    private static String staging(DelayQueueKeys keys, int shard) {
-        return keys.shard(shard) + ":staging";
     }
 
     private long hot(DelayQueueKeys keys) {

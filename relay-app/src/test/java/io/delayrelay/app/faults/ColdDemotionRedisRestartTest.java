@@ -29,6 +29,7 @@ import io.delayrelay.app.engine.cold.ColdStore;
 import io.delayrelay.app.support.Deliveries;
 import io.delayrelay.app.support.PrivateRedis;
 import io.delayrelay.app.support.RelayTestKit;
+import io.delayrelay.app.support.StagedShards;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -107,9 +108,9 @@ class ColdDemotionRedisRestartTest {
         // the write, past the first promotion at 45 s
         kit.startRelay(props);
 
-        // written as schedule.lua leaves them (pipelined HSET payload + ZADD K:i), shown to the relay all at once:
-        // the ids go into staging sorted sets and one MULTI renames them to the shard keys. Its demotions then begin
-        // on the whole set, which a test watching from outside can cut in the middle
+        // written as schedule.lua leaves them (pipelined HSET payload + ZADD K:i), shown to the relay all at once
+        // (StagedShards): its demotions then begin on the whole set, which a test watching from outside can cut in the
+        // middle
         long t0 = redis.nowMs();
         Map<String, Long> due = new HashMap<>();
         try (RedisConnection c = redis.connection()) {
@@ -120,17 +121,13 @@ class ColdDemotionRedisRestartTest {
                 int shard = ShardSelector.shardOf(bytes(id), SHARDS);
                 // the payload first: the relay never sees the id in K:i without it (schedule.lua writes both at once)
                 c.hashCommands().hSet(bytes(keys.payloads(shard)), bytes(id), bytes(id));
-                c.zSetCommands().zAdd(bytes(staging(keys, shard)), at, bytes(id));
+                c.zSetCommands().zAdd(StagedShards.key(keys, shard), at, bytes(id));
                 due.put(id, at);
             }
             c.closePipeline();
         }
         try (RedisConnection c = redis.connection()) {
-            c.multi();
-            for (int shard = 0; shard < SHARDS; shard++) {
-                c.keyCommands().rename(bytes(staging(keys, shard)), bytes(keys.shard(shard)));
-            }
-            c.exec();
+            StagedShards.reveal(c, keys, SHARDS);
         }
         long written = redis.nowMs() - t0;
 
@@ -268,10 +265,6 @@ class ColdDemotionRedisRestartTest {
         } finally {
             pool.shutdownNow();
         }
-    }
-
-    private static String staging(DelayQueueKeys keys, int shard) {
-        return keys.shard(shard) + ":staging";
     }
 
     /** A server of this test's (closed after it) with its AOF in {@code dir}, never rewritten. */

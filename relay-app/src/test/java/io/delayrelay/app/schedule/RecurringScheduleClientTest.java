@@ -129,7 +129,7 @@ class RecurringScheduleClientTest {
                                     DelayQueueKeys.forBusiness(business).scheduleState()),
                             DelayQueueKeys.bytes(name + ":pending"));
             String id = pending == null ? "" : new String(pending, StandardCharsets.UTF_8);
-            return id.isEmpty() ? -1 : Long.parseLong(id.substring(id.lastIndexOf('@') + 1));
+            return id.isEmpty() ? -1 : ScheduleTender.slotOf(id);
         }
     }
 
