@@ -97,31 +97,40 @@ public final class ColdMover extends PeriodicTask {
         pool.shutdownNow();
     }
 
+    /**
+     * One pass over every business whose period came. While a pass of a business used its whole budget (a bulk load
+     * to demote), the next pass follows at once, not a tick later: between budgets, each business still gets its
+     * turn and promotion runs first in every pass.
+     */
     @Override
     protected void runOnce() {
-        long now = System.currentTimeMillis();
-        for (BusinessRelay relay : relays.get().values()) {
-            BusinessSpec spec = relay.spec();
-            long[] next = nextRun.computeIfAbsent(spec.name(), n -> new long[2]);
-            if (!spec.cold()) {
-                if (now >= next[1]) {
-                    next[1] = now + DRAIN_EVERY_MS;
-                    drain(relay, spec);
+        boolean more;
+        do {
+            more = false;
+            long now = System.currentTimeMillis();
+            for (BusinessRelay relay : relays.get().values()) {
+                BusinessSpec spec = relay.spec();
+                long[] next = nextRun.computeIfAbsent(spec.name(), n -> new long[2]);
+                if (!spec.cold()) {
+                    if (now >= next[1]) {
+                        next[1] = now + DRAIN_EVERY_MS;
+                        drain(relay, spec);
+                    }
+                    continue;
                 }
-                continue;
+                ColdTiming timing = ColdTiming.of(spec.coldAfter());
+                if (now < next[0]) {
+                    continue;
+                }
+                next[0] = now + timing.periodMs();
+                boolean count = now >= next[1];
+                if (count) {
+                    next[1] = now + COUNT_EVERY_MS;
+                    filling.values().removeIf(seen -> seen[0] < now - FILL_FORGET_MS);
+                }
+                more |= runBusiness(relay, spec, timing, count);
             }
-            ColdTiming timing = ColdTiming.of(spec.coldAfter());
-            if (now < next[0]) {
-                continue;
-            }
-            next[0] = now + timing.periodMs();
-            boolean count = now >= next[1];
-            if (count) {
-                next[1] = now + COUNT_EVERY_MS;
-                filling.values().removeIf(seen -> seen[0] < now - FILL_FORGET_MS);
-            }
-            runBusiness(relay, spec, timing, count);
-        }
+        } while (more && !Thread.currentThread().isInterrupted());
     }
 
     /**
@@ -146,9 +155,11 @@ public final class ColdMover extends PeriodicTask {
     /**
      * One pass over the shards of one business this instance pops, {@link #THREADS} shards at a time: while Redis runs
      * one shard's script, the next shard's block is compressed or decoded here (a move is one script on one shard, so
-     * moves of different shards at once are as safe as two instances moving, docs/cold-tier.md).
+     * moves of different shards at once are as safe as two instances moving, docs/cold-tier.md). Returns whether
+     * the pass demoted entries until its budget ran out: more are likely left to demote.
      */
-    void runBusiness(BusinessRelay relay, BusinessSpec spec, ColdTiming timing, boolean count) {
+    boolean runBusiness(BusinessRelay relay, BusinessSpec spec, ColdTiming timing, boolean count) {
+        AtomicLong demoted = new AtomicLong();
         AtomicLong entries = new AtomicLong();
         AtomicLong blocks = new AtomicLong();
         long deadline = System.nanoTime() + PASS_BUDGET_MS * 1_000_000;
@@ -157,14 +168,14 @@ public final class ColdMover extends PeriodicTask {
             try {
                 promote(relay, spec, shard, timing.leadMs());
                 if (System.nanoTime() < deadline) {
-                    demoteShard(
+                    demoted.addAndGet(demoteShard(
                             store,
                             spec.keys(),
                             shard,
                             timing,
                             deadline,
                             moved,
-                            (bucket, listed) -> filled(spec.keys(), shard, bucket, listed, timing));
+                            (bucket, listed) -> filled(spec.keys(), shard, bucket, listed, timing)));
                 }
                 if (count) {
                     ColdStore.Count c = store.count(spec.keys(), shard);
@@ -191,6 +202,7 @@ public final class ColdMover extends PeriodicTask {
             long b = blocks.get();
             emit(ev -> ev.coldCounted(spec, e, b));
         }
+        return demoted.get() > 0 && System.nanoTime() >= deadline;
     }
 
     private static List<Integer> ownedShards(BusinessRelay relay) {
