@@ -129,11 +129,10 @@ class ColdTierIT {
         Set<Integer> victimShards = shareOf(keys, first.pid());
         int victimEntries = 0;
 
-        // written as schedule.lua leaves them (HSET payloads + ZADD K:i), due in 50-80 s, and shown to the relays all
-        // at
-        // once (StagedShards). Written into K:i directly, the moves ran during the pipelined write (every entry is
-        // cold-eligible at once), and a busy CI box saw all 100,000 cold before the test could look for the middle of
-        // the moves
+        // written as schedule.lua leaves them (HSET payloads + ZADD K:i), due in 50-80 s, and shown to the relays
+        // all at once (StagedShards). Written into K:i directly, the moves ran during the pipelined write (every entry
+        // is cold-eligible at once), and a busy CI box saw all 100,000 cold before the test could look for the middle
+        // of the moves
         long t0 = redis.nowMs();
         Map<String, Long> dueByBody = new HashMap<>();
         List<String> ids = new ArrayList<>(ENTRIES);
